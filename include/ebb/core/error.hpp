@@ -1,0 +1,39 @@
+#pragma once
+// Errors raised at ebb's boundaries. Every error names what was wrong and
+// where, so a front end can turn it into a message or an HTTP status as is.
+#include <stdexcept>
+#include <string>
+
+namespace ebb {
+
+// A caller passed a value outside its documented domain (bad weight, bad
+// sketch size, unknown view...). Front ends map it to a usage error / 400.
+class InvalidArgument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// A serialised blob is corrupt, truncated, of another type or of an
+// unsupported version. Never produces a half-loaded object.
+class FormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One event of a batch is invalid; the whole batch was rejected and nothing
+// of it counted. `index` is the event's position in the batch.
+class BatchError : public InvalidArgument {
+ public:
+  BatchError(std::size_t index, std::string field, const std::string& message)
+      : InvalidArgument("event " + std::to_string(index) + ": " + field + ": " + message),
+        index_(index),
+        field_(std::move(field)) {}
+  std::size_t index() const noexcept { return index_; }
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::size_t index_;
+  std::string field_;
+};
+
+}  // namespace ebb

@@ -1,0 +1,46 @@
+#pragma once
+// What the engine answers. Shapes follow ../shared/notes/api.md so the CLI's
+// --json output and the server's responses are the same documents.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ebb/engine/view_spec.hpp"
+#include "ebb/sketch/common/counted_item.hpp"
+
+namespace ebb::engine {
+
+struct Accuracy {
+  std::string type = "count_min_sketch";
+  double epsilon = 0;      // e / width actually provided
+  double confidence = 0;   // 1 - e^-depth
+  double max_error = 0;    // epsilon * total: over-count bound at that confidence
+  // Every item whose true count exceeds this is in the candidate set, so it
+  // is reported when k reaches its rank (deterministic).
+  double guarantee_threshold = 0;
+  std::uint32_t candidates = 0;  // summary capacity
+  // True when k exceeds the summary capacity: the answer is shorter or less
+  // certain than asked, and the configuration should grow.
+  bool undersized = false;
+};
+
+struct TopKAnswer {
+  ViewSpec view;
+  double as_of = 0;
+  double window_start = 0;  // all-time views: the first event time counted
+  std::vector<CountedItem> items;  // report order; rank = index + 1
+  double total = 0;
+  Accuracy accuracy;
+};
+
+struct PointAnswer {
+  ViewSpec view;
+  double as_of = 0;
+  double window_start = 0;
+  CountedItem item;
+  bool tracked = false;  // in the candidate set (tighter bounds)
+  double rate = 0;       // events/s: lambda x score (decayed), count / elapsed (all-time)
+  Accuracy accuracy;
+};
+
+}  // namespace ebb::engine

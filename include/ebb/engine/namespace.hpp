@@ -1,0 +1,85 @@
+#pragma once
+// A namespace: one configuration, its views, and the batch path both front
+// ends share: validate the whole batch (all or nothing), hash every key
+// once, feed every view, answer top-K and point queries with bounds.
+//
+// Single-writer: the owner (the CLI loop, or the server's per-namespace
+// ownership) serialises apply() against queries.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "ebb/engine/answers.hpp"
+#include "ebb/engine/event.hpp"
+#include "ebb/engine/namespace_config.hpp"
+#include "ebb/engine/prepared_batch.hpp"
+#include "ebb/engine/view.hpp"
+
+namespace ebb::engine {
+
+// Seconds since the Unix epoch, from the system clock.
+double wall_clock_now();
+
+// What is wrong with one event under a configuration's rules (item length,
+// weight, time), or nullopt. The clock's future check is apply()'s alone.
+// Front ends use it to attribute a problem to an input line before batching.
+struct EventProblem {
+  std::string field;
+  std::string message;
+};
+std::optional<EventProblem> check_event(const Event& event, const NamespaceConfig& config);
+
+struct NamespaceStats {
+  std::uint64_t events = 0;     // counted (after exclusions)
+  std::uint64_t excluded = 0;   // dropped by the exclusion list
+  std::uint64_t batches = 0;
+  double weight = 0;            // undecayed total weight counted
+  double newest_time = 0;       // newest event time seen (0 before any)
+  std::size_t memory_bytes = 0;
+};
+
+class Namespace {
+ public:
+  using Clock = std::function<double()>;
+
+  explicit Namespace(NamespaceConfig config, Clock wall_clock = wall_clock_now);
+
+  const NamespaceConfig& config() const noexcept { return config_; }
+  const std::vector<std::unique_ptr<View>>& views() const noexcept { return views_; }
+
+  // Applies a batch, all or nothing: on any bad event throws BatchError
+  // naming its index and field, and nothing of the batch is counted. Events
+  // without a time should carry the receive time (front ends' job).
+  void apply(std::span<const Event> events);
+
+  // "Now": the wall clock, or in event-clock mode the newest event time seen.
+  double now() const;
+
+  // The view asked for; nullopt = the first view. Throws InvalidArgument
+  // ("half_life: ...") when the namespace does not keep it.
+  const View& view(const std::optional<ViewSpec>& spec) const;
+
+  TopKAnswer top(const std::optional<ViewSpec>& spec = std::nullopt, std::optional<std::size_t> k = std::nullopt) const;
+  PointAnswer count(std::string_view item, const std::optional<ViewSpec>& spec = std::nullopt) const;
+
+  NamespaceStats stats() const;
+
+ private:
+  void prepare(std::span<const Event> events);
+
+  NamespaceConfig config_;
+  Clock wall_clock_;
+  std::vector<std::unique_ptr<View>> views_;
+  std::unordered_set<std::string_view> exclude_;  // views into config_.exclude
+  PreparedBatch batch_;                           // reused scratch
+  NamespaceStats stats_;
+  bool seen_event_ = false;
+};
+
+}  // namespace ebb::engine

@@ -1,0 +1,40 @@
+#pragma once
+// The configuration of one namespace (one independent top-K list), with the
+// validation every front end shares: a bad field is rejected with an
+// InvalidArgument whose message starts with the field's API name.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ebb/sketch/count_min/count_min.hpp"
+
+namespace ebb::engine {
+
+enum class ClockMode { wall, event };
+enum class SummaryKind { candidate_heap, space_saving };
+
+struct NamespaceConfig {
+  static constexpr std::uint32_t kMaxK = 1000;
+  static constexpr double kMaxWeight = 1e15;  // keeps weight * e^300 far from overflow
+
+  std::string name = "default";
+  std::uint32_t k = 10;               // default answer size
+  bool all_time = true;               // keep the all-time view ("all")
+  std::vector<double> half_lives;     // seconds; one decayed view each
+  CountMinShape sketch;               // per view
+  UpdatePolicy update = UpdatePolicy::conservative;
+  SummaryKind summary = SummaryKind::candidate_heap;
+  std::uint32_t candidates = 0;       // summary capacity; 0 = max(1024, 4k)
+  std::vector<std::string> exclude;   // items never counted
+  ClockMode clock = ClockMode::wall;
+  double max_future_skew = 60;        // seconds an event may be ahead of the wall clock
+  std::uint32_t max_item_bytes = 1024;
+
+  // Throws InvalidArgument naming the field ("k: must be in [1, 1000]").
+  void validate() const;
+  std::uint32_t resolved_candidates() const noexcept;
+};
+
+bool valid_namespace_name(const std::string& name) noexcept;
+
+}  // namespace ebb::engine

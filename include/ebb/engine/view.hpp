@@ -1,0 +1,25 @@
+#pragma once
+// One view of a namespace: a way of counting the same events (all-time,
+// decayed with a half-life; windows later). The namespace owns its views and
+// feeds each the same prepared batch; queries go to the view asked for.
+// Views are single-writer objects: concurrency belongs to the namespace's
+// owner.
+#include <cstdint>
+#include <string_view>
+
+#include "ebb/engine/answers.hpp"
+#include "ebb/engine/prepared_batch.hpp"
+
+namespace ebb::engine {
+
+class View {
+ public:
+  virtual ~View() = default;
+  virtual const ViewSpec& spec() const noexcept = 0;
+  virtual void apply(const PreparedBatch& batch) = 0;
+  virtual TopKAnswer top(std::size_t k, double now) const = 0;
+  virtual PointAnswer point(std::string_view item, std::uint64_t hash, double now) const = 0;
+  virtual std::size_t memory_bytes() const noexcept = 0;
+};
+
+}  // namespace ebb::engine

@@ -1,0 +1,41 @@
+#pragma once
+// A small streaming JSON writer: correct escaping, shortest round-trip
+// numbers, no DOM. Shared by the CLI's --json output and the server.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ebb::io {
+
+class JsonWriter {
+ public:
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(std::string_view k);
+  JsonWriter& value(std::string_view s);
+  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
+  JsonWriter& value(double d);  // non-finite values are written as null
+  JsonWriter& value(std::uint64_t n);
+  JsonWriter& value(std::int64_t n);
+  JsonWriter& value(int n) { return value(static_cast<std::int64_t>(n)); }
+  JsonWriter& value(std::uint32_t n) { return value(static_cast<std::uint64_t>(n)); }
+  JsonWriter& value(bool b);
+  JsonWriter& null();
+
+  const std::string& str() const noexcept { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void separate();
+  std::string out_;
+  std::vector<bool> first_;  // per open container: nothing written yet
+  bool after_key_ = false;
+};
+
+// Appends s to out as a JSON string literal.
+void append_json_string(std::string& out, std::string_view s);
+
+}  // namespace ebb::io

@@ -1,0 +1,55 @@
+#pragma once
+// The CMS-fed candidate heap (seeds 002/004, Cormode & Muthukrishnan): keep
+// the m items with the highest Count-Min estimate.
+//
+// A newcomer enters with its CMS estimate (its whole history), not min + 1,
+// so counts stay tight. Per candidate:
+// - upper bound: the CMS estimate at its last event (a CMS never
+//   under-counts, and the item's true count has not changed since);
+// - lower bound: the weight it received since it entered (exact).
+// The heap minimum only grows once the heap is full, so an item outside the
+// heap has true count <= its last estimate <= threshold(): every item with
+// true count above threshold() is a candidate, deterministically.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/sketch/common/counted_item.hpp"
+#include "ebb/sketch/common/keyed_min_heap.hpp"
+
+namespace ebb {
+
+class CountMin;
+
+class CandidateHeap {
+ public:
+  explicit CandidateHeap(std::uint32_t capacity) : heap_(capacity) {}
+
+  std::uint32_t capacity() const noexcept { return heap_.capacity(); }
+  std::uint32_t size() const noexcept { return heap_.size(); }
+
+  // One event of `weight` for the key, whose CMS estimate after the event's
+  // own CMS update is `estimate`.
+  void offer(std::string_view key, std::uint64_t hash, double weight, double estimate);
+
+  std::optional<CountedItem> find(std::string_view key, std::uint64_t hash) const;
+  double threshold() const noexcept;
+  std::vector<CountedItem> top(std::size_t k) const;
+
+  void scale(double factor) noexcept;
+  // Union of both candidate sets, re-estimated against `merged_sketch` (the
+  // sum of both sides' sketches); lower bounds add; the capacity() best stay.
+  void merge(const CandidateHeap& other, const CountMin& merged_sketch);
+
+  std::size_t memory_bytes() const noexcept { return heap_.memory_bytes() + sizeof(*this) - sizeof(heap_); }
+  std::string serialize() const;
+  static CandidateHeap deserialize(std::string_view blob);
+
+ private:
+  KeyedMinHeap heap_;
+  double floor_ = 0;  // bound on non-candidates inherited from merges
+};
+
+}  // namespace ebb

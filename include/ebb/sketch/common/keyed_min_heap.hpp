@@ -1,0 +1,85 @@
+#pragma once
+// A fixed-capacity min-heap of keyed entries with O(1) lookup by key: the
+// storage both top-K summaries share.
+//
+// Keys live in slots; an open-addressing table (linear probing, backward-
+// shift deletion) maps a key's hash to its slot and full keys are compared,
+// so two keys can never share an entry (RedisBloom #330 reported duplicates
+// from a heap searched by linear scan). Values only ever grow while an entry
+// is held, so raise() is a sift-down; the minimum is evicted by
+// replace_min(). All values share one coordinate system, so scale() keeps
+// the heap order.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/core/binary_io.hpp"
+
+namespace ebb {
+
+class KeyedMinHeap {
+ public:
+  struct Entry {
+    std::string key;
+    std::uint64_t hash = 0;
+    double value = 0;  // the heap's priority
+    double aux = 0;    // a second per-entry figure the owner keeps (error, exact count since entry)
+  };
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  static constexpr std::uint32_t kMaxCapacity = 1u << 24;
+
+  explicit KeyedMinHeap(std::uint32_t capacity);
+
+  std::uint32_t capacity() const noexcept { return capacity_; }
+  std::uint32_t size() const noexcept { return static_cast<std::uint32_t>(slots_.size()); }
+  bool full() const noexcept { return size() == capacity_; }
+  bool empty() const noexcept { return slots_.empty(); }
+
+  // Slot of the key, or kNone.
+  std::uint32_t find(std::string_view key, std::uint64_t hash) const noexcept;
+  const Entry& at(std::uint32_t slot) const noexcept { return slots_[slot]; }
+  const Entry& min() const noexcept { return slots_[heap_[0]]; }
+  std::span<const Entry> entries() const noexcept { return slots_; }
+
+  // Requires !full() and the key absent.
+  std::uint32_t insert(std::string_view key, std::uint64_t hash, double value, double aux);
+  // Requires full() and the key absent: evicts the minimum.
+  std::uint32_t replace_min(std::string_view key, std::uint64_t hash, double value, double aux);
+  // Sets a held entry's value (>= its current value) and aux.
+  void raise(std::uint32_t slot, double value, double aux) noexcept;
+  void scale(double factor) noexcept;
+  void clear() noexcept;
+
+  std::size_t memory_bytes() const noexcept;
+
+  // Builds a heap of `capacity` from entries, keeping the largest values
+  // when there are more (merges). Entries must have distinct keys.
+  static KeyedMinHeap from_entries(std::uint32_t capacity, std::vector<Entry> entries);
+
+  // Serialisation of the entries (hashes are recomputed on read, so a blob
+  // cannot smuggle in an entry the table would never find).
+  void write_to(BinaryWriter& w) const;
+  static KeyedMinHeap read_from(BinaryReader& r);
+
+ private:
+  bool less(std::uint32_t a, std::uint32_t b) const noexcept { return slots_[a].value < slots_[b].value; }
+  void sift_up(std::uint32_t i) noexcept;
+  void sift_down(std::uint32_t i) noexcept;
+  void place(std::uint32_t heap_index, std::uint32_t slot) noexcept {
+    heap_[heap_index] = slot;
+    pos_[slot] = heap_index;
+  }
+  void table_insert(std::uint64_t hash, std::uint32_t slot) noexcept;
+  void table_erase(std::uint32_t slot) noexcept;
+
+  std::uint32_t capacity_;
+  std::vector<Entry> slots_;
+  std::vector<std::uint32_t> heap_;   // slot ids, min-heap by value
+  std::vector<std::uint32_t> pos_;    // slot id -> index in heap_
+  std::vector<std::uint32_t> table_;  // slot id + 1, 0 = empty
+  std::uint64_t table_mask_;
+};
+
+}  // namespace ebb

@@ -1,0 +1,29 @@
+// ebb: what is hot right now? One binary, one subcommand per front end.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "top_options.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ebb: heavy hitters over event streams, now (decayed) and all-time, with honest error bounds"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ebb 0.1.0");
+
+  ebb::cli::TopOptions top;
+  CLI::App* top_cmd = ebb::cli::add_top_command(app, top);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, version or the usage error
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (top_cmd->parsed()) return ebb::cli::run_top(top);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ebb: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,126 @@
+#include "ebb/engine/decayed_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+
+namespace ebb::engine {
+namespace {
+
+std::variant<CandidateHeap, SpaceSaving> make_summary(const NamespaceConfig& config) {
+  if (config.summary == SummaryKind::space_saving) return SpaceSaving(config.resolved_candidates());
+  return CandidateHeap(config.resolved_candidates());
+}
+
+CountedItem scaled(CountedItem item, double f) {
+  item.estimate *= f;
+  item.lower *= f;
+  item.upper *= f;
+  return item;
+}
+
+// CMS work is done in chunks so the scratch columns stay in L1.
+constexpr std::size_t kChunk = 256;
+
+}  // namespace
+
+DecayedView::DecayedView(ViewSpec spec, const NamespaceConfig& config)
+    : spec_(spec),
+      clock_(spec.kind == ViewSpec::Kind::decayed ? ForwardDecay::with_half_life(spec.half_life) : ForwardDecay::none()),
+      sketch_(config.sketch, config.update),
+      summary_(make_summary(config)) {
+  scaled_.resize(kChunk);
+  estimates_.resize(kChunk);
+}
+
+void DecayedView::rebase(double t) {
+  const double f = clock_.rebase(t);
+  sketch_.scale(f);
+  std::visit([f](auto& s) { s.scale(f); }, summary_);
+  scaler_.reset();
+  ++rebases_;
+}
+
+void DecayedView::apply(const PreparedBatch& batch) {
+  if (batch.size() == 0) return;
+  if (!clock_.anchored()) {
+    clock_.anchor(batch.max_time);
+    first_time_ = batch.min_time;
+    scaler_.reset();
+  }
+  first_time_ = std::min(first_time_, batch.min_time);
+  // Rebase up front so that no event of the batch needs a factor past the guard.
+  if (clock_.needs_rebase(batch.max_time)) rebase(batch.max_time);
+
+  for (std::size_t begin = 0; begin < batch.size(); begin += kChunk) {
+    const std::size_t n = std::min(kChunk, batch.size() - begin);
+    for (std::size_t i = 0; i < n; ++i) {
+      scaled_[i] = batch.weights[begin + i] * scaler_.factor(clock_, batch.times[begin + i]);
+    }
+    const std::span<const std::uint64_t> hashes(batch.hashes.data() + begin, n);
+    sketch_.update_batch(hashes, std::span<const double>(scaled_.data(), n), std::span<double>(estimates_.data(), n));
+    if (auto* heap = std::get_if<CandidateHeap>(&summary_)) {
+      for (std::size_t i = 0; i < n; ++i) heap->offer(batch.items[begin + i], hashes[i], scaled_[i], estimates_[i]);
+    } else {
+      auto& ss = std::get<SpaceSaving>(summary_);
+      for (std::size_t i = 0; i < n; ++i) ss.update(batch.items[begin + i], hashes[i], scaled_[i]);
+    }
+  }
+}
+
+Accuracy DecayedView::accuracy(double read_factor) const {
+  Accuracy a;
+  a.epsilon = sketch_.shape().epsilon();
+  a.confidence = sketch_.shape().confidence();
+  a.max_error = sketch_.max_error() * read_factor;
+  a.guarantee_threshold = std::visit([](const auto& s) { return s.threshold(); }, summary_) * read_factor;
+  a.candidates = std::visit([](const auto& s) { return s.capacity(); }, summary_);
+  return a;
+}
+
+TopKAnswer DecayedView::top(std::size_t k, double now) const {
+  const double rf = clock_.read_factor(now);
+  TopKAnswer answer;
+  answer.view = spec_;
+  answer.as_of = now;
+  answer.window_start = first_time_;
+  answer.total = sketch_.total() * rf;
+  answer.accuracy = accuracy(rf);
+  answer.accuracy.undersized = k > answer.accuracy.candidates;
+  answer.items = std::visit([k](const auto& s) { return s.top(k); }, summary_);
+  for (auto& item : answer.items) item = scaled(std::move(item), rf);
+  return answer;
+}
+
+PointAnswer DecayedView::point(std::string_view item, std::uint64_t hash, double now) const {
+  const double rf = clock_.read_factor(now);
+  PointAnswer answer;
+  answer.view = spec_;
+  answer.as_of = now;
+  answer.window_start = first_time_;
+  answer.accuracy = accuracy(rf);
+  const double sketch_estimate = sketch_.estimate(hash);
+  auto held = std::visit([&](const auto& s) { return s.find(item, hash); }, summary_);
+  if (held) {
+    answer.tracked = true;
+    // Both the summary and the sketch bound the count from above: keep the tighter.
+    held->upper = std::min(held->upper, sketch_estimate);
+    held->estimate = std::min(held->estimate, held->upper);
+    answer.item = scaled(std::move(*held), rf);
+  } else {
+    answer.item = scaled(CountedItem{std::string(item), sketch_estimate, 0, sketch_estimate}, rf);
+  }
+  if (clock_.decays()) {
+    answer.rate = clock_.lambda() * answer.item.estimate;
+  } else if (now > first_time_) {
+    answer.rate = answer.item.estimate / (now - first_time_);
+  }
+  return answer;
+}
+
+std::size_t DecayedView::memory_bytes() const noexcept {
+  return sizeof(*this) + sketch_.memory_bytes() + std::visit([](const auto& s) { return s.memory_bytes(); }, summary_) +
+         (scaled_.capacity() + estimates_.capacity()) * sizeof(double);
+}
+
+}  // namespace ebb::engine

@@ -1,0 +1,134 @@
+#include "ebb/engine/namespace.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "ebb/core/duration.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
+#include "ebb/engine/decayed_view.hpp"
+
+namespace ebb::engine {
+namespace {
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::optional<EventProblem> check_event(const Event& e, const NamespaceConfig& config) {
+  if (e.item.empty()) return EventProblem{"item_id", "must not be empty"};
+  if (e.item.size() > config.max_item_bytes) {
+    return EventProblem{"item_id", "is " + std::to_string(e.item.size()) + " bytes, longer than the limit of " +
+                                       std::to_string(config.max_item_bytes)};
+  }
+  if (!std::isfinite(e.weight) || e.weight <= 0) return EventProblem{"weight", "must be finite and > 0 (got " + number(e.weight) + ")"};
+  if (e.weight > NamespaceConfig::kMaxWeight) {
+    return EventProblem{"weight", "exceeds the limit of " + number(NamespaceConfig::kMaxWeight) + " (got " + number(e.weight) + ")"};
+  }
+  if (!std::isfinite(e.time) || e.time < 0) {
+    return EventProblem{"timestamp", "must be a finite number of Unix seconds >= 0 (got " + number(e.time) + ")"};
+  }
+  return std::nullopt;
+}
+
+double wall_clock_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::move(config)), wall_clock_(std::move(wall_clock)) {
+  config_.validate();
+  if (config_.all_time) views_.push_back(std::make_unique<DecayedView>(ViewSpec::all_time(), config_));
+  for (double h : config_.half_lives) views_.push_back(std::make_unique<DecayedView>(ViewSpec::decayed(h), config_));
+  for (const auto& item : config_.exclude) exclude_.insert(item);
+}
+
+double Namespace::now() const {
+  if (config_.clock == ClockMode::event && seen_event_) return stats_.newest_time;
+  return wall_clock_();
+}
+
+void Namespace::prepare(std::span<const Event> events) {
+  batch_.clear();
+  const bool wall = config_.clock == ClockMode::wall;
+  const double wall_now = wall ? wall_clock_() : 0;
+  double min_t = INFINITY, max_t = -INFINITY;
+  // Validate everything before anything is counted.
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (auto problem = check_event(e, config_)) throw BatchError(i, problem->field, problem->message);
+    double t = e.time;
+    if (wall && t > wall_now) {
+      // Within the skew tolerance a clock a little ahead is clamped to now;
+      // beyond it the event would be over-weighted forever: refuse it.
+      if (t - wall_now > config_.max_future_skew) {
+        throw BatchError(i, "timestamp", "is " + number(t - wall_now) + " s in the future (tolerance " +
+                                             number(config_.max_future_skew) + " s)");
+      }
+      t = wall_now;
+    }
+    if (!exclude_.empty() && exclude_.contains(e.item)) continue;
+    batch_.items.push_back(e.item);
+    batch_.times.push_back(t);
+    batch_.weights.push_back(e.weight);
+    min_t = std::min(min_t, t);
+    max_t = std::max(max_t, t);
+  }
+  batch_.hashes.resize(batch_.items.size());
+  for (std::size_t i = 0; i < batch_.items.size(); ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
+  batch_.min_time = min_t;
+  batch_.max_time = max_t;
+}
+
+void Namespace::apply(std::span<const Event> events) {
+  prepare(events);
+  ++stats_.batches;
+  stats_.excluded += events.size() - batch_.size();
+  if (batch_.size() == 0) return;
+  for (auto& view : views_) view->apply(batch_);
+  stats_.events += batch_.size();
+  for (double w : batch_.weights) stats_.weight += w;
+  stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, batch_.max_time) : batch_.max_time;
+  seen_event_ = true;
+}
+
+const View& Namespace::view(const std::optional<ViewSpec>& spec) const {
+  if (!spec) return *views_.front();
+  for (const auto& v : views_) {
+    if (v->spec() == *spec) return *v;
+  }
+  if (spec->kind == ViewSpec::Kind::all_time) throw InvalidArgument("window: namespace '" + config_.name + "' keeps no all-time view");
+  std::string kept;
+  for (const auto& v : views_) kept += (kept.empty() ? "" : ", ") + v->spec().name();
+  throw InvalidArgument("half_life: namespace '" + config_.name + "' keeps no " + format_duration(spec->half_life) +
+                        " view (it keeps: " + kept + ")");
+}
+
+TopKAnswer Namespace::top(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k) const {
+  const std::size_t want = k.value_or(config_.k);
+  if (want < 1 || want > NamespaceConfig::kMaxK) {
+    throw InvalidArgument("k: must be in [1, " + std::to_string(NamespaceConfig::kMaxK) + "] (got " + std::to_string(want) + ")");
+  }
+  return view(spec).top(want, now());
+}
+
+PointAnswer Namespace::count(std::string_view item, const std::optional<ViewSpec>& spec) const {
+  if (item.empty() || item.size() > config_.max_item_bytes) {
+    throw InvalidArgument("item_id: must be 1 to " + std::to_string(config_.max_item_bytes) + " bytes");
+  }
+  return view(spec).point(item, hash_key(item), now());
+}
+
+NamespaceStats Namespace::stats() const {
+  NamespaceStats s = stats_;
+  s.memory_bytes = sizeof(*this);
+  for (const auto& v : views_) s.memory_bytes += v->memory_bytes();
+  return s;
+}
+
+}  // namespace ebb::engine

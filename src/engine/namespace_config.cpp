@@ -1,0 +1,54 @@
+#include "ebb/engine/namespace_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "ebb/core/error.hpp"
+#include "ebb/sketch/common/keyed_min_heap.hpp"
+
+namespace ebb::engine {
+namespace {
+[[noreturn]] void bad(const std::string& field, const std::string& why) { throw InvalidArgument(field + ": " + why); }
+}  // namespace
+
+bool valid_namespace_name(const std::string& name) noexcept {
+  if (name.empty() || name.size() > 128) return false;
+  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+void NamespaceConfig::validate() const {
+  if (!valid_namespace_name(name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + name + "')");
+  if (k < 1 || k > kMaxK) bad("k", "must be in [1, " + std::to_string(kMaxK) + "] (got " + std::to_string(k) + ")");
+  if (!all_time && half_lives.empty()) bad("half_lives", "a namespace needs at least one view (all-time or a half-life)");
+  for (std::size_t i = 0; i < half_lives.size(); ++i) {
+    if (!(half_lives[i] > 0) || !std::isfinite(half_lives[i])) bad("half_lives", "entry " + std::to_string(i) + " must be a finite duration > 0");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (half_lives[j] == half_lives[i]) bad("half_lives", "entry " + std::to_string(i) + " repeats an earlier half-life");
+    }
+  }
+  try {
+    (void)CountMinShape::with_dimensions(sketch.width, sketch.depth);
+  } catch (const InvalidArgument& e) {
+    bad("sketch_width", e.what());
+  }
+  if (candidates != 0 && (candidates < k || candidates > KeyedMinHeap::kMaxCapacity)) {
+    bad("candidates", "must be 0 (auto) or in [k, " + std::to_string(KeyedMinHeap::kMaxCapacity) + "] (got " +
+                          std::to_string(candidates) + ")");
+  }
+  if (!(max_future_skew >= 0) || !std::isfinite(max_future_skew)) bad("max_future_skew", "must be a finite number of seconds >= 0");
+  if (max_item_bytes < 1 || max_item_bytes > (1u << 20)) bad("max_item_bytes", "must be in [1, 1048576]");
+  for (std::size_t i = 0; i < exclude.size(); ++i) {
+    if (exclude[i].empty() || exclude[i].size() > max_item_bytes) {
+      bad("exclude", "entry " + std::to_string(i) + " must be 1 to " + std::to_string(max_item_bytes) + " bytes");
+    }
+  }
+}
+
+std::uint32_t NamespaceConfig::resolved_candidates() const noexcept {
+  return candidates != 0 ? candidates : std::max<std::uint32_t>(1024, 4 * k);
+}
+
+}  // namespace ebb::engine

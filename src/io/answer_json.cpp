@@ -1,0 +1,65 @@
+#include "ebb/io/answer_json.hpp"
+
+namespace ebb::io {
+namespace {
+
+void write_view(JsonWriter& w, const engine::ViewSpec& view, double window_start, double as_of) {
+  if (view.kind == engine::ViewSpec::Kind::decayed) {
+    w.key("half_life").value(view.name());
+  } else {
+    // All-time: the window runs from the first event counted to now.
+    w.key("window").begin_object().key("start").value(window_start).key("end").value(as_of).end_object();
+  }
+  w.key("as_of").value(as_of);
+}
+
+void write_item_fields(JsonWriter& w, const CountedItem& item) {
+  w.key("item_id").value(item.key);
+  w.key("estimated_count").value(item.estimate);
+  w.key("lower_bound").value(item.lower);
+  w.key("upper_bound").value(item.upper);
+}
+
+}  // namespace
+
+void write_accuracy(JsonWriter& w, const engine::Accuracy& a) {
+  w.key("accuracy").begin_object();
+  w.key("type").value(a.type);
+  w.key("epsilon").value(a.epsilon);
+  w.key("confidence").value(a.confidence);
+  w.key("max_error").value(a.max_error);
+  w.key("guarantee_threshold").value(a.guarantee_threshold);
+  w.key("candidates").value(a.candidates);
+  w.key("undersized").value(a.undersized);
+  w.end_object();
+}
+
+void write_top_k(JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer) {
+  w.begin_object();
+  w.key("namespace").value(ns);
+  write_view(w, answer.view, answer.window_start, answer.as_of);
+  w.key("items").begin_array();
+  for (std::size_t i = 0; i < answer.items.size(); ++i) {
+    w.begin_object();
+    write_item_fields(w, answer.items[i]);
+    w.key("rank").value(static_cast<std::uint64_t>(i + 1));
+    w.end_object();
+  }
+  w.end_array();
+  w.key("total").value(answer.total);
+  write_accuracy(w, answer.accuracy);
+  w.end_object();
+}
+
+void write_point(JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer) {
+  w.begin_object();
+  w.key("namespace").value(ns);
+  write_view(w, answer.view, answer.window_start, answer.as_of);
+  write_item_fields(w, answer.item);
+  w.key("rate").value(answer.rate);
+  w.key("tracked").value(answer.tracked);
+  write_accuracy(w, answer.accuracy);
+  w.end_object();
+}
+
+}  // namespace ebb::io

@@ -1,0 +1,58 @@
+#pragma once
+// Helpers shared by the record parsers: reading a time and a weight out of
+// a field's text with the stream's time format (auto-detected once).
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ebb/io/record_parser.hpp"
+#include "ebb/io/time_format.hpp"
+
+namespace ebb::io::detail {
+
+class TimeReader {
+ public:
+  explicit TimeReader(TimeFormat format) : format_(format) {}
+
+  // Converts text to seconds or explains why not.
+  std::optional<double> read(std::string_view text, std::string& error) {
+    if (format_ == TimeFormat::auto_detect) {
+      auto detected = detect_time_format(text);
+      if (!detected) {
+        error = "time '" + std::string(text.substr(0, 64)) + "' is not a timestamp (unix, unix_ms, rfc3339 or clf)";
+        return std::nullopt;
+      }
+      format_ = *detected;  // the first timestamp fixes the stream's format
+    }
+    auto t = parse_time(format_, text);
+    if (!t) error = "time '" + std::string(text.substr(0, 64)) + "' is not a " + time_format_name(format_) + " timestamp";
+    return t;
+  }
+  // Numeric JSON times: seconds or milliseconds by format (or magnitude when auto).
+  double from_number(double v) {
+    if (format_ == TimeFormat::auto_detect) format_ = v > 1e11 ? TimeFormat::unix_ms : TimeFormat::unix_seconds;
+    return format_ == TimeFormat::unix_ms ? v / 1000.0 : v;
+  }
+  TimeFormat format() const noexcept { return format_; }
+
+ private:
+  TimeFormat format_;
+};
+
+// "-" and 0 are zero weights; anything else must be a finite number > 0.
+inline ParseStatus read_weight(std::string_view text, double& out, std::string& error) {
+  if (text == "-") return ParseStatus::zero_weight;
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < 0) {
+    error = "weight '" + std::string(text.substr(0, 64)) + "' is not a finite number >= 0";
+    return ParseStatus::malformed;
+  }
+  if (v == 0) return ParseStatus::zero_weight;
+  out = v;
+  return ParseStatus::record;
+}
+
+}  // namespace ebb::io::detail

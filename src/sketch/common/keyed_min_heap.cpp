@@ -1,0 +1,178 @@
+#include "ebb/sketch/common/keyed_min_heap.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
+
+namespace ebb {
+
+KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity) : capacity_(capacity) {
+  if (capacity < 1 || capacity > kMaxCapacity) {
+    throw InvalidArgument("summary capacity must be in [1, " + std::to_string(kMaxCapacity) + "] (got " +
+                          std::to_string(capacity) + ")");
+  }
+  slots_.reserve(capacity);
+  heap_.reserve(capacity);
+  pos_.reserve(capacity);
+  // Load factor <= 1/2 keeps linear-probing runs short.
+  table_.assign(std::bit_ceil(std::max<std::uint64_t>(8, std::uint64_t{capacity} * 2)), 0);
+  table_mask_ = table_.size() - 1;
+}
+
+std::uint32_t KeyedMinHeap::find(std::string_view key, std::uint64_t hash) const noexcept {
+  for (std::uint64_t i = hash & table_mask_;; i = (i + 1) & table_mask_) {
+    const std::uint32_t v = table_[i];
+    if (v == 0) return kNone;
+    const Entry& e = slots_[v - 1];
+    if (e.hash == hash && e.key == key) return v - 1;
+  }
+}
+
+std::uint32_t KeyedMinHeap::insert(std::string_view key, std::uint64_t hash, double value, double aux) {
+  const auto slot = size();
+  slots_.push_back(Entry{std::string(key), hash, value, aux});
+  heap_.push_back(0);
+  pos_.push_back(0);
+  place(slot, slot);
+  sift_up(slot);
+  table_insert(hash, slot);
+  return slot;
+}
+
+std::uint32_t KeyedMinHeap::replace_min(std::string_view key, std::uint64_t hash, double value, double aux) {
+  const std::uint32_t slot = heap_[0];
+  table_erase(slot);
+  Entry& e = slots_[slot];
+  e.key.assign(key);
+  e.hash = hash;
+  e.value = value;
+  e.aux = aux;
+  table_insert(hash, slot);
+  sift_down(0);
+  return slot;
+}
+
+void KeyedMinHeap::raise(std::uint32_t slot, double value, double aux) noexcept {
+  slots_[slot].value = value;
+  slots_[slot].aux = aux;
+  sift_down(pos_[slot]);
+}
+
+void KeyedMinHeap::scale(double factor) noexcept {
+  for (auto& e : slots_) {
+    e.value *= factor;
+    e.aux *= factor;
+  }
+}
+
+void KeyedMinHeap::clear() noexcept {
+  slots_.clear();
+  heap_.clear();
+  pos_.clear();
+  std::fill(table_.begin(), table_.end(), 0);
+}
+
+std::size_t KeyedMinHeap::memory_bytes() const noexcept {
+  std::size_t bytes = sizeof(*this) + slots_.capacity() * sizeof(Entry) +
+                      (heap_.capacity() + pos_.capacity() + table_.capacity()) * sizeof(std::uint32_t);
+  for (const auto& e : slots_) {
+    if (e.key.capacity() > 15) bytes += e.key.capacity() + 1;  // beyond the small-string buffer
+  }
+  return bytes;
+}
+
+void KeyedMinHeap::sift_up(std::uint32_t i) noexcept {
+  const std::uint32_t slot = heap_[i];
+  while (i > 0) {
+    const std::uint32_t parent = (i - 1) / 2;
+    if (!less(slot, heap_[parent])) break;
+    place(i, heap_[parent]);
+    i = parent;
+  }
+  place(i, slot);
+}
+
+void KeyedMinHeap::sift_down(std::uint32_t i) noexcept {
+  const std::uint32_t n = size();
+  const std::uint32_t slot = heap_[i];
+  for (;;) {
+    std::uint32_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && less(heap_[child + 1], heap_[child])) ++child;
+    if (!less(heap_[child], slot)) break;
+    place(i, heap_[child]);
+    i = child;
+  }
+  place(i, slot);
+}
+
+void KeyedMinHeap::table_insert(std::uint64_t hash, std::uint32_t slot) noexcept {
+  std::uint64_t i = hash & table_mask_;
+  while (table_[i] != 0) i = (i + 1) & table_mask_;
+  table_[i] = slot + 1;
+}
+
+void KeyedMinHeap::table_erase(std::uint32_t slot) noexcept {
+  std::uint64_t i = slots_[slot].hash & table_mask_;
+  while (table_[i] != slot + 1) i = (i + 1) & table_mask_;
+  // Backward-shift deletion: pull later members of the probe run into the
+  // hole unless their home position lies cyclically in (hole, j].
+  for (std::uint64_t j = (i + 1) & table_mask_; table_[j] != 0; j = (j + 1) & table_mask_) {
+    const std::uint64_t home = slots_[table_[j] - 1].hash & table_mask_;
+    const bool stays = (i < j) ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      table_[i] = table_[j];
+      i = j;
+    }
+  }
+  table_[i] = 0;
+}
+
+}  // namespace ebb
+
+namespace ebb {
+
+KeyedMinHeap KeyedMinHeap::from_entries(std::uint32_t capacity, std::vector<Entry> entries) {
+  if (entries.size() > capacity) {
+    std::nth_element(entries.begin(), entries.begin() + capacity, entries.end(), [](const Entry& a, const Entry& b) {
+      return a.value != b.value ? a.value > b.value : a.key < b.key;
+    });
+    entries.resize(capacity);
+  }
+  KeyedMinHeap heap(capacity);
+  for (auto& e : entries) heap.insert(e.key, e.hash, e.value, e.aux);
+  return heap;
+}
+
+void KeyedMinHeap::write_to(BinaryWriter& w) const {
+  w.put<std::uint32_t>(capacity_);
+  w.put<std::uint32_t>(size());
+  for (const auto& e : slots_) {
+    w.put_string(e.key);
+    w.put<double>(e.value);
+    w.put<double>(e.aux);
+  }
+}
+
+KeyedMinHeap KeyedMinHeap::read_from(BinaryReader& r) {
+  const auto capacity = r.get<std::uint32_t>();
+  const auto size = r.get<std::uint32_t>();
+  if (capacity < 1 || capacity > kMaxCapacity) r.fail("bad summary capacity " + std::to_string(capacity));
+  if (size > capacity) r.fail("summary holds more entries than its capacity");
+  KeyedMinHeap heap(capacity);
+  for (std::uint32_t i = 0; i < size; ++i) {
+    std::string key = r.get_string(std::uint32_t{1} << 24);
+    const double value = r.get<double>();
+    const double aux = r.get<double>();
+    if (!std::isfinite(value) || !std::isfinite(aux) || value < 0 || aux < 0) r.fail("bad count for an entry");
+    const std::uint64_t hash = hash_key(key);
+    if (heap.find(key, hash) != kNone) r.fail("duplicate key in summary");
+    heap.insert(key, hash, value, aux);
+  }
+  return heap;
+}
+
+}  // namespace ebb

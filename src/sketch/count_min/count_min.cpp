@@ -1,0 +1,189 @@
+#include "ebb/sketch/count_min/count_min.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "ebb/core/binary_io.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
+
+namespace ebb {
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::uint16_t kFormatVersion = 1;
+// How many events ahead update_batch() prefetches: enough to keep ~depth *
+// kLookahead misses in flight, few enough that the lines are still in L1/L2
+// when their event is processed.
+constexpr std::size_t kLookahead = 12;
+
+inline std::uint64_t second_hash(std::uint64_t hash) noexcept { return mix64(hash) | 1; }
+
+}  // namespace
+
+void CountMin::FreeDeleter::operator()(double* p) const noexcept { std::free(p); }
+
+CountMin::CountMin(CountMinShape shape, UpdatePolicy policy)
+    : shape_(CountMinShape::with_dimensions(shape.width, shape.depth)),  // re-validate
+      policy_(policy),
+      shift_(64u - static_cast<unsigned>(std::countr_zero(shape.width))) {
+  allocate();
+}
+
+CountMin::CountMin(const CountMin& other)
+    : shape_(other.shape_), policy_(other.policy_), shift_(other.shift_), total_(other.total_) {
+  allocate();
+  std::memcpy(counters_.get(), other.counters_.get(), shape_.counter_bytes());
+}
+
+CountMin& CountMin::operator=(const CountMin& other) {
+  if (this != &other) {
+    CountMin copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+void CountMin::allocate() {
+  const std::size_t bytes = shape_.counter_bytes();
+  // Large sketches are aligned to 2 MiB and advised onto huge pages: a 32 MiB
+  // sketch on 4 KiB pages misses the TLB on nearly every row access.
+  const std::size_t align = bytes >= kHugePage ? kHugePage : 64;
+  const std::size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // advisory: ignore failure
+  std::memset(p, 0, rounded);
+  counters_.reset(static_cast<double*>(p));
+}
+
+void CountMin::prefetch(std::uint64_t hash) const noexcept {
+  const std::uint64_t h2 = second_hash(hash);
+  const double* base = counters_.get();
+  for (std::uint32_t row = 0; row < shape_.depth; ++row) {
+    __builtin_prefetch(base + std::size_t{row} * shape_.width + column(hash, h2, row), 1, 3);
+  }
+}
+
+double CountMin::update(std::uint64_t hash, double weight) noexcept {
+  const std::uint64_t h2 = second_hash(hash);
+  double* base = counters_.get();
+  const std::uint32_t width = shape_.width;
+  const std::uint32_t depth = shape_.depth;
+  total_ += weight;
+  if (policy_ == UpdatePolicy::conservative) {
+    // Up to kMaxDepth cells: remember their addresses so each is read once.
+    double* cells[CountMinShape::kMaxDepth];
+    double current = std::numeric_limits<double>::infinity();
+    for (std::uint32_t row = 0; row < depth; ++row) {
+      cells[row] = base + std::size_t{row} * width + column(hash, h2, row);
+      current = std::min(current, *cells[row]);
+    }
+    const double next = current + weight;
+    for (std::uint32_t row = 0; row < depth; ++row) {
+      if (*cells[row] < next) *cells[row] = next;
+    }
+    return next;
+  }
+  double est = std::numeric_limits<double>::infinity();
+  for (std::uint32_t row = 0; row < depth; ++row) {
+    double& cell = base[std::size_t{row} * width + column(hash, h2, row)];
+    cell += weight;
+    est = std::min(est, cell);
+  }
+  return est;
+}
+
+void CountMin::update_batch(std::span<const std::uint64_t> hashes, std::span<const double> weights,
+                            std::span<double> estimates) noexcept {
+  const std::size_t n = hashes.size();
+  const std::size_t warm = std::min(n, kLookahead);
+  for (std::size_t i = 0; i < warm; ++i) prefetch(hashes[i]);
+  const bool want = !estimates.empty();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kLookahead < n) prefetch(hashes[i + kLookahead]);
+    const double est = update(hashes[i], weights[i]);
+    if (want) estimates[i] = est;
+  }
+}
+
+double CountMin::estimate(std::uint64_t hash) const noexcept {
+  const std::uint64_t h2 = second_hash(hash);
+  const double* base = counters_.get();
+  double est = std::numeric_limits<double>::infinity();
+  for (std::uint32_t row = 0; row < shape_.depth; ++row) {
+    est = std::min(est, base[std::size_t{row} * shape_.width + column(hash, h2, row)]);
+  }
+  return est;
+}
+
+void CountMin::scale(double factor) noexcept {
+  double* c = counters_.get();
+  const std::size_t n = std::size_t{shape_.width} * shape_.depth;
+  for (std::size_t i = 0; i < n; ++i) c[i] *= factor;
+  total_ *= factor;
+}
+
+void CountMin::merge(const CountMin& other) {
+  if (other.shape_ != shape_) {
+    throw InvalidArgument("cannot merge count-min sketches of different shapes (" + std::to_string(shape_.depth) + "x" +
+                          std::to_string(shape_.width) + " vs " + std::to_string(other.shape_.depth) + "x" +
+                          std::to_string(other.shape_.width) + ")");
+  }
+  if (other.policy_ != policy_) throw InvalidArgument("cannot merge count-min sketches with different update policies");
+  double* c = counters_.get();
+  const double* o = other.counters_.get();
+  const std::size_t n = std::size_t{shape_.width} * shape_.depth;
+  for (std::size_t i = 0; i < n; ++i) c[i] += o[i];
+  total_ += other.total_;
+}
+
+void CountMin::clear() noexcept {
+  std::memset(counters_.get(), 0, shape_.counter_bytes());
+  total_ = 0;
+}
+
+std::string CountMin::serialize() const {
+  BinaryWriter w;
+  w.put<std::uint32_t>(shape_.width);
+  w.put<std::uint32_t>(shape_.depth);
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(policy_));
+  w.put<std::uint64_t>(kHashSeed);  // a sketch hashed with another seed is foreign
+  w.put<double>(total_);
+  w.put_array(counters_.get(), std::size_t{shape_.width} * shape_.depth);
+  return seal_blob(BlobKind::count_min, kFormatVersion, w.buffer());
+}
+
+CountMin CountMin::deserialize(std::string_view blob) {
+  auto opened = open_blob(blob, BlobKind::count_min, kFormatVersion);
+  BinaryReader r(opened.payload, "count-min sketch");
+  const auto width = r.get<std::uint32_t>();
+  const auto depth = r.get<std::uint32_t>();
+  const auto policy = r.get<std::uint8_t>();
+  const auto seed = r.get<std::uint64_t>();
+  const auto total = r.get<double>();
+  CountMinShape shape;
+  try {
+    shape = CountMinShape::with_dimensions(width, depth);
+  } catch (const InvalidArgument& e) {
+    r.fail(e.what());
+  }
+  if (policy > 1) r.fail("unknown update policy " + std::to_string(policy));
+  if (seed != kHashSeed) r.fail("hashed with a foreign seed");
+  if (!std::isfinite(total) || total < 0) r.fail("bad total weight");
+  if (r.remaining() != shape.counter_bytes()) r.fail("counter array has the wrong size for " + std::to_string(depth) + "x" + std::to_string(width));
+  CountMin sketch(shape, static_cast<UpdatePolicy>(policy));
+  r.get_array(sketch.counters_.get(), std::size_t{width} * depth);
+  r.expect_end();
+  sketch.total_ = total;
+  return sketch;
+}
+
+}  // namespace ebb

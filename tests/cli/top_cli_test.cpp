@@ -1,0 +1,183 @@
+// `ebb top` end to end: the real binary on real-format inputs with known
+// answers, and every error path a user can hit.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <sstream>
+
+#include "support/run_process.hpp"
+
+namespace ebb {
+namespace {
+
+using testing::run_process;
+
+const std::string kEbb = EBB_BINARY;
+const std::string kData = EBB_TEST_DATA;
+
+std::vector<std::string> top(std::vector<std::string> args) {
+  args.insert(args.begin(), {kEbb, "top"});
+  return args;
+}
+
+struct TopItem {
+  std::string key;
+  double estimate, lower, upper;
+  std::uint64_t rank;
+};
+
+std::vector<TopItem> items_of(const std::string& json_line) {
+  static simdjson::dom::parser parser;
+  simdjson::padded_string s(json_line);
+  simdjson::dom::element doc = parser.parse(s);
+  std::vector<TopItem> out;
+  for (auto item : doc["items"].get_array()) {
+    out.push_back({std::string(std::string_view(item["item_id"])), double(item["estimated_count"]), double(item["lower_bound"]),
+                   double(item["upper_bound"]), std::uint64_t(item["rank"])});
+  }
+  return out;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+TEST(EbbTop, PlainStdinCountsExactly) {
+  auto r = run_process(top({"-k", "2"}), "b\na\nb\nc\nb\na\n\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1  b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2  a"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  c "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("6 events counted from 7 lines"), std::string::npos) << r.out;
+}
+
+TEST(EbbTop, AccessLogByPathAndBytesWithHalfLife) {
+  auto r = run_process(top({"--format", "clf", "-k", "3", "--json", "--half-life", "10m", kData + "/access.log"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto docs = lines_of(r.out);
+  ASSERT_EQ(docs.size(), 2u) << r.out;  // all-time, then 10m
+  const auto all = items_of(docs[0]);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].key, "/index.html");
+  EXPECT_EQ(all[0].estimate, 120);
+  EXPECT_EQ(all[0].lower, 120);
+  EXPECT_EQ(all[1].key, "/api/search");
+  EXPECT_EQ(all[1].estimate, 80);
+  EXPECT_EQ(all[2].key, "/login");
+  EXPECT_EQ(all[2].rank, 3u);
+  EXPECT_NE(docs[0].find(R"("accuracy":{"type":"count_min_sketch")"), std::string::npos);
+  EXPECT_NE(docs[0].find(R"("window":{"start":1708632000,"end":1708634740})"), std::string::npos) << docs[0];
+  EXPECT_NE(docs[1].find(R"("half_life":"10m")"), std::string::npos);
+  const auto decayed = items_of(docs[1]);
+  ASSERT_FALSE(decayed.empty());
+  EXPECT_LT(decayed[0].estimate, 120);  // old requests have faded
+  // The trailing garbage line is reported with its line number.
+  EXPECT_NE(r.err.find("1 malformed line skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("access.log:276:"), std::string::npos) << r.err;
+}
+
+TEST(EbbTop, AccessLogWeightedByBytesSkipsDashBytes) {
+  auto r = run_process(top({"--format", "clf", "--weight", "bytes", "--json", kData + "/access.log"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto items = items_of(lines_of(r.out)[0]);
+  EXPECT_EQ(items[0].key, "/index.html");
+  EXPECT_EQ(items[0].estimate, 120 * (100 + 11));
+  for (const auto& i : items) EXPECT_NE(i.key, "/favicon.ico");  // every favicon line was a 304 with "-" bytes
+  EXPECT_NE(r.err.find("10 lines with weight 0 or '-' not counted"), std::string::npos) << r.err;
+}
+
+TEST(EbbTop, CsvWithHeaderNamesQuotedKeysAndWeights) {
+  auto r = run_process(top({"--format", "csv", "--key", "product", "--time", "ts", "--weight", "amount", "--json", kData + "/sales.csv"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto items = items_of(lines_of(r.out)[0]);
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[0].key, "Widget, \"Deluxe\"");
+  EXPECT_EQ(items[0].estimate, 150);
+  EXPECT_EQ(items[1].key, "gadget");
+  EXPECT_EQ(items[1].estimate, 100);
+  EXPECT_EQ(items[2].estimate, 20);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(EbbTop, NdjsonWithDottedPathAndMillisecondTimes) {
+  auto r = run_process(top({"--format", "json", "--key", "user.country", "--time", "ts", "--json", kData + "/events.ndjson"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto items = items_of(lines_of(r.out)[0]);
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[0].key, "NZ");
+  EXPECT_EQ(items[0].estimate, 7);
+  EXPECT_EQ(items[1].key, "FR");
+  EXPECT_EQ(items[2].key, "BR");
+  EXPECT_NE(r.out.find(R"("end":1708632014)"), std::string::npos) << r.out;
+}
+
+TEST(EbbTop, LiveModePrintsAFramePerInterval) {
+  std::string input;
+  for (int i = 0; i < 300; ++i) input += std::to_string(1000 + i) + "\titem" + std::to_string(i % 3) + "\n";
+  auto r = run_process(top({"--format", "tsv", "--time", "1", "--key", "2", "--every", "1m", "--json"}), input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Boundaries at 1020, 1080, ..., 1260 crossed by stream time, plus the final frame.
+  EXPECT_EQ(lines_of(r.out).size(), 6u) << r.out;
+}
+
+TEST(EbbTop, StrictStopsAtTheFirstMalformedLine) {
+  auto r = run_process(top({"--format", "tsv", "--time", "1", "--strict"}), "1000\ta\nnot-a-time\tb\n1002\tc\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("stdin:2:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--strict"), std::string::npos) << r.err;
+}
+
+TEST(EbbTop, MalformedLinesAreCountedNotDropped) {
+  std::string input;
+  for (int i = 0; i < 10; ++i) input += "1000\tok\n" + std::string("bad") + std::to_string(i) + "\n";
+  auto r = run_process(top({"--format", "tsv", "--time", "1", "--key", "2"}), input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("10 malformed lines skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stdin:2:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("and 5 more"), std::string::npos) << r.err;
+}
+
+TEST(EbbTop, OverlongKeysAreMalformed) {
+  auto r = run_process(top({"--max-key-bytes", "5"}), "short\nmuch-too-long\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stdin:2: item_id is 13 bytes"), std::string::npos) << r.err;
+}
+
+TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--no-such-flag"}, 2, "--no-such-flag"},
+      {{"--half-life", "5x"}, 2, "bad duration '5x'"},
+      {{"--every", "0s"}, 2, "must be finite and > 0"},
+      {{"--format", "xml"}, 2, "xml"},
+      {{"-k", "0"}, 2, "-k"},
+      {{"--width", "1000"}, 2, "power of two"},
+      {{"--epsilon", "0.01", "--width", "1024"}, 2, "excludes"},
+      {{"--window", "1h"}, 2, "--window is not available yet"},
+      {{"--time", "1"}, 2, "plain input has no fields"},
+      {{"--format", "clf", "--key", "colour"}, 2, "unknown clf field 'colour'"},
+      {{"/no/such/file"}, 1, "cannot open '/no/such/file'"},
+      {{kData}, 1, "is a directory"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_process(top(c.args), "x\n");
+    EXPECT_EQ(r.exit_code, c.code) << c.args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args[0] << ": " << r.err;
+  }
+  auto r = run_process({kEbb});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_process({kEbb, "top", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--half-life"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ebb

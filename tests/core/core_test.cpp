@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include "ebb/core/binary_io.hpp"
+#include "ebb/core/duration.hpp"
+#include "ebb/core/error.hpp"
+
+namespace ebb {
+namespace {
+
+TEST(Duration, ParsesTheUnitsUsersWrite) {
+  EXPECT_EQ(parse_duration("90s"), 90);
+  EXPECT_EQ(parse_duration("5m"), 300);
+  EXPECT_EQ(parse_duration("1h"), 3600);
+  EXPECT_EQ(parse_duration("1d"), 86400);
+  EXPECT_EQ(parse_duration("7d"), 7 * 86400);
+  EXPECT_EQ(parse_duration("2w"), 14 * 86400);
+  EXPECT_EQ(parse_duration("250ms"), 0.25);
+  EXPECT_EQ(parse_duration("1.5h"), 5400);
+  EXPECT_EQ(parse_duration("42"), 42);
+}
+
+TEST(Duration, RejectsBadTextSayingWhat) {
+  for (const char* bad : {"", "h", "5x", "-5m", "0s", "1e999s", "5 m", "nan"}) {
+    EXPECT_THROW(parse_duration(bad), InvalidArgument) << bad;
+  }
+  try {
+    parse_duration("5x");
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'5x'"), std::string::npos);
+  }
+}
+
+TEST(Duration, FormatsTheShortestExactSpelling) {
+  EXPECT_EQ(format_duration(300), "5m");
+  EXPECT_EQ(format_duration(90), "90s");
+  EXPECT_EQ(format_duration(3600), "1h");
+  EXPECT_EQ(format_duration(7 * 86400), "7d");
+  EXPECT_EQ(format_duration(0.25), "0.25s");
+}
+
+TEST(BinaryEnvelope, RejectsEveryKindOfDamage) {
+  const std::string blob = seal_blob(BlobKind::space_saving, 1, "payload bytes");
+  EXPECT_EQ(open_blob(blob, BlobKind::space_saving, 1).payload, "payload bytes");
+  EXPECT_THROW(open_blob(blob, BlobKind::count_min, 1), FormatError);                     // foreign kind
+  EXPECT_THROW(open_blob(seal_blob(BlobKind::space_saving, 2, "x"), BlobKind::space_saving, 1), FormatError);  // newer version
+  EXPECT_THROW(open_blob(blob.substr(0, blob.size() - 1), BlobKind::space_saving, 1), FormatError);  // truncated
+  EXPECT_THROW(open_blob(blob + "x", BlobKind::space_saving, 1), FormatError);            // padded
+  for (std::size_t i = 0; i < blob.size(); ++i) {
+    std::string damaged = blob;
+    damaged[i] ^= 0x01;
+    EXPECT_THROW(open_blob(damaged, BlobKind::space_saving, 1), FormatError) << "byte " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ebb

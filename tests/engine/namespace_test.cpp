@@ -1,0 +1,239 @@
+#include "ebb/engine/namespace.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "ebb/core/error.hpp"
+#include "ebb/engine/decayed_view.hpp"
+#include "support/exact_model.hpp"
+
+namespace ebb::engine {
+namespace {
+
+using testing::ExactModel;
+
+constexpr double kTol = 1e-9;
+
+NamespaceConfig small_config() {
+  NamespaceConfig c;
+  c.name = "test";
+  c.k = 20;
+  c.half_lives = {0.5, 60, 3600};
+  c.sketch = CountMinShape::with_dimensions(1024, 4);
+  c.candidates = 64;
+  c.clock = ClockMode::event;
+  return c;
+}
+
+std::vector<Event> as_events(const std::vector<testing::ModelEvent>& stream) {
+  std::vector<Event> out;
+  for (const auto& e : stream) out.push_back({e.key, e.time, e.weight});
+  return out;
+}
+
+double lambda_of(const ViewSpec& v) { return v.kind == ViewSpec::Kind::decayed ? std::log(2.0) / v.half_life : 0; }
+
+// Every view of a namespace, fed random weighted out-of-order batches:
+// reported bounds hold against the brute-force model, items above the
+// guarantee threshold are reported, point queries bound every item.
+class NamespaceProperty : public ::testing::TestWithParam<std::tuple<std::uint64_t, SummaryKind>> {};
+
+TEST_P(NamespaceProperty, EveryViewKeepsHonestBounds) {
+  const auto [seed, summary] = GetParam();
+  testing::StreamSpec spec;
+  spec.events = 12000;
+  spec.universe = 800;
+  spec.duration = 600;  // 1200 half-lives of the 0.5 s view: rebases happen
+  spec.jitter = 2;
+  auto stream = testing::random_stream(spec, seed);
+  auto config = small_config();
+  config.summary = summary;
+  Namespace ns(config);
+  ExactModel model;
+  std::mt19937_64 rng(seed);
+  auto events = as_events(stream);
+  for (std::size_t i = 0; i < events.size();) {
+    const std::size_t n = std::min<std::size_t>(1 + rng() % 700, events.size() - i);
+    ns.apply(std::span<const Event>(events.data() + i, n));
+    i += n;
+  }
+  for (const auto& e : stream) model.add(e.key, e.time, e.weight);
+  const double now = ns.now();
+  EXPECT_EQ(now, std::max_element(stream.begin(), stream.end(), [](auto& a, auto& b) { return a.time < b.time; })->time);
+  for (const auto& view : ns.views()) {
+    const double lambda = lambda_of(view->spec());
+    const auto truth = model.counts(lambda, now);
+    const double total = model.total(lambda, now);
+    const auto answer = ns.top(view->spec(), config.candidates);
+    ASSERT_LT(testing::rel_diff(answer.total, total), kTol) << view->spec().label();
+    std::set<std::string> reported;
+    for (const auto& item : answer.items) {
+      reported.insert(item.key);
+      const double t = truth.at(item.key);
+      const double slack = total * 1e-12;  // far-past events underflow to 0 in either computation
+      ASSERT_LE(item.lower, t * (1 + kTol) + slack) << item.key << " " << view->spec().label();
+      ASSERT_GE(item.upper, t * (1 - kTol) - slack) << item.key << " " << view->spec().label();
+    }
+    for (const auto& [key, count] : truth) {
+      if (count > answer.accuracy.guarantee_threshold * (1 + kTol) + total * 1e-12) {
+        ASSERT_TRUE(reported.contains(key)) << key << " " << view->spec().label();
+      }
+      const auto point = ns.count(key, view->spec());
+      ASSERT_LE(point.item.lower, count * (1 + kTol) + total * 1e-12) << key;
+      ASSERT_GE(point.item.upper, count * (1 - kTol) - total * 1e-12) << key;
+    }
+  }
+  // The tiny half-life really did rebase.
+  const auto* fast = dynamic_cast<const DecayedView*>(ns.views()[1].get());
+  ASSERT_NE(fast, nullptr);
+  EXPECT_GT(fast->rebases(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Streams, NamespaceProperty,
+                         ::testing::Combine(::testing::Values(1, 2, 3),
+                                            ::testing::Values(SummaryKind::candidate_heap, SummaryKind::space_saving)),
+                         [](const auto& info) {
+                           return "seed" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) == SummaryKind::candidate_heap ? "_candidate_heap" : "_space_saving");
+                         });
+
+TEST(Namespace, BatchIsAllOrNothingAndNamesTheBadEvent) {
+  Namespace ns(small_config());
+  std::vector<Event> good = {{"a", 100, 1}, {"b", 100, 2}};
+  ns.apply(good);
+  const auto before = ns.top(ViewSpec::all_time());
+  const auto stats_before = ns.stats();
+
+  struct Case {
+    Event bad;
+    const char* field;
+  };
+  const std::string long_key(2000, 'x');
+  for (const auto& c : {Case{{"", 100, 1}, "item_id"}, Case{{long_key, 100, 1}, "item_id"}, Case{{"c", 100, 0}, "weight"},
+                        Case{{"c", 100, -1}, "weight"}, Case{{"c", 100, NAN}, "weight"}, Case{{"c", 100, INFINITY}, "weight"},
+                        Case{{"c", 100, 1e16}, "weight"}, Case{{"c", NAN, 1}, "timestamp"}, Case{{"c", -5, 1}, "timestamp"}}) {
+    std::vector<Event> batch = {{"a", 101, 1}, {"a", 101, 1}, c.bad, {"b", 101, 1}};
+    try {
+      ns.apply(batch);
+      FAIL() << "accepted a bad " << c.field;
+    } catch (const BatchError& e) {
+      EXPECT_EQ(e.index(), 2u);
+      EXPECT_EQ(e.field(), c.field);
+      EXPECT_NE(std::string(e.what()).find("event 2"), std::string::npos);
+    }
+  }
+  const auto after = ns.top(ViewSpec::all_time());
+  EXPECT_EQ(after.items, before.items);
+  EXPECT_EQ(after.total, before.total);
+  EXPECT_EQ(ns.stats().events, stats_before.events);
+}
+
+TEST(Namespace, WallClockRejectsTheFarFutureAndClampsSmallSkew) {
+  auto config = small_config();
+  config.clock = ClockMode::wall;
+  config.max_future_skew = 30;
+  double wall = 1'000'000;
+  Namespace ns(config, [&] { return wall; });
+  std::vector<Event> far = {{"a", wall + 31, 1}};
+  EXPECT_THROW(ns.apply(far), BatchError);
+  std::vector<Event> near = {{"a", wall + 10, 1}};
+  ns.apply(near);
+  EXPECT_EQ(ns.stats().newest_time, wall);  // clamped to now
+  EXPECT_EQ(ns.now(), wall);
+  wall += 3600;
+  EXPECT_EQ(ns.now(), wall);
+  // An hour later, the 60 s view has decayed by 2^60 while all-time has not.
+  EXPECT_EQ(ns.count("a", ViewSpec::all_time()).item.estimate, 1);
+  EXPECT_LT(ns.count("a", ViewSpec::decayed(60)).item.estimate, 1e-15);
+}
+
+TEST(Namespace, ExcludedItemsAreNeverCounted) {
+  auto config = small_config();
+  config.exclude = {"the", "a"};
+  Namespace ns(config);
+  std::vector<Event> batch = {{"the", 1, 1}, {"cat", 1, 1}, {"a", 1, 1}, {"cat", 2, 1}};
+  ns.apply(batch);
+  const auto top = ns.top();
+  ASSERT_EQ(top.items.size(), 1u);
+  EXPECT_EQ(top.items[0].key, "cat");
+  EXPECT_EQ(top.total, 2);
+  EXPECT_EQ(ns.stats().excluded, 2u);
+  EXPECT_EQ(ns.count("the").item.upper, 0);
+}
+
+TEST(Namespace, DecayedRateApproachesTheSteadyRate) {
+  auto config = small_config();
+  config.half_lives = {10};
+  Namespace ns(config);
+  std::vector<Event> batch;
+  // 50 events/s for 300 s (30 half-lives): lambda * S -> 50.
+  for (int i = 0; i < 15000; ++i) batch.push_back({"hot", 1000 + i / 50.0, 1});
+  ns.apply(batch);
+  EXPECT_NEAR(ns.count("hot", ViewSpec::decayed(10)).rate, 50, 0.5);
+  EXPECT_NEAR(ns.count("hot", ViewSpec::all_time()).rate, 50, 0.5);
+}
+
+TEST(Namespace, ConfigErrorsNameTheField) {
+  auto expect_field = [](NamespaceConfig c, const std::string& field) {
+    try {
+      Namespace ns(c);
+      FAIL() << "accepted bad " << field;
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(field + ":", 0), 0u) << e.what();
+    }
+  };
+  auto c = small_config();
+  c.name = "bad name!";
+  expect_field(c, "name");
+  c = small_config();
+  c.k = 0;
+  expect_field(c, "k");
+  c = small_config();
+  c.k = 1001;
+  expect_field(c, "k");
+  c = small_config();
+  c.half_lives = {60, 60};
+  expect_field(c, "half_lives");
+  c = small_config();
+  c.sketch.width = 1000;
+  expect_field(c, "sketch_width");
+  c = small_config();
+  c.candidates = 5;
+  expect_field(c, "candidates");
+}
+
+TEST(Namespace, UnknownViewsAndBadQueriesAreClearErrors) {
+  Namespace ns(small_config());
+  try {
+    ns.top(ViewSpec::decayed(300));
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("keeps no 5m view"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ns.top(std::nullopt, 0), InvalidArgument);
+  EXPECT_THROW(ns.top(std::nullopt, 1001), InvalidArgument);
+  EXPECT_THROW(ns.count(""), InvalidArgument);
+}
+
+TEST(Namespace, UndersizedAnswersSaySo) {
+  auto config = small_config();
+  config.candidates = 20;
+  Namespace ns(config);
+  EXPECT_FALSE(ns.top(std::nullopt, 20).accuracy.undersized);
+  EXPECT_TRUE(ns.top(std::nullopt, 21).accuracy.undersized);
+}
+
+TEST(Namespace, SameEventsGiveTheSameState) {
+  const auto stream = testing::random_stream({}, 5);
+  const auto events = as_events(stream);  // views into stream's keys
+  Namespace a(small_config()), b(small_config());
+  a.apply(events);
+  b.apply(events);
+  for (const auto& v : a.views()) EXPECT_EQ(a.top(v->spec(), 64).items, b.top(v->spec(), 64).items);
+}
+
+}  // namespace
+}  // namespace ebb::engine

@@ -1,0 +1,168 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <thread>
+
+#include "ebb/core/error.hpp"
+#include "ebb/io/json_writer.hpp"
+#include "ebb/io/line_reader.hpp"
+#include "ebb/io/record_parser.hpp"
+#include "ebb/io/time_format.hpp"
+
+namespace ebb::io {
+namespace {
+
+TEST(TimeFormat, ParsesEveryFormat) {
+  EXPECT_EQ(parse_unix_seconds("1708632000"), 1708632000.0);
+  EXPECT_EQ(parse_unix_seconds("1708632000.5"), 1708632000.5);
+  EXPECT_EQ(parse_unix_ms("1708632000500"), 1708632000.5);
+  EXPECT_EQ(parse_rfc3339("2024-02-22T20:00:00Z"), 1708632000.0);
+  EXPECT_EQ(parse_rfc3339("2024-02-22T21:00:00+01:00"), 1708632000.0);
+  EXPECT_EQ(parse_rfc3339("2024-02-22 20:00:00.25"), 1708632000.25);
+  EXPECT_EQ(parse_clf_time("22/Feb/2024:20:00:00 +0000"), 1708632000.0);
+  EXPECT_EQ(parse_clf_time("10/Oct/2000:13:55:36 -0700"), 971211336.0);
+  EXPECT_EQ(parse_rfc3339("2024-02-29T00:00:00Z"), 1709164800.0);  // leap day
+}
+
+TEST(TimeFormat, RejectsNonTimestamps) {
+  EXPECT_FALSE(parse_unix_seconds("12abc"));
+  EXPECT_FALSE(parse_rfc3339("2024-13-01T00:00:00Z"));
+  EXPECT_FALSE(parse_rfc3339("2023-02-29T00:00:00Z"));
+  EXPECT_FALSE(parse_rfc3339("2024-02-22T20:00:00Zjunk"));
+  EXPECT_FALSE(parse_clf_time("22/Foo/2024:20:00:00 +0000"));
+  EXPECT_THROW(parse_time_format("iso"), InvalidArgument);
+}
+
+TEST(TimeFormat, DetectsTheFormatFromASample) {
+  EXPECT_EQ(detect_time_format("1708632000"), TimeFormat::unix_seconds);
+  EXPECT_EQ(detect_time_format("1708632000123"), TimeFormat::unix_ms);
+  EXPECT_EQ(detect_time_format("2024-02-22T20:00:00Z"), TimeFormat::rfc3339);
+  EXPECT_EQ(detect_time_format("22/Feb/2024:20:00:00 +0000"), TimeFormat::clf);
+  EXPECT_FALSE(detect_time_format("yesterday"));
+}
+
+struct Parsed {
+  ParseStatus status;
+  Record rec;
+  std::string error;
+};
+
+Parsed parse_one(RecordParser& p, std::string_view line) {
+  Parsed out;
+  out.status = p.parse(line, out.rec, out.error);
+  return out;
+}
+
+TEST(RecordParser, Tsv) {
+  KeyArena arena;
+  auto p = make_record_parser(InputFormat::tsv, {"2", "1", "3"}, TimeFormat::auto_detect, arena);
+  EXPECT_TRUE(p->has_time());
+  auto r = parse_one(*p, "1708632000\tapple\t2.5");
+  ASSERT_EQ(r.status, ParseStatus::record);
+  EXPECT_EQ(r.rec.key, "apple");
+  EXPECT_EQ(r.rec.time, 1708632000.0);
+  EXPECT_EQ(r.rec.weight, 2.5);
+  EXPECT_EQ(parse_one(*p, "1708632000\tapple").status, ParseStatus::malformed);
+  EXPECT_EQ(parse_one(*p, "1708632000\tapple\tlots").status, ParseStatus::malformed);
+  EXPECT_EQ(parse_one(*p, "1708632000\tapple\t0").status, ParseStatus::zero_weight);
+  EXPECT_EQ(parse_one(*p, "noon\tapple\t1").status, ParseStatus::malformed);
+  EXPECT_EQ(parse_one(*p, "").status, ParseStatus::skipped);
+}
+
+TEST(RecordParser, CsvWithHeaderNamesAndQuotes) {
+  KeyArena arena;
+  auto p = make_record_parser(InputFormat::csv, {"product", "ts", "amount"}, TimeFormat::auto_detect, arena);
+  EXPECT_EQ(parse_one(*p, "ts,product,amount").status, ParseStatus::skipped);
+  auto r = parse_one(*p, "2024-02-22T20:00:00Z,\"Widget, \"\"Deluxe\"\"\",3");
+  ASSERT_EQ(r.status, ParseStatus::record) << r.error;
+  EXPECT_EQ(r.rec.key, "Widget, \"Deluxe\"");
+  EXPECT_EQ(r.rec.time, 1708632000.0);
+  EXPECT_EQ(r.rec.weight, 3);
+  r = parse_one(*p, "2024-02-22T20:00:00Z,\"unterminated,3");
+  EXPECT_EQ(r.status, ParseStatus::malformed);
+  EXPECT_NE(r.error.find("unterminated"), std::string::npos);
+  auto missing = make_record_parser(InputFormat::csv, {"nope", "", ""}, TimeFormat::auto_detect, arena);
+  Record rec;
+  std::string err;
+  EXPECT_THROW(missing->parse("a,b", rec, err), InvalidArgument);
+}
+
+TEST(RecordParser, JsonDottedPaths) {
+  KeyArena arena;
+  auto p = make_record_parser(InputFormat::json, {"user.country", "ts", "n"}, TimeFormat::auto_detect, arena);
+  auto r = parse_one(*p, R"({"user":{"country":"NZ"},"ts":1708632000123,"n":2})");
+  ASSERT_EQ(r.status, ParseStatus::record) << r.error;
+  EXPECT_EQ(r.rec.key, "NZ");
+  EXPECT_EQ(r.rec.time, 1708632000.123);
+  EXPECT_EQ(r.rec.weight, 2);
+  r = parse_one(*p, R"({"user":{},"ts":1,"n":2})");
+  EXPECT_EQ(r.status, ParseStatus::malformed);
+  EXPECT_NE(r.error.find("user.country"), std::string::npos);
+  EXPECT_EQ(parse_one(*p, R"({"user":)").status, ParseStatus::malformed);
+  auto defaults = make_record_parser(InputFormat::json, {}, TimeFormat::auto_detect, arena);
+  EXPECT_FALSE(defaults->has_time());
+  r = parse_one(*defaults, R"({"item_id":42})");
+  ASSERT_EQ(r.status, ParseStatus::record);
+  EXPECT_EQ(r.rec.key, "42");
+}
+
+TEST(RecordParser, CommonAndCombinedLogFormat) {
+  KeyArena arena;
+  auto p = make_record_parser(InputFormat::clf, {"", "", "bytes"}, TimeFormat::auto_detect, arena);
+  auto r = parse_one(*p, R"(127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 "http://x/" "Mozilla/4.08")");
+  ASSERT_EQ(r.status, ParseStatus::record) << r.error;
+  EXPECT_EQ(r.rec.key, "/apache_pb.gif");
+  EXPECT_EQ(r.rec.time, 971211336.0);
+  EXPECT_EQ(r.rec.weight, 2326);
+  EXPECT_EQ(parse_one(*p, R"(1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 304 -)").status, ParseStatus::zero_weight);
+  EXPECT_EQ(parse_one(*p, "garbage line").status, ParseStatus::malformed);
+  auto by_host = make_record_parser(InputFormat::clf, {"host", "", ""}, TimeFormat::auto_detect, arena);
+  r = parse_one(*by_host, R"(10.0.0.9 - - [10/Oct/2000:13:55:36 -0700] "POST /login HTTP/1.1" 401 12)");
+  ASSERT_EQ(r.status, ParseStatus::record);
+  EXPECT_EQ(r.rec.key, "10.0.0.9");
+  EXPECT_THROW(make_record_parser(InputFormat::clf, {"colour", "", ""}, TimeFormat::auto_detect, arena), InvalidArgument);
+  EXPECT_THROW(make_record_parser(InputFormat::plain, {"1", "", ""}, TimeFormat::auto_detect, arena), InvalidArgument);
+}
+
+// Lines split across reads, CRLF, a last line without a newline, and an
+// oversized line reported once and skipped.
+TEST(LineReader, HandlesChunkBoundariesAndOversizedLines) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string big(5000, 'x');
+  const std::string input = "alpha\r\nbeta\n\n" + big + "\ngamma\ndelta";
+  std::thread writer([&] {
+    for (std::size_t i = 0; i < input.size(); i += 7) {
+      ASSERT_GT(write(fds[1], input.data() + i, std::min<std::size_t>(7, input.size() - i)), 0);
+    }
+    close(fds[1]);
+  });
+  LineReader reader(fds[0], 1000);
+  std::vector<Line> lines;
+  std::vector<std::pair<std::string, bool>> got;
+  while (reader.next(lines)) {
+    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
+  }
+  writer.join();
+  close(fds[0]);
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_EQ(got[0], std::make_pair(std::string("alpha"), false));
+  EXPECT_EQ(got[1], std::make_pair(std::string("beta"), false));
+  EXPECT_EQ(got[2], std::make_pair(std::string(""), false));
+  EXPECT_TRUE(got[3].second);
+  EXPECT_EQ(got[3].first.size(), 1000u);
+  EXPECT_EQ(got[4], std::make_pair(std::string("gamma"), false));
+  EXPECT_EQ(got[5], std::make_pair(std::string("delta"), false));
+  EXPECT_EQ(reader.bytes_read(), input.size());
+}
+
+TEST(JsonWriter, EscapesAndFormats) {
+  JsonWriter w;
+  w.begin_object().key("s").value("a\"b\\c\n\x01").key("n").value(3.0).key("f").value(0.1).key("x").value(NAN);
+  w.key("a").begin_array().value(true).null().end_array().end_object();
+  EXPECT_EQ(w.str(), R"({"s":"a\"b\\c\n\u0001","n":3,"f":0.1,"x":null,"a":[true,null]})");
+}
+
+}  // namespace
+}  // namespace ebb::io
