@@ -54,9 +54,7 @@ void DecayedView::apply(const PreparedBatch& batch) {
 
   for (std::size_t begin = 0; begin < batch.size(); begin += kChunk) {
     const std::size_t n = std::min(kChunk, batch.size() - begin);
-    for (std::size_t i = 0; i < n; ++i) {
-      scaled_[i] = batch.weights[begin + i] * scaler_.factor(clock_, batch.times[begin + i]);
-    }
+    scaler_.scale(clock_, batch.times.data() + begin, batch.weights.data() + begin, scaled_.data(), n);
     const std::span<const std::uint64_t> hashes(batch.hashes.data() + begin, n);
     sketch_.update_batch(hashes, std::span<const double>(scaled_.data(), n), std::span<double>(estimates_.data(), n));
     if (auto* heap = std::get_if<CandidateHeap>(&summary_)) {

@@ -90,8 +90,16 @@ class DelimitedParser final : public RecordParser {
   bool split(std::string_view line, std::string& error) {
     fields_.clear();
     if (sep_ == '\t') {
+      // Columns past the last one needed are never looked at (until the
+      // header is resolved, all of them are).
+      const std::size_t needed = need_header_ ? SIZE_MAX : static_cast<std::size_t>(max_index_) + 1;
       std::size_t pos = 0;
       for (;;) {
+        if (fields_.size() + 1 == needed) {
+          const std::size_t tab = line.find('\t', pos);
+          fields_.push_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
+          return true;
+        }
         const std::size_t tab = line.find('\t', pos);
         fields_.push_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
         if (tab == std::string_view::npos) return true;

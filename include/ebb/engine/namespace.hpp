@@ -5,6 +5,7 @@
 //
 // Single-writer: the owner (the CLI loop, or the server's per-namespace
 // ownership) serialises apply() against queries.
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,7 +34,16 @@ struct EventProblem {
   std::string field;
   std::string message;
 };
-std::optional<EventProblem> check_event(const Event& event, const NamespaceConfig& config);
+std::optional<EventProblem> describe_event_problem(const Event& event, const NamespaceConfig& config);
+// The hot path: a valid event costs a few compares, the message is built
+// only for a bad one.
+inline std::optional<EventProblem> check_event(const Event& e, const NamespaceConfig& config) {
+  const bool ok = !e.item.empty() && e.item.size() <= config.max_item_bytes && e.weight > 0 &&
+                  e.weight <= NamespaceConfig::kMaxWeight && e.time >= 0 && e.time < INFINITY;  // NaN fails every compare
+  if (ok) [[likely]]
+    return std::nullopt;
+  return describe_event_problem(e, config);
+}
 
 struct NamespaceStats {
   std::uint64_t events = 0;     // counted (after exclusions)
