@@ -1,53 +1,20 @@
 // `ebb top`: stream files or stdin through one namespace and print the
 // heaviest hitters, all-time and for each --half-life.
 #include <CLI/CLI.hpp>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
 #include <cmath>
-#include <cstring>
+#include <optional>
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/engine/namespace.hpp"
-#include "ebb/io/line_reader.hpp"
-#include "progress.hpp"
+#include "input_pipeline.hpp"
 #include "top_options.hpp"
 #include "top_output.hpp"
 
 namespace ebb::cli {
 namespace {
-
-constexpr std::size_t kBatch = 4096;
-constexpr std::size_t kReportedProblems = 5;
-
-// Thrown to stop the run with a message and exit code 1 (--strict, I/O).
-struct Fatal {
-  std::string message;
-};
-
-struct Source {
-  std::string name;  // for messages: the path, or "stdin"
-  int fd;
-  bool owned;
-  std::uint64_t size;  // 0 when unknown (pipe, terminal)
-};
-
-Source open_source(const std::string& path) {
-  if (path == "-") return {"stdin", STDIN_FILENO, false, 0};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Fatal{"cannot open '" + path + "': " + std::strerror(errno)};
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw Fatal{"cannot read '" + path + "': it is a directory"};
-  }
-  const std::uint64_t size = (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) ? static_cast<std::uint64_t>(st.st_size) : 0;
-  return {path, fd, true, size};
-}
 
 engine::NamespaceConfig make_config(const TopOptions& o, bool event_time) {
   engine::NamespaceConfig c;
@@ -71,107 +38,67 @@ engine::NamespaceConfig make_config(const TopOptions& o, bool event_time) {
 
 class TopRun {
  public:
-  TopRun(const TopOptions& o) : opts_(o) {
+  explicit TopRun(const TopOptions& o) : opts_(o) {
     const auto format = io::parse_input_format(o.format);
-    parser_ = io::make_record_parser(format, o.fields, io::parse_time_format(o.time_format), arena_);
-    event_time_ = parser_->has_time();
+    auto parser = io::make_record_parser(format, o.fields, io::parse_time_format(o.time_format), parser_arena_);
+    event_time_ = parser->has_time();
     ns_.emplace(make_config(o, event_time_));
     if (!o.every.empty()) every_ = parse_duration(o.every);
     live_tty_ = every_ > 0 && ::isatty(STDOUT_FILENO);
-    events_.reserve(kBatch);
+    parser_ = std::move(parser);
   }
 
   int run() {
     std::vector<std::string> files = opts_.files;
     if (files.empty()) files.push_back("-");
-    std::uint64_t total_size = 0;
     std::vector<Source> sources;
-    for (const auto& f : files) {
-      sources.push_back(open_source(f));
-      total_size = sources.back().size == 0 || total_size == UINT64_MAX ? UINT64_MAX : total_size + sources.back().size;
+    try {
+      for (const auto& f : files) sources.push_back(open_source(f));
+    } catch (...) {
+      for (auto& s : sources) {
+        if (s.owned) ::close(s.fd);
+      }
+      throw;
     }
-    const bool show_progress = !opts_.no_progress && !live_tty_ && ::isatty(STDERR_FILENO) && total_size != UINT64_MAX && total_size > 0;
-    Progress progress(show_progress ? total_size : 0);
-    std::uint64_t done_bytes = 0;
-    for (auto& src : sources) {
-      read_source(src, progress, done_bytes);
-      done_bytes += src.size;
-      if (src.owned) ::close(src.fd);
+    PipelineOptions popts;
+    popts.strict = opts_.strict;
+    popts.max_line_bytes = opts_.max_line_bytes;
+    popts.progress = !opts_.no_progress && !live_tty_ && ::isatty(STDERR_FILENO);
+    InputPipeline input(std::move(sources), std::move(parser_), parser_arena_, ns_->config(), popts);
+    while (auto chunk = input.next()) {
+      apply(*chunk);
+      input.recycle(std::move(chunk));
     }
-    flush();
-    progress.finish();
-    print_all(true);
-    report_problems();
+    print_all(true, input.tally());
+    report_problems(input.tally(), input.problems());
     return 0;
   }
 
  private:
-  void read_source(const Source& src, Progress& progress, std::uint64_t done_bytes) {
-    io::LineReader reader(src.fd, opts_.max_line_bytes);
-    std::vector<io::Line> lines;
-    std::uint64_t line_no = 0;
-    std::string error;
-    for (;;) {
-      bool more;
-      try {
-        more = reader.next(lines);
-      } catch (const std::system_error& e) {
-        throw Fatal{"cannot read '" + src.name + "': " + e.code().message()};
-      }
-      if (!more) break;
-      const double wall_now = event_time_ ? 0 : engine::wall_clock_now();
-      for (const auto& line : lines) {
-        ++line_no;
-        ++tally_.lines;
-        if (line.oversized) {
-          malformed(src, line_no, "line longer than " + std::to_string(opts_.max_line_bytes) + " bytes (--max-line-bytes)");
-          continue;
-        }
-        io::Record rec;
-        error.clear();
-        switch (parser_->parse(line.text, rec, error)) {
-          case io::ParseStatus::skipped: ++tally_.skipped; continue;
-          case io::ParseStatus::zero_weight: ++tally_.zero_weight; continue;
-          case io::ParseStatus::malformed: malformed(src, line_no, error); continue;
-          case io::ParseStatus::record: break;
-        }
-        engine::Event ev{rec.key, rec.time.value_or(wall_now), rec.weight};
-        if (auto problem = engine::check_event(ev, ns_->config())) {
-          malformed(src, line_no, problem->field + " " + problem->message);
-          continue;
-        }
-        if (every_ > 0) maybe_print_live(ev.time);
-        events_.push_back(ev);
-        ++tally_.records;
-        if (events_.size() == kBatch) flush();
-      }
-      // The views handed out by the reader die with the next chunk.
-      flush();
-      if (every_ > 0 && !event_time_) maybe_print_live(engine::wall_clock_now());
-      progress.update(done_bytes + std::min(reader.bytes_read(), src.size));
-    }
-  }
-
-  void flush() {
-    if (events_.empty()) return;
-    ns_->apply(events_);  // every event was checked: this cannot throw on input
-    events_.clear();
-    arena_.reset();
-  }
-
-  // Live mode: print the lists each time stream time crosses a multiple of --every.
-  void maybe_print_live(double t) {
-    if (std::isnan(next_print_)) {
-      next_print_ = (std::floor(t / every_) + 1) * every_;
+  // Every event was checked by the producer, so apply() cannot reject it.
+  void apply(const ParsedChunk& chunk) {
+    const std::span<const engine::Event> events(chunk.events);
+    const std::span<const std::uint64_t> hashes(chunk.hashes);
+    if (every_ == 0) {
+      ns_->apply(events, hashes);
       return;
     }
-    if (t < next_print_) return;
-    flush();
-    print_all(false);
-    while (next_print_ <= t) next_print_ += every_;
+    // Live mode: print each time stream time crosses a multiple of --every.
+    auto hashes_of = [&](std::size_t b, std::size_t n) { return hashes.empty() ? hashes : hashes.subspan(b, n); };
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const double t = events[i].time;
+      if (std::isnan(next_print_)) next_print_ = (std::floor(t / every_) + 1) * every_;
+      if (t < next_print_) continue;
+      ns_->apply(events.subspan(begin, i - begin), hashes_of(begin, i - begin));
+      begin = i;
+      print_all(false, {});
+      while (next_print_ <= t) next_print_ += every_;
+    }
+    ns_->apply(events.subspan(begin), hashes_of(begin, events.size() - begin));
   }
 
-  void print_all(bool final_frame) {
+  void print_all(bool final_frame, const InputTally& tally) {
     if (live_tty_) std::fputs("\x1b[H\x1b[2J", stdout);  // redraw in place
     else if (every_ > 0 && frames_++ > 0 && !opts_.json) std::fputs("\n", stdout);
     for (const auto& view : ns_->views()) {
@@ -186,37 +113,30 @@ class TopRun {
     if (!opts_.json && final_frame) {
       const auto s = ns_->stats();
       std::fprintf(stdout, "\n%llu events counted from %llu lines", static_cast<unsigned long long>(s.events),
-                   static_cast<unsigned long long>(tally_.lines));
+                   static_cast<unsigned long long>(tally.lines));
       if (s.excluded) std::fprintf(stdout, ", %llu excluded", static_cast<unsigned long long>(s.excluded));
       std::fprintf(stdout, "; state %.1f MiB\n", s.memory_bytes / 1048576.0);
     }
     std::fflush(stdout);
   }
 
-  void malformed(const Source& src, std::uint64_t line_no, const std::string& why) {
-    ++tally_.malformed;
-    const std::string where = src.name + ":" + std::to_string(line_no) + ": " + why;
-    if (opts_.strict) throw Fatal{"malformed input at " + where + " (--strict)"};
-    if (problems_.size() < kReportedProblems) problems_.push_back(where);
-  }
-
-  void report_problems() const {
-    if (tally_.malformed > 0) {
+  static void report_problems(const InputTally& tally, const std::vector<std::string>& problems) {
+    if (tally.malformed > 0) {
       std::fprintf(stderr, "ebb top: %llu malformed line%s skipped (use --strict to stop at the first):\n",
-                   static_cast<unsigned long long>(tally_.malformed), tally_.malformed == 1 ? "" : "s");
-      for (const auto& p : problems_) std::fprintf(stderr, "  %s\n", p.c_str());
-      if (tally_.malformed > problems_.size()) {
-        std::fprintf(stderr, "  ... and %llu more\n", static_cast<unsigned long long>(tally_.malformed - problems_.size()));
+                   static_cast<unsigned long long>(tally.malformed), tally.malformed == 1 ? "" : "s");
+      for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
+      if (tally.malformed > problems.size()) {
+        std::fprintf(stderr, "  ... and %llu more\n", static_cast<unsigned long long>(tally.malformed - problems.size()));
       }
     }
-    if (tally_.zero_weight > 0) {
+    if (tally.zero_weight > 0) {
       std::fprintf(stderr, "ebb top: %llu line%s with weight 0 or '-' not counted\n",
-                   static_cast<unsigned long long>(tally_.zero_weight), tally_.zero_weight == 1 ? "" : "s");
+                   static_cast<unsigned long long>(tally.zero_weight), tally.zero_weight == 1 ? "" : "s");
     }
   }
 
   const TopOptions& opts_;
-  io::KeyArena arena_;
+  io::KeyArena parser_arena_;
   std::unique_ptr<io::RecordParser> parser_;
   std::optional<engine::Namespace> ns_;
   bool event_time_ = false;
@@ -224,9 +144,6 @@ class TopRun {
   bool live_tty_ = false;
   double next_print_ = NAN;
   int frames_ = 0;
-  std::vector<engine::Event> events_;
-  InputTally tally_;
-  std::vector<std::string> problems_;
 };
 
 // CLI11 validator: a duration ebb understands.

@@ -10,14 +10,6 @@
 
 namespace ebb::cli {
 
-struct InputTally {
-  std::uint64_t lines = 0;
-  std::uint64_t records = 0;
-  std::uint64_t malformed = 0;
-  std::uint64_t skipped = 0;      // blank and header lines
-  std::uint64_t zero_weight = 0;
-};
-
 void print_table(std::FILE* out, const engine::TopKAnswer& answer, bool event_time);
 void print_json(std::FILE* out, const std::string& ns, const engine::TopKAnswer& answer);
 

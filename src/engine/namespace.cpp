@@ -53,7 +53,7 @@ double Namespace::now() const {
   return wall_clock_();
 }
 
-void Namespace::prepare(std::span<const Event> events) {
+void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes) {
   batch_.clear();
   const bool wall = config_.clock == ClockMode::wall;
   const double wall_now = wall ? wall_clock_() : 0;
@@ -76,17 +76,25 @@ void Namespace::prepare(std::span<const Event> events) {
     batch_.items.push_back(e.item);
     batch_.times.push_back(t);
     batch_.weights.push_back(e.weight);
+    if (!hashes.empty()) batch_.hashes.push_back(hashes[i]);
     min_t = std::min(min_t, t);
     max_t = std::max(max_t, t);
   }
-  batch_.hashes.resize(batch_.items.size());
-  for (std::size_t i = 0; i < batch_.items.size(); ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
+  if (hashes.empty()) {
+    batch_.hashes.resize(batch_.items.size());
+    for (std::size_t i = 0; i < batch_.items.size(); ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
+  }
   batch_.min_time = min_t;
   batch_.max_time = max_t;
 }
 
-void Namespace::apply(std::span<const Event> events) {
-  prepare(events);
+void Namespace::apply(std::span<const Event> events) { apply(events, {}); }
+
+void Namespace::apply(std::span<const Event> events, std::span<const std::uint64_t> hashes) {
+  if (!hashes.empty() && hashes.size() != events.size()) {
+    throw InvalidArgument("apply: " + std::to_string(hashes.size()) + " hashes for " + std::to_string(events.size()) + " events");
+  }
+  prepare(events, hashes);
   ++stats_.batches;
   stats_.excluded += events.size() - batch_.size();
   if (batch_.size() == 0) return;

@@ -140,8 +140,9 @@ TEST(LineReader, HandlesChunkBoundariesAndOversizedLines) {
   });
   LineReader reader(fds[0], 1000);
   std::vector<Line> lines;
+  std::vector<char> buffer;
   std::vector<std::pair<std::string, bool>> got;
-  while (reader.next(lines)) {
+  while (reader.next(buffer, lines)) {
     for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
   }
   writer.join();

@@ -67,6 +67,9 @@ class Namespace {
   // naming its index and field, and nothing of the batch is counted. Events
   // without a time should carry the receive time (front ends' job).
   void apply(std::span<const Event> events);
+  // The same with every key's hash_key() computed by the caller (a parser
+  // thread that has the bytes in cache); hashes.size() == events.size().
+  void apply(std::span<const Event> events, std::span<const std::uint64_t> hashes);
 
   // "Now": the wall clock, or in event-clock mode the newest event time seen.
   double now() const;
@@ -81,7 +84,7 @@ class Namespace {
   NamespaceStats stats() const;
 
  private:
-  void prepare(std::span<const Event> events);
+  void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes);
 
   NamespaceConfig config_;
   Clock wall_clock_;

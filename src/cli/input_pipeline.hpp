@@ -1,0 +1,115 @@
+#pragma once
+// Reading and parsing on one thread, counting on another: `ebb top` keeps
+// both cores busy. The producer reads every source in order, parses lines
+// into events (keys copied into the chunk's own arena, so a chunk owns all
+// it points to), checks each event with the engine's rules so problems are
+// reported with file:line, and hands chunks over a small bounded queue.
+// Order is preserved: the consumer sees events exactly as read.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ebb/engine/event.hpp"
+#include "ebb/engine/namespace_config.hpp"
+#include "ebb/io/key_arena.hpp"
+#include "ebb/io/record_parser.hpp"
+
+namespace ebb::cli {
+
+class Progress;
+
+// Thrown to stop the run with a message and exit code 1 (--strict, I/O).
+struct Fatal {
+  std::string message;
+};
+
+struct Source {
+  std::string name;  // for messages: the path, or "stdin"
+  int fd;
+  bool owned;
+  std::uint64_t size;  // 0 when unknown (pipe, terminal)
+};
+// Opens a path ("-" = stdin); throws Fatal with the OS's reason.
+Source open_source(const std::string& path);
+
+struct InputTally {
+  std::uint64_t lines = 0;
+  std::uint64_t records = 0;
+  std::uint64_t malformed = 0;
+  std::uint64_t skipped = 0;      // blank and header lines
+  std::uint64_t zero_weight = 0;
+};
+
+// What one read of the input became. The chunk owns every byte its events
+// point to: the read buffer itself, and an arena for keys a parser had to
+// rewrite (unescaped CSV fields, JSON strings).
+struct ParsedChunk {
+  std::vector<char> bytes;            // the read buffer
+  std::vector<engine::Event> events;
+  std::vector<std::uint64_t> hashes;  // hash_key() of each item, or empty (the engine hashes)
+  io::KeyArena arena;
+  void clear() {
+    events.clear();
+    hashes.clear();
+    arena.reset();
+  }
+};
+
+struct PipelineOptions {
+  bool strict = false;
+  std::uint32_t max_line_bytes = 1 << 20;
+  bool progress = false;                  // draw a bar on stderr (sizes known)
+  std::size_t reported_problems = 5;      // how many malformed lines to quote
+};
+
+class InputPipeline {
+ public:
+  InputPipeline(std::vector<Source> sources, std::unique_ptr<io::RecordParser> parser, io::KeyArena& parser_arena,
+                const engine::NamespaceConfig& rules, PipelineOptions options);
+  ~InputPipeline();
+  InputPipeline(const InputPipeline&) = delete;
+  InputPipeline& operator=(const InputPipeline&) = delete;
+
+  // The next chunk in input order; nullptr at the end. Rethrows the
+  // producer's failure (Fatal for --strict or a read error).
+  std::unique_ptr<ParsedChunk> next();
+  void recycle(std::unique_ptr<ParsedChunk> chunk);
+
+  // Valid once next() returned nullptr.
+  const InputTally& tally() const noexcept { return tally_; }
+  const std::vector<std::string>& problems() const noexcept { return problems_; }
+
+ private:
+  static constexpr std::size_t kInFlight = 4;  // read buffers (1 MiB each by default) in flight
+
+  void produce();
+  void read_source(const Source& src, Progress& progress, std::uint64_t done_bytes);
+  std::unique_ptr<ParsedChunk> take_free();
+  void publish(std::unique_ptr<ParsedChunk> chunk);
+  void malformed(const Source& src, std::uint64_t line_no, const std::string& why);
+
+  std::vector<Source> sources_;
+  std::unique_ptr<io::RecordParser> parser_;
+  io::KeyArena& parser_arena_;
+  const engine::NamespaceConfig& rules_;
+  PipelineOptions options_;
+  InputTally tally_;
+  std::vector<std::string> problems_;
+
+  std::mutex mu_;
+  std::condition_variable ready_cv_, free_cv_;
+  std::deque<std::unique_ptr<ParsedChunk>> ready_, free_;
+  std::size_t allocated_ = 0;
+  bool done_ = false;
+  bool stop_ = false;
+  std::exception_ptr failure_;
+  std::thread thread_;
+};
+
+}  // namespace ebb::cli
