@@ -145,8 +145,9 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
       recycle(std::move(chunk));
       break;
     }
-    const char* buf_begin = chunk->bytes.data();
-    const char* buf_end = buf_begin + chunk->bytes.size();
+    chunk->mapping = reader.keepalive();
+    const std::string_view owned = reader.keepalive() ? reader.mapped_bytes()
+                                                      : std::string_view(chunk->bytes.data(), chunk->bytes.size());
     // Untimed input runs on the wall clock: the time a line was read.
     const double read_time = timed ? 0 : engine::wall_clock_now();
     for (const auto& line : lines) {
@@ -170,7 +171,7 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
         continue;
       }
       // Keys in the read buffer travel with it; rewritten ones are copied.
-      if (ev.item.data() < buf_begin || ev.item.data() >= buf_end) ev.item = chunk->arena.keep(ev.item);
+      if (ev.item.data() < owned.data() || ev.item.data() >= owned.data() + owned.size()) ev.item = chunk->arena.keep(ev.item);
       chunk->events.push_back(ev);
       ++tally_.records;
     }

@@ -50,11 +50,13 @@ struct InputTally {
 // point to: the read buffer itself, and an arena for keys a parser had to
 // rewrite (unescaped CSV fields, JSON strings).
 struct ParsedChunk {
-  std::vector<char> bytes;            // the read buffer
+  std::vector<char> bytes;             // the read buffer (unread input)
+  std::shared_ptr<const char> mapping; // the mapped file (regular files)
   std::vector<engine::Event> events;
   std::vector<std::uint64_t> hashes;  // hash_key() of each item, or empty (the engine hashes)
   io::KeyArena arena;
   void clear() {
+    mapping.reset();
     events.clear();
     hashes.clear();
     arena.reset();

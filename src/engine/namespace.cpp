@@ -54,12 +54,19 @@ double Namespace::now() const {
 }
 
 void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes) {
-  batch_.clear();
   const bool wall = config_.clock == ClockMode::wall;
   const double wall_now = wall ? wall_clock_() : 0;
+  const bool prehashed = !hashes.empty();
+  // Sized once and filled by index: this loop runs for every event.
+  const std::size_t n = events.size();
+  batch_.items.resize(n);
+  batch_.times.resize(n);
+  batch_.weights.resize(n);
+  batch_.hashes.resize(n);
+  std::size_t kept = 0;
   double min_t = INFINITY, max_t = -INFINITY;
   // Validate everything before anything is counted.
-  for (std::size_t i = 0; i < events.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
     if (auto problem = check_event(e, config_)) throw BatchError(i, problem->field, problem->message);
     double t = e.time;
@@ -73,16 +80,20 @@ void Namespace::prepare(std::span<const Event> events, std::span<const std::uint
       t = wall_now;
     }
     if (!exclude_.empty() && exclude_.contains(e.item)) continue;
-    batch_.items.push_back(e.item);
-    batch_.times.push_back(t);
-    batch_.weights.push_back(e.weight);
-    if (!hashes.empty()) batch_.hashes.push_back(hashes[i]);
+    batch_.items[kept] = e.item;
+    batch_.times[kept] = t;
+    batch_.weights[kept] = e.weight;
+    if (prehashed) batch_.hashes[kept] = hashes[i];
+    ++kept;
     min_t = std::min(min_t, t);
     max_t = std::max(max_t, t);
   }
-  if (hashes.empty()) {
-    batch_.hashes.resize(batch_.items.size());
-    for (std::size_t i = 0; i < batch_.items.size(); ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
+  batch_.items.resize(kept);
+  batch_.times.resize(kept);
+  batch_.weights.resize(kept);
+  batch_.hashes.resize(kept);
+  if (!prehashed) {
+    for (std::size_t i = 0; i < kept; ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
   }
   batch_.min_time = min_t;
   batch_.max_time = max_t;

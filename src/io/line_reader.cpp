@@ -1,5 +1,9 @@
 #include "ebb/io/line_reader.hpp"
 
+#include "ebb/io/find_byte.hpp"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,11 +16,68 @@ namespace {
 std::string_view trim_cr(std::string_view s) { return !s.empty() && s.back() == '\r' ? s.substr(0, s.size() - 1) : s; }
 }  // namespace
 
+// How many bytes of a mapping one call hands out: ~9k short lines, a chunk
+// small enough to stay in cache between the parsing and the counting thread.
+constexpr std::size_t kMappedWindow = std::size_t{1} << 18;
+
 LineReader::LineReader(int fd, std::size_t max_line_bytes)
-    : fd_(fd), max_line_(max_line_bytes), buffer_bytes_(std::max<std::size_t>(std::size_t{1} << 20, 2 * max_line_bytes + 1)) {}
+    : fd_(fd), max_line_(max_line_bytes), buffer_bytes_(std::max<std::size_t>(std::size_t{1} << 20, 2 * max_line_bytes + 1)) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    const auto size = static_cast<std::size_t>(st.st_size);
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (p != MAP_FAILED) {  // otherwise fall back to read(2)
+      ::madvise(p, size, MADV_SEQUENTIAL);
+      map_size_ = size;
+      mapped_ = std::shared_ptr<const char>(static_cast<const char*>(p), [size](const char* q) {
+        ::munmap(const_cast<char*>(q), size);
+      });
+    }
+  }
+}
+
+bool LineReader::next_mapped(std::vector<Line>& lines) {
+  // The file's size was taken at open: a file that grows while it is read
+  // is read up to that size. Newlines are found 64 bytes at a time as a
+  // bitmask, so short lines cost a few instructions each.
+  const char* data = mapped_.get();
+  const std::size_t limit = std::min(map_size_, pos_ + kMappedWindow);
+  auto emit = [&](std::size_t begin, std::size_t stop) {
+    const std::string_view text = trim_cr(std::string_view(data + begin, stop - begin));
+    lines.push_back({text.substr(0, std::min(text.size(), max_line_)), text.size() > max_line_});
+  };
+  std::size_t line_start = pos_;
+  std::size_t scan = pos_;
+  while (scan < map_size_ && line_start < limit) {
+    std::uint64_t mask;
+    std::size_t block;
+    if (map_size_ - scan >= 64) {
+      block = 64;
+      mask = byte_mask64(data + scan, '\n');
+    } else {  // the last bytes: never read past the mapping
+      block = map_size_ - scan;
+      mask = 0;
+      for (std::size_t i = 0; i < block; ++i) mask |= static_cast<std::uint64_t>(data[scan + i] == '\n') << i;
+    }
+    while (mask != 0) {
+      const std::size_t nl = scan + static_cast<std::size_t>(__builtin_ctzll(mask));
+      mask &= mask - 1;
+      emit(line_start, nl);
+      line_start = nl + 1;
+    }
+    scan += block;
+  }
+  if (scan >= map_size_ && line_start < map_size_) {  // the last line had no terminator
+    emit(line_start, map_size_);
+    line_start = map_size_;
+  }
+  pos_ = line_start;
+  return !lines.empty();
+}
 
 bool LineReader::next(std::vector<char>& buffer, std::vector<Line>& lines) {
   lines.clear();
+  if (mapped_) return next_mapped(lines);
   while (lines.empty()) {
     if (eof_ && carry_.empty()) return false;
     if (buffer.size() < buffer_bytes_) buffer.resize(buffer_bytes_);
@@ -37,9 +98,8 @@ bool LineReader::next(std::vector<char>& buffer, std::vector<Line>& lines) {
     const char* base = buffer.data();
     std::size_t pos = 0;
     while (pos < end) {
-      const void* nl = std::memchr(base + pos, '\n', end - pos);
-      if (nl == nullptr) break;
-      const std::size_t stop = static_cast<const char*>(nl) - base;
+      const std::size_t stop = pos + find_byte(base + pos, end - pos, '\n');
+      if (stop == end) break;
       if (skipping_) {
         skipping_ = false;  // the tail of an oversized line ends here
       } else {

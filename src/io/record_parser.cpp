@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ebb/core/error.hpp"
+#include "ebb/io/find_byte.hpp"
 #include "field_values.hpp"
 
 namespace ebb::io {
@@ -95,14 +96,9 @@ class DelimitedParser final : public RecordParser {
       const std::size_t needed = need_header_ ? SIZE_MAX : static_cast<std::size_t>(max_index_) + 1;
       std::size_t pos = 0;
       for (;;) {
-        if (fields_.size() + 1 == needed) {
-          const std::size_t tab = line.find('\t', pos);
-          fields_.push_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
-          return true;
-        }
-        const std::size_t tab = line.find('\t', pos);
-        fields_.push_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
-        if (tab == std::string_view::npos) return true;
+        const std::size_t tab = pos + find_byte(line.data() + pos, line.size() - pos, '\t');
+        fields_.push_back(line.substr(pos, tab - pos));
+        if (tab == line.size() || fields_.size() == needed) return true;
         pos = tab + 1;
       }
     }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "ebb/core/error.hpp"
+#include "ebb/io/find_byte.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/io/line_reader.hpp"
 #include "ebb/io/record_parser.hpp"
@@ -156,6 +157,61 @@ TEST(LineReader, HandlesChunkBoundariesAndOversizedLines) {
   EXPECT_EQ(got[4], std::make_pair(std::string("gamma"), false));
   EXPECT_EQ(got[5], std::make_pair(std::string("delta"), false));
   EXPECT_EQ(reader.bytes_read(), input.size());
+}
+
+// The memory-mapped path (regular files): lines longer and shorter than a
+// 64-byte scan block, CRLF, blank lines, an oversized line, and a last line
+// without a terminator that ends off a block boundary.
+TEST(LineReader, MappedFilesGiveTheSameLines) {
+  char path[] = "/tmp/ebb-line-reader-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::vector<std::string> expected;
+  std::string input;
+  for (int i = 0; i < 3000; ++i) {
+    std::string line(static_cast<std::size_t>(i * 7 % 150), static_cast<char>('a' + i % 26));
+    expected.push_back(line);
+    input += line + (i % 5 == 0 ? "\r\n" : "\n");
+  }
+  input += std::string(5000, 'x') + "\n";
+  input += "last-line";
+  ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  LineReader reader(fd, 1000);
+  ASSERT_TRUE(reader.keepalive());
+  std::vector<Line> lines;
+  std::vector<char> unused;
+  std::vector<std::pair<std::string, bool>> got;
+  while (reader.next(unused, lines)) {
+    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
+  }
+  close(fd);
+  unlink(path);
+  ASSERT_EQ(got.size(), expected.size() + 2);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(got[i].first, expected[i]) << i;
+    ASSERT_FALSE(got[i].second);
+  }
+  EXPECT_TRUE(got[expected.size()].second);
+  EXPECT_EQ(got[expected.size()].first.size(), 1000u);
+  EXPECT_EQ(got.back(), std::make_pair(std::string("last-line"), false));
+  EXPECT_EQ(reader.bytes_read(), input.size());
+}
+
+TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
+  std::string s(300, 'a');
+  for (std::size_t n = 0; n < 200; ++n) {
+    EXPECT_EQ(find_byte(s.data(), n, '\t'), n);
+    for (std::size_t at : {std::size_t{0}, n / 2, n > 0 ? n - 1 : 0}) {
+      if (at >= n) continue;
+      std::string t = s;
+      t[at] = '\t';
+      t[n + 1] = '\t';  // beyond n: must not be found
+      ASSERT_EQ(find_byte(t.data(), n, '\t'), at) << n << " " << at;
+    }
+  }
+  std::string block(64, '-');
+  block[0] = block[17] = block[63] = '\n';
+  EXPECT_EQ(byte_mask64(block.data(), '\n'), (1ULL << 0) | (1ULL << 17) | (1ULL << 63));
 }
 
 TEST(JsonWriter, EscapesAndFormats) {
