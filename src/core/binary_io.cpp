@@ -22,6 +22,8 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::space_saving: return "space-saving summary";
     case BlobKind::candidate_heap: return "candidate heap";
     case BlobKind::exact_decayed_counter: return "exact decayed counter";
+    case BlobKind::decayed_view: return "decayed view";
+    case BlobKind::namespace_state: return "namespace state";
   }
   return "unknown";
 }

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <span>
 
+#include "ebb/core/binary_io.hpp"
+#include "ebb/core/error.hpp"
+
 namespace ebb::engine {
 namespace {
 
@@ -119,6 +122,57 @@ PointAnswer DecayedView::point(std::string_view item, std::uint64_t hash, double
 std::size_t DecayedView::memory_bytes() const noexcept {
   return sizeof(*this) + sketch_.memory_bytes() + std::visit([](const auto& s) { return s.memory_bytes(); }, summary_) +
          (scaled_.capacity() + estimates_.capacity()) * sizeof(double);
+}
+
+std::string DecayedView::serialize_state() const {
+  BinaryWriter w;
+  w.put<std::uint8_t>(spec_.kind == ViewSpec::Kind::decayed ? 1 : 0);
+  w.put<double>(spec_.half_life);
+  w.put_string(clock_.serialize());
+  w.put_string(sketch_.serialize());
+  const bool heap = std::holds_alternative<CandidateHeap>(summary_);
+  w.put<std::uint8_t>(heap ? 0 : 1);
+  w.put_string(heap ? std::get<CandidateHeap>(summary_).serialize() : std::get<SpaceSaving>(summary_).serialize());
+  w.put<double>(first_time_);
+  w.put<std::uint64_t>(rebases_);
+  return seal_blob(BlobKind::decayed_view, 1, w.buffer());
+}
+
+void DecayedView::restore_state(std::string_view blob) {
+  auto opened = open_blob(blob, BlobKind::decayed_view, 1);
+  BinaryReader r(opened.payload, "decayed view");
+  const auto kind = r.get<std::uint8_t>();
+  const double half_life = r.get<double>();
+  if ((kind == 1) != (spec_.kind == ViewSpec::Kind::decayed) || half_life != spec_.half_life) {
+    r.fail("state of another view (" + std::string(kind == 1 ? "half-life" : "all-time") + ") where " + spec_.label() + " was expected");
+  }
+  constexpr std::size_t kMaxPart = std::size_t{1} << 36;
+  ForwardDecay clock = ForwardDecay::deserialize(r.get_string(kMaxPart));
+  if (clock.lambda() != clock_.lambda()) r.fail("decay rate differs from the view's half-life");
+  CountMin sketch = CountMin::deserialize(r.get_string(kMaxPart));
+  if (!(sketch.shape() == sketch_.shape()) || sketch.policy() != sketch_.policy()) r.fail("sketch shape differs from the configuration");
+  const auto summary_kind = r.get<std::uint8_t>();
+  const std::string summary_blob = r.get_string(kMaxPart);
+  std::variant<CandidateHeap, SpaceSaving> summary = CandidateHeap(1);
+  if (summary_kind == 0 && std::holds_alternative<CandidateHeap>(summary_)) {
+    summary = CandidateHeap::deserialize(summary_blob);
+  } else if (summary_kind == 1 && std::holds_alternative<SpaceSaving>(summary_)) {
+    summary = SpaceSaving::deserialize(summary_blob);
+  } else {
+    r.fail("summary kind differs from the configuration");
+  }
+  if (std::visit([](const auto& x) { return x.capacity(); }, summary) != std::visit([](const auto& x) { return x.capacity(); }, summary_)) {
+    r.fail("summary capacity differs from the configuration");
+  }
+  const double first_time = r.get<double>();
+  const auto rebases = r.get<std::uint64_t>();
+  r.expect_end();
+  clock_ = clock;
+  sketch_ = std::move(sketch);
+  summary_ = std::move(summary);
+  first_time_ = first_time;
+  rebases_ = rebases;
+  scaler_.reset();
 }
 
 }  // namespace ebb::engine

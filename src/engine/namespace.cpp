@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "ebb/core/binary_io.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
@@ -43,9 +44,12 @@ double wall_clock_now() {
 
 Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::move(config)), wall_clock_(std::move(wall_clock)) {
   config_.validate();
+  // The summary capacity is fixed at creation: a later set_k() must not
+  // change what a checkpoint of this namespace holds.
+  config_.candidates = config_.resolved_candidates();
   if (config_.all_time) views_.push_back(std::make_unique<DecayedView>(ViewSpec::all_time(), config_));
   for (double h : config_.half_lives) views_.push_back(std::make_unique<DecayedView>(ViewSpec::decayed(h), config_));
-  for (const auto& item : config_.exclude) exclude_.insert(item);
+  rebuild_exclude();
 }
 
 double Namespace::now() const {
@@ -53,9 +57,26 @@ double Namespace::now() const {
   return wall_clock_();
 }
 
-void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes) {
-  const bool wall = config_.clock == ClockMode::wall;
-  const double wall_now = wall ? wall_clock_() : 0;
+double Namespace::checked_time(const Event& e, std::size_t index, double wall_now) const {
+  if (auto problem = check_event(e, config_)) throw BatchError(index, problem->field, problem->message);
+  double t = e.time;
+  if (config_.clock == ClockMode::wall && t > wall_now) {
+    // Within the skew tolerance a clock a little ahead is clamped to now;
+    // beyond it the event would be over-weighted forever: refuse it.
+    if (t - wall_now > config_.max_future_skew) {
+      throw BatchError(index, "timestamp", "is " + number(t - wall_now) + " s in the future (tolerance " +
+                                               number(config_.max_future_skew) + " s)");
+    }
+    t = wall_now;
+  }
+  return t;
+}
+
+void Namespace::validate(std::span<const Event> events, double wall_now) const {
+  for (std::size_t i = 0; i < events.size(); ++i) (void)checked_time(events[i], i, wall_now);
+}
+
+void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
   const bool prehashed = !hashes.empty();
   // Sized once and filled by index: this loop runs for every event.
   const std::size_t n = events.size();
@@ -68,17 +89,7 @@ void Namespace::prepare(std::span<const Event> events, std::span<const std::uint
   // Validate everything before anything is counted.
   for (std::size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
-    if (auto problem = check_event(e, config_)) throw BatchError(i, problem->field, problem->message);
-    double t = e.time;
-    if (wall && t > wall_now) {
-      // Within the skew tolerance a clock a little ahead is clamped to now;
-      // beyond it the event would be over-weighted forever: refuse it.
-      if (t - wall_now > config_.max_future_skew) {
-        throw BatchError(i, "timestamp", "is " + number(t - wall_now) + " s in the future (tolerance " +
-                                             number(config_.max_future_skew) + " s)");
-      }
-      t = wall_now;
-    }
+    const double t = checked_time(e, i, wall_now);
     if (!exclude_.empty() && exclude_.contains(e.item)) continue;
     batch_.items[kept] = e.item;
     batch_.times[kept] = t;
@@ -105,15 +116,88 @@ void Namespace::apply(std::span<const Event> events, std::span<const std::uint64
   if (!hashes.empty() && hashes.size() != events.size()) {
     throw InvalidArgument("apply: " + std::to_string(hashes.size()) + " hashes for " + std::to_string(events.size()) + " events");
   }
-  prepare(events, hashes);
+  prepare(events, hashes, config_.clock == ClockMode::wall ? wall_clock_() : 0);
+  apply_prepared(events.size());
+}
+
+void Namespace::apply_at(std::span<const Event> events, double wall_now) {
+  prepare(events, {}, wall_now);
+  apply_prepared(events.size());
+}
+
+void Namespace::apply_prepared(std::size_t submitted) {
   ++stats_.batches;
-  stats_.excluded += events.size() - batch_.size();
+  stats_.excluded += submitted - batch_.size();
   if (batch_.size() == 0) return;
   for (auto& view : views_) view->apply(batch_);
   stats_.events += batch_.size();
   for (double w : batch_.weights) stats_.weight += w;
   stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, batch_.max_time) : batch_.max_time;
   seen_event_ = true;
+}
+
+void Namespace::set_k(std::uint32_t k) {
+  if (k > config_.candidates) {
+    throw InvalidArgument("k: must be at most the namespace's " + std::to_string(config_.candidates) +
+                          " candidates (fixed at creation; got " + std::to_string(k) + ")");
+  }
+  NamespaceConfig next = config_;
+  next.k = k;
+  next.validate();
+  config_.k = k;
+}
+
+void Namespace::set_exclude(std::vector<std::string> exclude) {
+  NamespaceConfig next = config_;
+  next.exclude = std::move(exclude);
+  next.validate();
+  config_.exclude = std::move(next.exclude);
+  rebuild_exclude();
+}
+
+void Namespace::rebuild_exclude() {
+  exclude_.clear();
+  for (const auto& item : config_.exclude) exclude_.insert(item);
+}
+
+std::string Namespace::serialize_state() const {
+  BinaryWriter w;
+  w.put<std::uint64_t>(stats_.events);
+  w.put<std::uint64_t>(stats_.excluded);
+  w.put<std::uint64_t>(stats_.batches);
+  w.put<double>(stats_.weight);
+  w.put<double>(stats_.newest_time);
+  w.put<std::uint8_t>(seen_event_ ? 1 : 0);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(views_.size()));
+  for (const auto& v : views_) w.put_string(v->serialize_state());
+  return seal_blob(BlobKind::namespace_state, 1, w.buffer());
+}
+
+void Namespace::restore_state(std::string_view blob) {
+  auto opened = open_blob(blob, BlobKind::namespace_state, 1);
+  BinaryReader r(opened.payload, "namespace state");
+  NamespaceStats stats;
+  stats.events = r.get<std::uint64_t>();
+  stats.excluded = r.get<std::uint64_t>();
+  stats.batches = r.get<std::uint64_t>();
+  stats.weight = r.get<double>();
+  stats.newest_time = r.get<double>();
+  const bool seen = r.get<std::uint8_t>() != 0;
+  const auto n = r.get<std::uint32_t>();
+  if (n != views_.size()) r.fail("holds " + std::to_string(n) + " views, the configuration has " + std::to_string(views_.size()));
+  std::vector<std::string> parts;
+  for (std::uint32_t i = 0; i < n; ++i) parts.push_back(r.get_string(std::size_t{1} << 36));
+  r.expect_end();
+  // Restore into fresh views first so a bad part leaves this namespace as it was.
+  std::vector<std::unique_ptr<View>> fresh;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto v = std::make_unique<DecayedView>(views_[i]->spec(), config_);
+    v->restore_state(parts[i]);
+    fresh.push_back(std::move(v));
+  }
+  views_ = std::move(fresh);
+  stats_ = stats;
+  seen_event_ = seen;
 }
 
 const View& Namespace::view(const std::optional<ViewSpec>& spec) const {

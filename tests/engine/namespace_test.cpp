@@ -235,5 +235,79 @@ TEST(Namespace, SameEventsGiveTheSameState) {
   for (const auto& v : a.views()) EXPECT_EQ(a.top(v->spec(), 64).items, b.top(v->spec(), 64).items);
 }
 
+// A checkpoint restored into a namespace of the same configuration answers
+// exactly as the original, and keeps counting the same way.
+TEST(Namespace, StateRoundTripsThroughACheckpoint) {
+  const auto stream = testing::random_stream({}, 8);
+  const auto events = as_events(stream);
+  const std::size_t half = events.size() / 2;
+  for (auto summary : {SummaryKind::candidate_heap, SummaryKind::space_saving}) {
+    auto config = small_config();
+    config.summary = summary;
+    Namespace original(config), restored(config);
+    original.apply(std::span<const Event>(events.data(), half));
+    restored.restore_state(original.serialize_state());
+    for (const auto& v : original.views()) EXPECT_EQ(restored.top(v->spec(), 64).items, original.top(v->spec(), 64).items);
+    EXPECT_EQ(restored.stats().events, original.stats().events);
+    original.apply(std::span<const Event>(events.data() + half, events.size() - half));
+    restored.apply(std::span<const Event>(events.data() + half, events.size() - half));
+    for (const auto& v : original.views()) EXPECT_EQ(restored.top(v->spec(), 64).items, original.top(v->spec(), 64).items);
+    EXPECT_EQ(restored.serialize_state(), original.serialize_state());
+  }
+}
+
+TEST(Namespace, CheckpointOfAnotherConfigurationIsRejectedAndChangesNothing) {
+  Namespace a(small_config());
+  std::vector<Event> batch = {{"x", 10, 1}};
+  a.apply(batch);
+  auto other = small_config();
+  other.half_lives = {60};
+  Namespace b(other);
+  b.apply(batch);
+  const auto before = b.serialize_state();
+  EXPECT_THROW(b.restore_state(a.serialize_state()), FormatError);
+  std::string damaged = a.serialize_state();
+  damaged[damaged.size() / 2] ^= 1;
+  Namespace c(small_config());
+  EXPECT_THROW(c.restore_state(damaged), FormatError);
+  EXPECT_EQ(b.serialize_state(), before);
+}
+
+TEST(Namespace, ValidateThenApplyAtUsesOneClockReading) {
+  auto config = small_config();
+  config.clock = ClockMode::wall;
+  config.max_future_skew = 5;
+  double wall = 1000;
+  Namespace ns(config, [&] { return wall; });
+  std::vector<Event> batch = {{"a", 1004, 1}, {"b", 900, 1}};
+  ns.validate(batch, 1000);
+  wall = 990;  // the clock steps back: apply_at still uses the validated reading
+  ns.apply_at(batch, 1000);
+  EXPECT_EQ(ns.stats().events, 2u);
+  std::vector<Event> bad = {{"a", 1, 1}, {"b", 1006, 1}};
+  try {
+    ns.validate(bad, 1000);
+    FAIL();
+  } catch (const BatchError& e) {
+    EXPECT_EQ(e.index(), 1u);
+    EXPECT_EQ(e.field(), "timestamp");
+  }
+}
+
+TEST(Namespace, KAndExclusionsChangeAtRunTime) {
+  Namespace ns(small_config());
+  ns.set_k(50);
+  EXPECT_EQ(ns.config().k, 50u);
+  EXPECT_EQ(ns.top().items.size(), 0u);
+  EXPECT_THROW(ns.set_k(0), InvalidArgument);
+  EXPECT_THROW(ns.set_k(65), InvalidArgument);  // beyond the 64 candidates
+  ns.set_exclude({"spam"});
+  std::vector<Event> batch = {{"spam", 1, 1}, {"ham", 1, 1}};
+  ns.apply(batch);
+  EXPECT_EQ(ns.top().total, 1);
+  EXPECT_THROW(ns.set_exclude({""}), InvalidArgument);
+  EXPECT_EQ(ns.config().exclude, std::vector<std::string>{"spam"});
+}
+
 }  // namespace
 }  // namespace ebb::engine

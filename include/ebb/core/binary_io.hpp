@@ -23,6 +23,8 @@ enum class BlobKind : std::uint16_t {
   space_saving = 3,
   candidate_heap = 4,
   exact_decayed_counter = 5,
+  decayed_view = 6,
+  namespace_state = 7,
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

@@ -70,6 +70,23 @@ class Namespace {
   // The same with every key's hash_key() computed by the caller (a parser
   // thread that has the bytes in cache); hashes.size() == events.size().
   void apply(std::span<const Event> events, std::span<const std::uint64_t> hashes);
+  // Checks a batch as apply() would with the wall clock reading `wall_now`,
+  // without counting anything; throws BatchError. A front end that must
+  // apply several namespaces' batches all or nothing checks each first, then
+  // calls apply_at() with the same reading, which then cannot fail.
+  void validate(std::span<const Event> events, double wall_now) const;
+  void apply_at(std::span<const Event> events, double wall_now);
+
+  // What can change at run time: the default answer size and the
+  // exclusion list. Validated like the configuration; nothing changes on error.
+  void set_k(std::uint32_t k);
+  void set_exclude(std::vector<std::string> exclude);
+
+  // The namespace's whole counting state (views and stats; not the
+  // configuration) for checkpoints, and its restoration into a namespace
+  // built from the same configuration (FormatError otherwise; unchanged then).
+  std::string serialize_state() const;
+  void restore_state(std::string_view blob);
 
   // "Now": the wall clock, or in event-clock mode the newest event time seen.
   double now() const;
@@ -84,7 +101,11 @@ class Namespace {
   NamespaceStats stats() const;
 
  private:
-  void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes);
+  void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
+  // The adjusted time of a valid event (clamped within the skew tolerance); throws BatchError.
+  double checked_time(const Event& e, std::size_t index, double wall_now) const;
+  void apply_prepared(std::size_t submitted);
+  void rebuild_exclude();
 
   NamespaceConfig config_;
   Clock wall_clock_;

@@ -5,6 +5,7 @@
 // Views are single-writer objects: concurrency belongs to the namespace's
 // owner.
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "ebb/engine/answers.hpp"
@@ -20,6 +21,13 @@ class View {
   virtual TopKAnswer top(std::size_t k, double now) const = 0;
   virtual PointAnswer point(std::string_view item, std::uint64_t hash, double now) const = 0;
   virtual std::size_t memory_bytes() const noexcept = 0;
+
+  // The view's whole state (for checkpoints), and its restoration into a
+  // view built from the same configuration. restore_state() throws
+  // FormatError when the blob does not fit this view; the view is then
+  // unchanged.
+  virtual std::string serialize_state() const = 0;
+  virtual void restore_state(std::string_view blob) = 0;
 };
 
 }  // namespace ebb::engine

@@ -150,7 +150,11 @@ KeyedMinHeap KeyedMinHeap::from_entries(std::uint32_t capacity, std::vector<Entr
 void KeyedMinHeap::write_to(BinaryWriter& w) const {
   w.put<std::uint32_t>(capacity_);
   w.put<std::uint32_t>(size());
-  for (const auto& e : slots_) {
+  // In heap order: re-inserting a valid heap in array order moves nothing,
+  // so a restored heap has the very same arrangement, evicts the same
+  // entries on ties, and serialises to the same bytes.
+  for (const std::uint32_t slot : heap_) {
+    const Entry& e = slots_[slot];
     w.put_string(e.key);
     w.put<double>(e.value);
     w.put<double>(e.aux);
