@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "serve_command.hpp"
 #include "top_options.hpp"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,8 @@ int main(int argc, char** argv) {
 
   ebb::cli::TopOptions top;
   CLI::App* top_cmd = ebb::cli::add_top_command(app, top);
+  ebb::cli::ServeOptions serve;
+  CLI::App* serve_cmd = ebb::cli::add_serve_command(app, serve);
 
   try {
     app.parse(argc, argv);
@@ -21,6 +24,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (top_cmd->parsed()) return ebb::cli::run_top(top);
+    if (serve_cmd->parsed()) return ebb::cli::run_serve(serve);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ebb: %s\n", e.what());
     return 1;

@@ -84,7 +84,7 @@ TopKAnswer DecayedView::top(std::size_t k, double now) const {
   TopKAnswer answer;
   answer.view = spec_;
   answer.as_of = now;
-  answer.window_start = first_time_;
+  answer.window_start = clock_.anchored() ? std::min(first_time_, now) : now;
   answer.total = sketch_.total() * rf;
   answer.accuracy = accuracy(rf);
   answer.accuracy.undersized = k > answer.accuracy.candidates;
@@ -98,7 +98,7 @@ PointAnswer DecayedView::point(std::string_view item, std::uint64_t hash, double
   PointAnswer answer;
   answer.view = spec_;
   answer.as_of = now;
-  answer.window_start = first_time_;
+  answer.window_start = clock_.anchored() ? std::min(first_time_, now) : now;
   answer.accuracy = accuracy(rf);
   const double sketch_estimate = sketch_.estimate(hash);
   auto held = std::visit([&](const auto& s) { return s.find(item, hash); }, summary_);

@@ -51,6 +51,14 @@ void write_top_k(JsonWriter& w, const std::string& ns, const engine::TopKAnswer&
   w.end_object();
 }
 
+void write_point_item(JsonWriter& w, const engine::PointAnswer& answer) {
+  w.begin_object();
+  write_item_fields(w, answer.item);
+  w.key("rate").value(answer.rate);
+  w.key("tracked").value(answer.tracked);
+  w.end_object();
+}
+
 void write_point(JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer) {
   w.begin_object();
   w.key("namespace").value(ns);

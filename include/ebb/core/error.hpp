@@ -27,13 +27,17 @@ class BatchError : public InvalidArgument {
   BatchError(std::size_t index, std::string field, const std::string& message)
       : InvalidArgument("event " + std::to_string(index) + ": " + field + ": " + message),
         index_(index),
-        field_(std::move(field)) {}
+        field_(std::move(field)),
+        message_(message) {}
   std::size_t index() const noexcept { return index_; }
   const std::string& field() const noexcept { return field_; }
+  // What is wrong with the field, without the index and field name.
+  const std::string& message() const noexcept { return message_; }
 
  private:
   std::size_t index_;
   std::string field_;
+  std::string message_;
 };
 
 }  // namespace ebb

@@ -1,0 +1,58 @@
+#pragma once
+// What the API handlers see and return, independent of the HTTP library:
+// the transport (server/http_server) converts to and from the wire.
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ebb::server {
+
+struct Request {
+  std::string method;        // "GET", "POST", ...
+  std::string path;          // decoded path, without the query
+  std::multimap<std::string, std::string> query;  // decoded parameters
+  std::string content_type;  // media type only, lower case ("application/json")
+  std::string body;
+  double received_at = 0;    // wall clock, Unix seconds
+
+  // The single value of a parameter; ApiError 400 when it is repeated.
+  std::optional<std::string> param(const std::string& name) const;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string error_code;  // set by error_response(), for metrics and logs
+};
+
+// A failed request: the status, a stable snake_case code and a message that
+// says what and where. Rendered as {"error": {"code", "message"}}.
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, std::string code, const std::string& message)
+      : std::runtime_error(message), status_(status), code_(std::move(code)) {}
+  int status() const noexcept { return status_; }
+  const std::string& code() const noexcept { return code_; }
+
+ private:
+  int status_;
+  std::string code_;
+};
+
+inline ApiError bad_request(const std::string& code, const std::string& message) { return ApiError(400, code, message); }
+
+Response error_response(int status, const std::string& code, const std::string& message);
+Response json_response(int status, std::string body);
+Response empty_response(int status);  // 204s
+Response text_response(int status, std::string content_type, std::string body);
+
+// Splits "/top-k?namespace=a%20b&k=5" into a decoded path and parameters.
+// Throws ApiError 400 on malformed percent-encoding.
+void parse_target(std::string_view target, std::string& path, std::multimap<std::string, std::string>& query);
+
+}  // namespace ebb::server

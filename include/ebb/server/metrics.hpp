@@ -1,0 +1,51 @@
+#pragma once
+// Prometheus metrics of the server (text exposition format 0.0.4). Request
+// metrics are recorded here; namespace metrics are read from the registry at
+// scrape time, so ingest pays nothing for them. Every metric is listed,
+// with its type and help, in docs/api.md; a test checks the two agree.
+//
+//   ebb_http_requests_total{route,status}                counter
+//   ebb_http_request_duration_seconds{route,status}      histogram
+//   ebb_errors_total{code}                               counter (error responses by code)
+//   ebb_events_ingested_total{namespace}                 counter (accepted, incl. excluded)
+//   ebb_events_excluded_total{namespace}                 counter
+//   ebb_ingest_bytes_total{namespace}                    counter (request body bytes)
+//   ebb_namespace_memory_bytes{namespace}                gauge
+//   ebb_namespaces                                       gauge
+//   ebb_checkpoints_total{result}                        counter (ok, error)
+//   ebb_process_resident_memory_bytes                    gauge
+//   ebb_up                                               gauge (1)
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace ebb::server {
+
+class Registry;
+
+class Metrics {
+ public:
+  static constexpr std::array<double, 14> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                      0.025,  0.05,    0.1,    0.25,  0.5,    1.0,   2.5};
+
+  void observe_request(const std::string& route, int status, double seconds);
+  void count_error(const std::string& code);
+  void count_checkpoint(bool ok);
+
+  std::string render(const Registry& registry) const;
+
+ private:
+  struct Histogram {
+    std::uint64_t count = 0;
+    double sum = 0;
+    std::array<std::uint64_t, kBuckets.size()> buckets{};  // cumulative at render
+  };
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, Histogram> requests_;
+  std::map<std::string, std::uint64_t> errors_;
+  std::uint64_t checkpoints_ok_ = 0, checkpoints_failed_ = 0;
+};
+
+}  // namespace ebb::server

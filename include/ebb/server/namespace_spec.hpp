@@ -1,0 +1,34 @@
+#pragma once
+// A namespace as the API describes it (POST /namespaces, ../shared/notes/api.md)
+// and its mapping to the engine's configuration. Parsing is strict: unknown
+// fields, wrong types and out-of-range values are 400s naming the field.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ebb/engine/namespace.hpp"
+#include "ebb/server/server_limits.hpp"
+
+namespace ebb::server {
+
+struct NamespaceSpec {
+  engine::NamespaceConfig config;           // name, k, views, sketch, exclude, clock ...
+  std::optional<double> hot_key_threshold;  // events/s; kept for hot-key detection
+};
+
+// POST /namespaces body -> spec. Throws ApiError 400 ("k: must be ...").
+NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& limits);
+
+// PATCH body: k, hot_key_threshold (null clears), exclude. Returns the
+// patched spec; nothing is changed on error.
+NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServerLimits& limits);
+
+// The resolved configuration (201, GET): what the server actually keeps,
+// with the accuracy those dimensions give. for_storage leaves out the
+// derived fields so the text parses back with parse_namespace_spec().
+std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage);
+
+// Same, with "stats" (GET /namespaces[/{name}]).
+std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes);
+
+}  // namespace ebb::server

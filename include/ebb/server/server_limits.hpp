@@ -1,0 +1,21 @@
+#pragma once
+// The server's explicit limits, all configurable with `ebb serve` flags and
+// documented in docs/api.md. Exceeding one is a 413 (body, batch) or a 400
+// naming the field.
+#include <cstddef>
+#include <cstdint>
+
+namespace ebb::server {
+
+struct ServerLimits {
+  std::size_t max_body_bytes = 16u << 20;        // a request body (413)
+  std::size_t max_batch_events = 100'000;        // events in one POST /events, ids in one POST /counts (413)
+  std::uint32_t max_item_bytes = 1024;           // one item_id (400)
+  std::size_t max_namespaces = 1000;             // namespaces on the server (400 on create)
+  std::size_t max_namespace_bytes = 1u << 30;    // sketch memory of one namespace, all views (400 on create)
+  std::size_t max_views = 8;                     // windows + half_lives of one namespace
+  std::size_t max_exclude = 10'000;              // exclusion list entries
+  double default_max_future_skew = 60;           // seconds, for wall-clock namespaces
+};
+
+}  // namespace ebb::server

@@ -1,0 +1,28 @@
+#pragma once
+// `ebb serve`: the HTTP service.
+#include <string>
+
+#include "ebb/server/http_server.hpp"
+#include "ebb/server/server_limits.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace ebb::cli {
+
+struct ServeOptions {
+  server::HttpServerOptions http;
+  server::ServerLimits limits;
+  std::string data_dir = "./ebb-data";
+  std::string checkpoint_interval = "10s";
+  std::string log_level = "info";
+  std::string max_future_skew = "60s";
+  std::string idle_timeout = "60s";
+  std::string shutdown_timeout = "30s";
+};
+
+CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);
+int run_serve(ServeOptions opts);
+
+}  // namespace ebb::cli

@@ -1,0 +1,173 @@
+// GET /top-k, GET /count, POST /counts: answers with bounds and accuracy.
+#include <simdjson.h>
+
+#include <charconv>
+
+#include "ebb/core/duration.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/io/answer_json.hpp"
+#include "ebb/server/api.hpp"
+
+namespace ebb::server {
+namespace {
+
+// window=all | half_life=DUR (one of the two; none = the namespace's first view).
+std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& window, const std::optional<std::string>& half_life) {
+  if (window && half_life) throw bad_request("bad_parameter", "window, half_life: give one of the two, not both");
+  if (window) {
+    if (*window == "all") return engine::ViewSpec::all_time();
+    try {
+      (void)parse_duration(*window);
+    } catch (const InvalidArgument&) {
+      throw bad_request("bad_parameter", "window: must be \"all\" or a duration like 1h (got '" + *window + "')");
+    }
+    throw bad_request("unsupported_window", "window: exact-boundary windows ('" + *window +
+                                                "') are not available yet; use window=all or a half_life the namespace keeps");
+  }
+  if (half_life) {
+    try {
+      return engine::ViewSpec::decayed(parse_duration(*half_life));
+    } catch (const InvalidArgument& e) {
+      throw bad_request("bad_parameter", std::string("half_life: ") + e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+void reject_timestamp(bool given) {
+  if (given) {
+    throw bad_request("unsupported_history", "timestamp: answers as of a past time (history) are not available yet; omit timestamp for now");
+  }
+}
+
+std::optional<std::size_t> k_from(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  std::size_t k = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), k);
+  if (ec != std::errc() || end != text->data() + text->size() || k < 1 || k > engine::NamespaceConfig::kMaxK) {
+    throw bad_request("bad_parameter", "k: must be a whole number in [1, " + std::to_string(engine::NamespaceConfig::kMaxK) + "] (got '" + *text + "')");
+  }
+  return k;
+}
+
+std::string required(const Request& req, const std::string& name) {
+  auto v = req.param(name);
+  if (!v || v->empty()) throw bad_request("bad_parameter", name + ": is required");
+  return *v;
+}
+
+// An unknown view is the caller's mistake about this namespace: 400 naming it.
+template <typename F>
+auto on_view(F&& f) {
+  try {
+    return f();
+  } catch (const InvalidArgument& e) {
+    throw bad_request("unknown_view", e.what());
+  }
+}
+
+}  // namespace
+
+void add_query_routes(Router& router, ApiContext& ctx) {
+  router.add("GET", "/top-k", "/top-k", [&ctx](const Request& req, const std::string&) {
+    const std::string name = required(req, "namespace");
+    const auto k = k_from(req.param("k"));
+    const auto view = view_from(req.param("window"), req.param("half_life"));
+    reject_timestamp(req.param("timestamp").has_value());
+    auto entry = require_namespace(ctx.registry, name, "namespace");
+    engine::TopKAnswer answer;
+    {
+      std::shared_lock lock(entry->mu);
+      answer = on_view([&] { return entry->ns.top(view, k); });
+    }
+    io::JsonWriter w;
+    io::write_top_k(w, name, answer);
+    return json_response(200, w.take());
+  });
+
+  router.add("GET", "/count", "/count", [&ctx](const Request& req, const std::string&) {
+    const std::string name = required(req, "namespace");
+    const std::string item = required(req, "item_id");
+    const auto view = view_from(req.param("window"), req.param("half_life"));
+    reject_timestamp(req.param("timestamp").has_value());
+    auto entry = require_namespace(ctx.registry, name, "namespace");
+    engine::PointAnswer answer;
+    {
+      std::shared_lock lock(entry->mu);
+      if (item.size() > entry->ns.config().max_item_bytes) {
+        throw bad_request("bad_parameter", "item_id: longer than " + std::to_string(entry->ns.config().max_item_bytes) + " bytes");
+      }
+      answer = on_view([&] { return entry->ns.count(item, view); });
+    }
+    io::JsonWriter w;
+    io::write_point(w, name, answer);
+    return json_response(200, w.take());
+  });
+
+  router.add("POST", "/counts", "/counts", [&ctx](const Request& req, const std::string&) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (auto err = parser.parse(req.body.data(), req.body.size()).get(doc)) {
+      throw bad_request("invalid_json", std::string("request body is not valid JSON: ") + simdjson::error_message(err));
+    }
+    if (!doc.is_object()) throw bad_request("invalid_json", "request body must be a JSON object");
+    std::string name;
+    std::optional<std::string> window, half_life;
+    std::vector<std::string> ids;
+    bool has_ids = false;
+    const simdjson::dom::object members = doc.get_object().value_unsafe();
+    for (auto [key, value] : members) {
+      const std::string field(key);
+      auto text = [&]() {
+        if (!value.is_string()) throw bad_request("invalid_field", field + ": must be a string");
+        return std::string(value.get_string().value_unsafe());
+      };
+      if (field == "namespace") {
+        name = text();
+      } else if (field == "window") {
+        window = text();
+      } else if (field == "half_life") {
+        half_life = text();
+      } else if (field == "timestamp") {
+        reject_timestamp(true);
+      } else if (field == "item_ids") {
+        has_ids = true;
+        if (!value.is_array()) throw bad_request("invalid_field", "item_ids: must be an array of strings");
+        const simdjson::dom::array entries = value.get_array().value_unsafe();
+        for (auto id : entries) {
+          if (!id.is_string()) throw bad_request("invalid_field", "item_ids[" + std::to_string(ids.size()) + "]: must be a string");
+          ids.emplace_back(id.get_string().value_unsafe());
+          if (ids.size() > ctx.limits.max_batch_events) {
+            throw ApiError(413, "batch_too_large", "item_ids: more than " + std::to_string(ctx.limits.max_batch_events) + " ids (--max-batch-events)");
+          }
+        }
+      } else {
+        throw bad_request("invalid_field", field + ": unknown field");
+      }
+    }
+    if (name.empty()) throw bad_request("invalid_field", "namespace: is required");
+    if (!has_ids) throw bad_request("invalid_field", "item_ids: is required");
+    const auto view = view_from(window, half_life);
+    auto entry = require_namespace(ctx.registry, name, "namespace");
+    std::vector<engine::PointAnswer> answers;
+    answers.reserve(ids.size());
+    {
+      std::shared_lock lock(entry->mu);
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i].empty() || ids[i].size() > entry->ns.config().max_item_bytes) {
+          throw bad_request("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " +
+                                                 std::to_string(entry->ns.config().max_item_bytes) + " bytes");
+        }
+        answers.push_back(on_view([&] { return entry->ns.count(ids[i], view); }));
+      }
+      if (ids.empty()) (void)on_view([&] { return &entry->ns.view(view); });  // still check the view exists
+    }
+    io::JsonWriter w;
+    w.begin_object().key("namespace").value(name).key("items").begin_array();
+    for (const auto& a : answers) io::write_point_item(w, a);
+    w.end_array().end_object();
+    return json_response(200, w.take());
+  });
+}
+
+}  // namespace ebb::server

@@ -1,0 +1,260 @@
+#include "ebb/server/http_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <csignal>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "ebb/engine/namespace.hpp"
+#include "ebb/server/metrics.hpp"
+#include "ebb/server/router.hpp"
+
+namespace ebb::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+namespace {
+
+std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
+
+std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+std::string media_type(std::string_view header) {
+  std::string out(header.substr(0, header.find(';')));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  class Session;
+
+  Impl(HttpServerOptions o, const Router& r, Metrics& m, std::shared_ptr<spdlog::logger> l)
+      : options(std::move(o)), router(r), metrics(m), log(std::move(l)), ioc(static_cast<int>(std::max(1u, options.threads))),
+        acceptor(net::make_strand(ioc)), signals(ioc, SIGINT, SIGTERM), deadline(ioc) {}
+
+  void accept();
+  void begin_shutdown();
+  void add(Session* s, const std::shared_ptr<Session>& sp);
+  void remove(Session* s);
+
+  HttpServerOptions options;
+  const Router& router;
+  Metrics& metrics;
+  std::shared_ptr<spdlog::logger> log;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::signal_set signals;
+  net::steady_timer deadline;
+  std::atomic<bool> stopping{false};
+  std::function<void()> shutdown_callback;
+  std::mutex sessions_mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+};
+
+class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, Impl& server) : stream_(std::move(socket)), server_(server) {}
+  ~Session() { server_.remove(this); }
+
+  void start() {
+    server_.add(this, shared_from_this());
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  }
+
+  // On shutdown: a connection waiting for its next request is closed now;
+  // one with a request in hand closes after answering it.
+  void close_if_idle() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) self->close();
+    });
+  }
+
+ private:
+  void read() {
+    if (server_.stopping) return close();
+    parser_.emplace();
+    parser_->body_limit(server_.options.max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(ms(server_.options.idle_timeout));
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
+        ec == net::error::connection_reset || ec == net::error::eof || ec == net::error::bad_descriptor) {
+      return close();
+    }
+    const auto started = std::chrono::steady_clock::now();
+    busy_ = true;
+    if (ec == http::error::body_limit) {
+      return reply(error_response(413, "body_too_large", "request body exceeds " + std::to_string(server_.options.max_body_bytes) +
+                                                             " bytes (--max-body-bytes)"),
+                   "unmatched", started, 11, true);
+    }
+    if (ec) {
+      return reply(error_response(400, "malformed_http", "malformed HTTP request: " + ec.message()), "unmatched", started, 11, true);
+    }
+    auto& req = parser_->get();
+    Request request;
+    request.method = std::string(sv(req.method_string()));
+    request.received_at = engine::wall_clock_now();
+    try {
+      parse_target(sv(req.target()), request.path, request.query);
+    } catch (const ApiError& e) {
+      return reply(error_response(e.status(), e.code(), e.what()), "unmatched", started, req.version(), true);
+    }
+    request.content_type = media_type(sv(req[http::field::content_type]));
+    request.body = std::move(req.body());
+    auto result = server_.router.dispatch(request);
+    if (server_.log->should_log(spdlog::level::debug)) {
+      server_.log->debug("request method={} path={} status={} bytes_in={} bytes_out={}", request.method, request.path,
+                         result.response.status, request.body.size(), result.response.body.size());
+    }
+    if (result.response.status >= 500) {
+      server_.log->warn("request failed method={} path={} status={} error={}", request.method, request.path, result.response.status,
+                        result.response.body);
+    }
+    reply(std::move(result.response), result.route, started, req.version(), !req.keep_alive());
+  }
+
+  void reply(Response&& r, const std::string& route, std::chrono::steady_clock::time_point started, unsigned version, bool close_after) {
+    const bool close_now = close_after || server_.stopping;
+    if (!r.error_code.empty()) server_.metrics.count_error(r.error_code);
+    res_ = {};
+    res_.version(version);
+    res_.result(static_cast<http::status>(r.status));
+    res_.set(http::field::server, "ebb/0.1");
+    if (!r.body.empty()) res_.set(http::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res_.set(k, v);
+    res_.keep_alive(!close_now);
+    res_.body() = std::move(r.body);
+    res_.prepare_payload();
+    server_.metrics.observe_request(route, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    stream_.expires_after(ms(server_.options.request_timeout));
+    http::async_write(stream_, res_, [self = shared_from_this(), close_now](beast::error_code ec, std::size_t) {
+      self->busy_ = false;
+      if (ec || close_now) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  Impl& server_;
+  bool busy_ = false;
+};
+
+void HttpServer::Impl::add(Session* s, const std::shared_ptr<Session>& sp) {
+  std::lock_guard lock(sessions_mu);
+  sessions.emplace(s, sp);
+}
+
+void HttpServer::Impl::remove(Session* s) {
+  std::lock_guard lock(sessions_mu);
+  sessions.erase(s);
+  if (stopping && sessions.empty()) {
+    net::post(ioc, [this] { deadline.cancel(); });  // nothing left to wait for
+  }
+}
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      std::make_shared<Session>(std::move(socket), *this)->start();
+    } else if (ec != net::error::operation_aborted) {
+      log->warn("accept failed: {}", ec.message());
+    }
+    if (acceptor.is_open() && !stopping) accept();
+  });
+}
+
+void HttpServer::Impl::begin_shutdown() {
+  net::post(acceptor.get_executor(), [this] {
+    if (stopping.exchange(true)) return;
+    log->info("shutting down: finishing in-flight requests (timeout {}s)", options.shutdown_timeout);
+    if (shutdown_callback) shutdown_callback();
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    signals.cancel(ignored);
+    std::vector<std::shared_ptr<Session>> live;
+    {
+      std::lock_guard lock(sessions_mu);
+      for (auto& [_, w] : sessions) {
+        if (auto s = w.lock()) live.push_back(std::move(s));
+      }
+    }
+    for (auto& s : live) s->close_if_idle();
+    if (live.empty()) return;
+    deadline.expires_after(ms(options.shutdown_timeout));
+    deadline.async_wait([this](beast::error_code ec) {
+      if (ec == net::error::operation_aborted) return;
+      log->warn("shutdown timeout: closing the remaining connections");
+      ioc.stop();
+    });
+  });
+}
+
+HttpServer::HttpServer(HttpServerOptions options, const Router& router, Metrics& metrics, std::shared_ptr<spdlog::logger> log)
+    : impl_(std::make_unique<Impl>(std::move(options), router, metrics, std::move(log))) {}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::listen() {
+  beast::error_code ec;
+  const auto address = net::ip::make_address(impl_->options.bind, ec);
+  if (ec) throw std::runtime_error("--bind: '" + impl_->options.bind + "' is not an IP address: " + ec.message());
+  const tcp::endpoint endpoint(address, impl_->options.port);
+  auto& a = impl_->acceptor;
+  a.open(endpoint.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(endpoint, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    throw std::runtime_error("cannot listen on " + impl_->options.bind + ":" + std::to_string(impl_->options.port) + ": " + ec.message());
+  }
+}
+
+std::uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void HttpServer::on_shutdown(std::function<void()> callback) { impl_->shutdown_callback = std::move(callback); }
+
+void HttpServer::shutdown() { impl_->begin_shutdown(); }
+
+void HttpServer::run() {
+  auto& impl = *impl_;
+  std::signal(SIGPIPE, SIG_IGN);
+  impl.signals.async_wait([&impl](beast::error_code ec, int signo) {
+    if (ec) return;
+    impl.log->info("received {}", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+    impl.begin_shutdown();
+  });
+  impl.accept();
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < std::max(1u, impl.options.threads); ++i) threads.emplace_back([&impl] { impl.ioc.run(); });
+  impl.ioc.run();
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace ebb::server

@@ -1,0 +1,80 @@
+#include "ebb/server/http_types.hpp"
+
+#include "ebb/io/json_writer.hpp"
+
+namespace ebb::server {
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string decode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%') {
+      if (i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0) {
+        throw bad_request("bad_request", "malformed percent-encoding in the request target");
+      }
+      const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (s[i] == '+' && plus_is_space) {
+      out += ' ';
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> Request::param(const std::string& name) const {
+  auto [lo, hi] = query.equal_range(name);
+  if (lo == hi) return std::nullopt;
+  if (std::next(lo) != hi) throw bad_request("bad_parameter", name + ": given more than once");
+  return lo->second;
+}
+
+Response error_response(int status, const std::string& code, const std::string& message) {
+  io::JsonWriter w;
+  w.begin_object().key("error").begin_object().key("code").value(code).key("message").value(message).end_object().end_object();
+  return Response{status, "application/json", w.take(), {}, code};
+}
+
+Response json_response(int status, std::string body) { return text_response(status, "application/json", std::move(body)); }
+
+Response empty_response(int status) { return text_response(status, "", ""); }
+
+Response text_response(int status, std::string content_type, std::string body) {
+  Response r;
+  r.status = status;
+  r.content_type = std::move(content_type);
+  r.body = std::move(body);
+  return r;
+}
+
+void parse_target(std::string_view target, std::string& path, std::multimap<std::string, std::string>& query) {
+  const std::size_t q = target.find('?');
+  path = decode(target.substr(0, q), false);
+  query.clear();
+  if (q == std::string_view::npos) return;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    if (!pair.empty()) {
+      const std::size_t eq = pair.find('=');
+      query.emplace(decode(pair.substr(0, eq), true), eq == std::string_view::npos ? "" : decode(pair.substr(eq + 1), true));
+    }
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+}
+
+}  // namespace ebb::server

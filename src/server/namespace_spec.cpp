@@ -1,0 +1,295 @@
+#include "ebb/server/namespace_spec.hpp"
+
+#include <simdjson.h>
+
+#include <bit>
+#include <cmath>
+#include <set>
+
+#include "ebb/core/duration.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/io/json_writer.hpp"
+#include "ebb/server/http_types.hpp"
+
+namespace ebb::server {
+namespace {
+
+using simdjson::dom::element;
+
+[[noreturn]] void bad(const std::string& field, const std::string& why) { throw bad_request("invalid_field", field + ": " + why); }
+
+element parse_object(simdjson::dom::parser& parser, std::string_view json) {
+  element doc;
+  if (auto err = parser.parse(json.data(), json.size()).get(doc)) {
+    throw bad_request("invalid_json", std::string("request body is not valid JSON: ") + simdjson::error_message(err));
+  }
+  if (!doc.is_object()) throw bad_request("invalid_json", "request body must be a JSON object");
+  return doc;
+}
+
+std::uint64_t get_uint(element v, const std::string& field, std::uint64_t lo, std::uint64_t hi) {
+  std::uint64_t n;
+  if (v.is_uint64()) {
+    n = v.get_uint64().value_unsafe();
+  } else if (v.is_double() && std::floor(v.get_double().value_unsafe()) == v.get_double().value_unsafe() &&
+             v.get_double().value_unsafe() >= 0 && v.get_double().value_unsafe() < 1.8e19) {
+    n = static_cast<std::uint64_t>(v.get_double().value_unsafe());
+  } else {
+    bad(field, "must be a whole number");
+  }
+  if (n < lo || n > hi) bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + std::to_string(n) + ")");
+  return n;
+}
+
+double get_number(element v, const std::string& field) {
+  if (!v.is_number()) bad(field, "must be a number");
+  const double d = v.get_double().value_unsafe();
+  if (!std::isfinite(d)) bad(field, "must be finite");
+  return d;
+}
+
+std::string get_string(element v, const std::string& field) {
+  if (!v.is_string()) bad(field, "must be a string");
+  return std::string(v.get_string().value_unsafe());
+}
+
+std::vector<std::string> get_strings(element v, const std::string& field, std::size_t max_entries) {
+  if (!v.is_array()) bad(field, "must be an array of strings");
+  std::vector<std::string> out;
+  const simdjson::dom::array entries = v.get_array().value_unsafe();
+  for (element e : entries) {
+    if (!e.is_string()) bad(field, "entry " + std::to_string(out.size()) + " must be a string");
+    out.emplace_back(e.get_string().value_unsafe());
+    if (out.size() > max_entries) bad(field, "has more than " + std::to_string(max_entries) + " entries");
+  }
+  return out;
+}
+
+double get_duration(const std::string& text, const std::string& field) {
+  try {
+    return parse_duration(text);
+  } catch (const InvalidArgument& e) {
+    bad(field, e.what());
+  }
+}
+
+std::vector<std::string> get_exclude(element v, const engine::NamespaceConfig& c, const ServerLimits& limits) {
+  auto items = get_strings(v, "exclude", limits.max_exclude);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty() || items[i].size() > c.max_item_bytes) {
+      bad("exclude", "entry " + std::to_string(i) + " must be 1 to " + std::to_string(c.max_item_bytes) + " bytes");
+    }
+  }
+  return items;
+}
+
+std::optional<double> get_threshold(element v) {
+  if (v.is_null()) return std::nullopt;
+  const double t = get_number(v, "hot_key_threshold");
+  if (t <= 0) bad("hot_key_threshold", "must be > 0 events/s (or null for no detection)");
+  return t;
+}
+
+
+}  // namespace
+
+NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& limits) {
+  simdjson::dom::parser parser;
+  element doc = parse_object(parser, json);
+  NamespaceSpec spec;
+  engine::NamespaceConfig& c = spec.config;
+  c.max_item_bytes = limits.max_item_bytes;
+  c.max_future_skew = limits.default_max_future_skew;
+  c.k = 100;
+  c.all_time = false;
+  bool has_name = false, has_windows = false;
+  std::optional<std::uint64_t> width, depth;
+  std::optional<double> epsilon, delta;
+  static const std::set<std::string_view> kFields = {"name",    "k",       "windows",          "half_lives", "sketch_width",
+                                                     "sketch_depth", "epsilon", "delta",         "hot_key_threshold",
+                                                     "exclude", "counting", "clock",           "candidates", "summary",
+                                                     "max_future_skew"};
+  const simdjson::dom::object members = doc.get_object().value_unsafe();
+  for (auto [key, value] : members) {
+    const std::string field(key);
+    if (!kFields.contains(key)) bad(field, "unknown field (see docs/api.md for the namespace fields)");
+    if (field == "name") {
+      c.name = get_string(value, field);
+      if (!engine::valid_namespace_name(c.name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + c.name + "')");
+      has_name = true;
+    } else if (field == "k") {
+      c.k = static_cast<std::uint32_t>(get_uint(value, field, 1, engine::NamespaceConfig::kMaxK));
+    } else if (field == "windows") {
+      has_windows = true;
+      for (const auto& w : get_strings(value, field, limits.max_views)) {
+        if (w == "all") {
+          c.all_time = true;
+          continue;
+        }
+        (void)get_duration(w, "windows");
+        throw bad_request("unsupported_window", "windows: exact-boundary windows ('" + w +
+                                                    "') are not available yet; use \"all\" for all-time or half_lives for decayed views");
+      }
+    } else if (field == "half_lives") {
+      for (const auto& h : get_strings(value, field, limits.max_views)) c.half_lives.push_back(get_duration(h, field));
+    } else if (field == "sketch_width") {
+      width = get_uint(value, field, CountMinShape::kMinWidth, CountMinShape::kMaxWidth);
+    } else if (field == "sketch_depth") {
+      depth = get_uint(value, field, 1, CountMinShape::kMaxDepth);
+    } else if (field == "epsilon") {
+      epsilon = get_number(value, field);
+      if (!(*epsilon > 0 && *epsilon < 1)) bad(field, "must be in (0, 1)");
+    } else if (field == "delta") {
+      delta = get_number(value, field);
+      if (!(*delta > 0 && *delta < 1)) bad(field, "must be in (0, 1)");
+    } else if (field == "hot_key_threshold") {
+      spec.hot_key_threshold = get_threshold(value);
+    } else if (field == "exclude") {
+      c.exclude = get_exclude(value, c, limits);
+    } else if (field == "counting") {
+      const auto counting = get_string(value, field);
+      if (counting == "exact") {
+        throw bad_request("unsupported_counting", "counting: \"exact\" namespaces are not available yet; use \"sketch\"");
+      }
+      if (counting != "sketch") bad(field, "must be \"sketch\" or \"exact\" (got '" + counting + "')");
+    } else if (field == "clock") {
+      const auto clock = get_string(value, field);
+      if (clock == "wall") c.clock = engine::ClockMode::wall;
+      else if (clock == "event") c.clock = engine::ClockMode::event;
+      else bad(field, "must be \"wall\" or \"event\" (got '" + clock + "')");
+    } else if (field == "candidates") {
+      c.candidates = static_cast<std::uint32_t>(get_uint(value, field, 1, 1u << 20));
+    } else if (field == "summary") {
+      const auto s = get_string(value, field);
+      if (s == "candidate_heap") c.summary = engine::SummaryKind::candidate_heap;
+      else if (s == "space_saving") c.summary = engine::SummaryKind::space_saving;
+      else bad(field, "must be \"candidate_heap\" or \"space_saving\" (got '" + s + "')");
+    } else if (field == "max_future_skew") {
+      c.max_future_skew = get_duration(get_string(value, field), field);
+    }
+  }
+  if (!has_name) bad("name", "is required");
+  if (!has_windows && c.half_lives.empty()) c.all_time = true;  // default view: all-time
+  if (!c.all_time && c.half_lives.empty()) bad("windows", "a namespace needs at least one view: \"all\" or a half-life");
+  if ((c.all_time ? 1 : 0) + c.half_lives.size() > limits.max_views) bad("half_lives", "at most " + std::to_string(limits.max_views) + " views per namespace");
+  if ((width || depth) && (epsilon || delta)) bad("sketch_width", "give sketch_width/sketch_depth or epsilon/delta, not both");
+  try {
+    if (epsilon || delta) {
+      c.sketch = CountMinShape::for_error(epsilon.value_or(0.001), delta.value_or(0.0001));
+    } else {
+      // A width that is not a power of two is rounded up; the 201 shows the result.
+      c.sketch = CountMinShape::with_dimensions(std::bit_ceil(width.value_or(1u << 16)), depth.value_or(4));
+    }
+  } catch (const InvalidArgument& e) {
+    bad(epsilon || delta ? "epsilon" : "sketch_width", e.what());
+  }
+  const std::size_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
+  const std::size_t bytes = c.sketch.counter_bytes() * views;
+  if (bytes > limits.max_namespace_bytes) {
+    bad(epsilon || delta ? "epsilon" : "sketch_width",
+        "the namespace would need " + std::to_string(bytes >> 20) + " MiB of sketches (" + std::to_string(views) + " views), over the limit of " +
+            std::to_string(limits.max_namespace_bytes >> 20) + " MiB");
+  }
+  if (c.candidates != 0 && c.candidates < c.k) bad("candidates", "must be at least k (" + std::to_string(c.k) + ")");
+  try {
+    c.validate();
+  } catch (const InvalidArgument& e) {
+    throw bad_request("invalid_field", e.what());
+  }
+  c.candidates = c.resolved_candidates();
+  return spec;
+}
+
+NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServerLimits& limits) {
+  simdjson::dom::parser parser;
+  element doc = parse_object(parser, json);
+  NamespaceSpec next = current;
+  const simdjson::dom::object members = doc.get_object().value_unsafe();
+  for (auto [key, value] : members) {
+    const std::string field(key);
+    if (field == "k") {
+      next.config.k = static_cast<std::uint32_t>(get_uint(value, field, 1, engine::NamespaceConfig::kMaxK));
+      if (next.config.k > next.config.candidates) {
+        bad("k", "must be at most the namespace's " + std::to_string(next.config.candidates) + " candidates (fixed at creation)");
+      }
+    } else if (field == "hot_key_threshold") {
+      next.hot_key_threshold = get_threshold(value);
+    } else if (field == "exclude") {
+      next.config.exclude = get_exclude(value, next.config, limits);
+    } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
+               field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
+               field == "summary" || field == "max_future_skew") {
+      bad(field, "cannot be changed at run time (only k, hot_key_threshold and exclude can); create a new namespace");
+    } else {
+      bad(field, "unknown field");
+    }
+  }
+  return next;
+}
+
+namespace {
+
+void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage) {
+  const auto& c = spec.config;
+  w.key("name").value(c.name);
+  w.key("k").value(c.k);
+  w.key("windows").begin_array();
+  if (c.all_time) w.value("all");
+  w.end_array();
+  w.key("half_lives").begin_array();
+  for (double h : c.half_lives) w.value(format_duration(h));
+  w.end_array();
+  w.key("sketch_width").value(c.sketch.width);
+  w.key("sketch_depth").value(c.sketch.depth);
+  w.key("candidates").value(c.candidates);
+  w.key("summary").value(c.summary == engine::SummaryKind::candidate_heap ? "candidate_heap" : "space_saving");
+  w.key("hot_key_threshold");
+  if (spec.hot_key_threshold) w.value(*spec.hot_key_threshold);
+  else w.null();
+  w.key("exclude").begin_array();
+  for (const auto& e : c.exclude) w.value(e);
+  w.end_array();
+  w.key("counting").value("sketch");
+  w.key("clock").value(c.clock == engine::ClockMode::wall ? "wall" : "event");
+  w.key("max_future_skew").value(format_duration(c.max_future_skew));
+  if (!for_storage) {
+    // What those dimensions buy (read-only: derived from the sketch size).
+    w.key("accuracy").begin_object();
+    w.key("type").value("count_min_sketch");
+    w.key("epsilon").value(c.sketch.epsilon());
+    w.key("confidence").value(c.sketch.confidence());
+    w.key("sketch_bytes_per_view").value(static_cast<std::uint64_t>(c.sketch.counter_bytes()));
+    w.end_object();
+  }
+}
+
+}  // namespace
+
+std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage) {
+  io::JsonWriter w;
+  w.begin_object();
+  write_fields(w, spec, for_storage);
+  w.end_object();
+  return w.take();
+}
+
+std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes) {
+  io::JsonWriter w;
+  w.begin_object();
+  write_fields(w, spec, false);
+  w.key("stats").begin_object();
+  w.key("events").value(stats.events);
+  w.key("excluded_events").value(stats.excluded);
+  w.key("batches").value(stats.batches);
+  w.key("total_weight").value(stats.weight);
+  w.key("newest_timestamp");
+  if (stats.events > 0) w.value(stats.newest_time);
+  else w.null();
+  w.key("memory_bytes").value(static_cast<std::uint64_t>(stats.memory_bytes));
+  w.key("ingest_bytes").value(ingest_bytes);
+  w.end_object();
+  w.end_object();
+  return w.take();
+}
+
+}  // namespace ebb::server

@@ -1,0 +1,51 @@
+#include "ebb/server/router.hpp"
+
+#include <exception>
+
+#include "ebb/core/error.hpp"
+
+namespace ebb::server {
+
+void Router::add(std::string method, std::string pattern, std::string route_name, Handler handler, bool gated) {
+  const bool tail = pattern.ends_with("}");
+  if (tail) pattern = pattern.substr(0, pattern.rfind('{'));
+  routes_.push_back(Route{std::move(method), std::move(pattern), std::move(route_name), tail, std::move(handler), gated});
+}
+
+Router::Result Router::dispatch(const Request& request) const {
+  std::string allow;
+  for (const auto& r : routes_) {
+    std::string tail;
+    if (r.has_tail) {
+      if (!request.path.starts_with(r.prefix) || request.path.size() == r.prefix.size()) continue;
+      tail = request.path.substr(r.prefix.size());
+      if (tail.find('/') != std::string::npos) continue;
+    } else if (request.path != r.prefix) {
+      continue;
+    }
+    if (r.method != request.method) {
+      allow += (allow.empty() ? "" : ", ") + r.method;
+      continue;
+    }
+    try {
+      if (r.gated && gate_) gate_();
+      return {r.handler(request, tail), r.name};
+    } catch (const ApiError& e) {
+      return {error_response(e.status(), e.code(), e.what()), r.name};
+    } catch (const InvalidArgument& e) {
+      return {error_response(400, "invalid_argument", e.what()), r.name};
+    } catch (const std::bad_alloc&) {
+      return {error_response(503, "out_of_memory", "the server could not allocate memory for this request"), r.name};
+    } catch (const std::exception& e) {
+      return {error_response(500, "internal_error", e.what()), r.name};
+    }
+  }
+  if (!allow.empty()) {
+    Response r = error_response(405, "method_not_allowed", request.method + " is not allowed on " + request.path + " (allowed: " + allow + ")");
+    r.headers.emplace_back("Allow", allow);
+    return {std::move(r), "unmatched"};
+  }
+  return {error_response(404, "not_found", "no route for " + request.method + " " + request.path), "unmatched"};
+}
+
+}  // namespace ebb::server
