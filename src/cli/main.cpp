@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   CLI::App app{"ebb: heavy hitters over event streams, now (decayed) and all-time, with honest error bounds"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ebb 0.1.0");
+  // A TOML/INI file of options: `[serve]` then `port = 9090`, ... Given
+  // anywhere on the command line (`ebb serve --config ebb.toml`); flags win.
+  app.set_config("--config", "", "Read options from a TOML or INI file: a [serve] or [top] section of long option names");
+  app.fallthrough();
 
   ebb::cli::TopOptions top;
   CLI::App* top_cmd = ebb::cli::add_top_command(app, top);

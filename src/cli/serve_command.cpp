@@ -85,7 +85,6 @@ class Checkpointer {
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   auto* cmd = app.add_subcommand("serve", "The HTTP JSON API: namespaces, ingest, top-K and point queries, metrics");
-  cmd->set_config("--config", "", "Read options from a TOML or INI file (keys are the long option names)");
   cmd->add_option("--bind", o.http.bind, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.http.port, "Port to listen on (0: any free port, printed at start)")->capture_default_str();
   cmd->add_option("--data-dir", o.data_dir, "Directory for namespace configurations and checkpoints")->capture_default_str();

@@ -1,0 +1,334 @@
+// Every route of `ebb serve` and its documented errors, against the real
+// binary on an ephemeral port with a real HTTP client.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "support/ebb_server.hpp"
+
+namespace ebb {
+namespace {
+
+using testing::EbbServer;
+using testing::HttpClient;
+using testing::HttpResult;
+
+simdjson::dom::element parse(simdjson::dom::parser& p, const std::string& body) {
+  simdjson::dom::element e;
+  EXPECT_EQ(p.parse(body).get(e), simdjson::SUCCESS) << body;
+  return e;
+}
+
+std::string error_code(const HttpResult& r) {
+  simdjson::dom::parser p;
+  simdjson::dom::element e;
+  if (p.parse(r.body).get(e)) return "<not json: " + r.body + ">";
+  std::string_view code;
+  if (e["error"]["code"].get(code)) return "<no error.code: " + r.body + ">";
+  return std::string(code);
+}
+
+class ServerApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::make_temp_dir("ebb-api");
+    server_ = std::make_unique<EbbServer>(dir_, std::vector<std::string>{"--max-body-bytes", "65536", "--max-batch-events", "1000",
+                                                                          "--max-namespaces", "5"});
+    client_ = std::make_unique<HttpClient>(server_->port());
+  }
+  void TearDown() override {
+    client_.reset();
+    EXPECT_EQ(server_->stop(), 0) << server_->log();
+    std::filesystem::remove_all(dir_);
+  }
+  HttpResult call(const std::string& method, const std::string& target, const std::string& body = "",
+                  const std::string& type = "application/json") {
+    return client_->request(method, target, body, type);
+  }
+  void create(const std::string& body) { ASSERT_EQ(call("POST", "/namespaces", body).status, 201) << body; }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<EbbServer> server_;
+  std::unique_ptr<HttpClient> client_;
+};
+
+TEST_F(ServerApi, CreatesNamespacesAndReportsTheResolvedConfig) {
+  auto r = call("POST", "/namespaces", R"({"name":"trending","k":20,"windows":["all"],"half_lives":["5m","1h"],
+      "sketch_width":1000000,"sketch_depth":4,"exclude":["the"],"clock":"event","hot_key_threshold":100})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.headers["Location"], "/namespaces/trending");
+  simdjson::dom::parser p;
+  auto doc = parse(p, r.body);
+  EXPECT_EQ(std::string_view(doc["name"]), "trending");
+  EXPECT_EQ(uint64_t(doc["k"]), 20u);
+  EXPECT_EQ(uint64_t(doc["sketch_width"]), 1048576u);  // rounded up to a power of two
+  EXPECT_EQ(std::string_view(doc["half_lives"].at(1)), "1h");
+  EXPECT_EQ(std::string_view(doc["clock"]), "event");
+  EXPECT_EQ(double(doc["hot_key_threshold"]), 100);
+  EXPECT_EQ(std::string_view(doc["accuracy"]["type"]), "count_min_sketch");
+
+  // epsilon/delta sizing; defaults.
+  r = call("POST", "/namespaces", R"({"name":"by_error","epsilon":0.001,"delta":0.0001})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  doc = parse(p, r.body);
+  EXPECT_EQ(uint64_t(doc["sketch_width"]), 4096u);
+  EXPECT_EQ(uint64_t(doc["sketch_depth"]), 10u);
+  EXPECT_EQ(std::string_view(doc["windows"].at(0)), "all");  // default view
+
+  EXPECT_EQ(call("POST", "/namespaces", R"({"name":"trending"})").status, 409);
+  EXPECT_EQ(error_code(call("POST", "/namespaces", R"({"name":"trending"})")), "namespace_exists");
+
+  r = call("GET", "/namespaces");
+  ASSERT_EQ(r.status, 200);
+  doc = parse(p, r.body);
+  EXPECT_EQ(simdjson::dom::array(doc["namespaces"]).size(), 2u);
+  r = call("GET", "/namespaces/trending");
+  ASSERT_EQ(r.status, 200);
+  doc = parse(p, r.body);
+  EXPECT_EQ(uint64_t(doc["stats"]["events"]), 0u);
+  EXPECT_GT(uint64_t(doc["stats"]["memory_bytes"]), 3u * 8 * 1048576 * 4);
+}
+
+TEST_F(ServerApi, BadNamespaceFieldsAreNamed) {
+  struct Case {
+    const char* body;
+    const char* code;
+    const char* names;
+  };
+  const Case cases[] = {
+      {R"({"k":5})", "invalid_field", "name: is required"},
+      {R"({"name":"bad name"})", "invalid_field", "name: must match"},
+      {R"({"name":"a","k":0})", "invalid_field", "k: must be in [1, 1000]"},
+      {R"({"name":"a","k":"ten"})", "invalid_field", "k: must be a whole number"},
+      {R"({"name":"a","windows":["1h"]})", "unsupported_window", "windows:"},
+      {R"({"name":"a","windows":["soon"]})", "invalid_field", "windows: bad duration 'soon'"},
+      {R"({"name":"a","half_lives":["5m","5m"]})", "invalid_field", "half_lives:"},
+      {R"({"name":"a","sketch_width":4096,"epsilon":0.01})", "invalid_field", "not both"},
+      {R"({"name":"a","sketch_depth":40})", "invalid_field", "sketch_depth: must be in [1, 32]"},
+      {R"({"name":"a","sketch_width":1073741824,"sketch_depth":32})", "invalid_field", "over the limit"},
+      {R"({"name":"a","counting":"exact"})", "unsupported_counting", "counting:"},
+      {R"({"name":"a","clock":"lunar"})", "invalid_field", "clock: must be"},
+      {R"({"name":"a","hot_key_threshold":-1})", "invalid_field", "hot_key_threshold:"},
+      {R"({"name":"a","exclude":[1]})", "invalid_field", "exclude: entry 0 must be a string"},
+      {R"({"name":"a","halflives":["5m"]})", "invalid_field", "halflives: unknown field"},
+      {R"({"name":"a",)", "invalid_json", "not valid JSON"},
+      {R"([1,2])", "invalid_json", "must be a JSON object"},
+  };
+  for (const auto& c : cases) {
+    auto r = call("POST", "/namespaces", c.body);
+    EXPECT_EQ(r.status, 400) << c.body << " -> " << r.body;
+    EXPECT_EQ(error_code(r), c.code) << c.body << " -> " << r.body;
+    EXPECT_NE(r.body.find(c.names), std::string::npos) << c.body << " -> " << r.body;
+  }
+  EXPECT_EQ(parse(*std::make_unique<simdjson::dom::parser>(), call("GET", "/namespaces").body)["namespaces"].get_array().size(), 0u);
+}
+
+TEST_F(ServerApi, NamespaceLimitIsEnforced) {
+  for (int i = 0; i < 5; ++i) create(R"({"name":"n)" + std::to_string(i) + R"(","sketch_width":1024})");
+  auto r = call("POST", "/namespaces", R"({"name":"n5","sketch_width":1024})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(error_code(r), "namespace_limit");
+  EXPECT_EQ(call("DELETE", "/namespaces/n0").status, 204);
+  EXPECT_EQ(call("POST", "/namespaces", R"({"name":"n5","sketch_width":1024})").status, 201);
+}
+
+TEST_F(ServerApi, PatchAndDelete) {
+  create(R"({"name":"p","k":10,"candidates":64})");
+  auto r = call("PATCH", "/namespaces/p", R"({"k":50,"exclude":["spam"],"hot_key_threshold":5})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find(R"("k":50)"), std::string::npos);
+  EXPECT_NE(r.body.find(R"("exclude":["spam"])"), std::string::npos);
+  EXPECT_EQ(call("POST", "/events", R"({"namespace":"p","events":[{"item_id":"spam"},{"item_id":"ham"}]})").status, 204);
+  r = call("GET", "/top-k?namespace=p");
+  EXPECT_EQ(r.body.find("spam"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("ham"), std::string::npos);
+  r = call("PATCH", "/namespaces/p", R"({"k":65})");  // more than the 64 candidates
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("k: must be at most"), std::string::npos) << r.body;
+  r = call("PATCH", "/namespaces/p", R"({"sketch_width":2048})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("sketch_width: cannot be changed at run time"), std::string::npos);
+  r = call("PATCH", "/namespaces/p", R"({"hot_key_threshold":null})");
+  EXPECT_NE(r.body.find(R"("hot_key_threshold":null)"), std::string::npos) << r.body;
+  EXPECT_EQ(call("PATCH", "/namespaces/nope", R"({"k":5})").status, 404);
+  EXPECT_EQ(call("DELETE", "/namespaces/p").status, 204);
+  EXPECT_EQ(call("DELETE", "/namespaces/p").status, 404);
+  EXPECT_EQ(call("GET", "/namespaces/p").status, 404);
+  EXPECT_EQ(call("GET", "/top-k?namespace=p").status, 404);
+}
+
+TEST_F(ServerApi, IngestsJsonAndNdjsonAllOrNothing) {
+  create(R"({"name":"a","half_lives":["1h"],"windows":["all"]})");
+  create(R"({"name":"b"})");
+  // Per-event namespaces, a top-level default, weights, timestamps.
+  auto r = call("POST", "/events", R"({"namespace":"a","events":[
+      {"item_id":"x"},{"item_id":"x","weight":2.5},{"item_id":"y","namespace":"b","timestamp":1700000000}]})");
+  ASSERT_EQ(r.status, 204) << r.body;
+  r = call("POST", "/events?namespace=b", "{\"item_id\":\"y\"}\n\n{\"item_id\":\"z\",\"weight\":4}\n", "application/x-ndjson");
+  ASSERT_EQ(r.status, 204) << r.body;
+  simdjson::dom::parser p;
+  auto doc = parse(p, call("GET", "/count?namespace=a&item_id=x&window=all").body);
+  EXPECT_EQ(double(doc["estimated_count"]), 3.5);
+  doc = parse(p, call("GET", "/top-k?namespace=b").body);
+  EXPECT_EQ(std::string_view(doc["items"].at(0)["item_id"]), "z");
+  EXPECT_EQ(double(doc["total"]), 6);
+
+  // One bad event anywhere rejects the whole batch, across namespaces.
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"events":[{"item_id":"x","namespace":"a"},{"item_id":"q","namespace":"b","weight":0}]})", "events[1].weight: must be finite and > 0"},
+      {R"({"events":[{"item_id":"x","namespace":"a"},{"namespace":"b"}]})", "events[1].item_id: is required"},
+      {R"({"events":[{"item_id":"x","namespace":"a"},{"item_id":"q"}]})", "events[1].namespace: is required"},
+      {R"({"events":[{"item_id":"x","namespace":"a","timestamp":"noon"}]})", "events[0].timestamp: must be a number"},
+      {R"({"events":[{"item_id":"x","namespace":"a","timestamp":99999999999}]})", "events[0].timestamp: is"},
+      {R"({"events":[{"item_id":7,"namespace":"a"}]})", "events[0].item_id: must be a string"},
+      {R"({"events":{}})", "events: must be an array"},
+      {R"({"evens":[]})", "evens: unknown field"},
+  };
+  for (const auto& [body, says] : bad) {
+    r = call("POST", "/events", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    EXPECT_NE(r.body.find(says), std::string::npos) << body << " -> " << r.body;
+  }
+  const std::string long_key(2000, 'k');
+  r = call("POST", "/events", R"({"namespace":"a","events":[{"item_id":"ok"},{"item_id":")" + long_key + R"("}]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("events[1].item_id: is 2000 bytes"), std::string::npos) << r.body;
+  r = call("POST", "/events", R"({"events":[{"item_id":"x","namespace":"a"},{"item_id":"x","namespace":"nope"}]})");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_NE(r.body.find("events[1].namespace: no namespace 'nope'"), std::string::npos) << r.body;
+  r = call("POST", "/events", "{\"item_id\":\"x\",\"namespace\":\"a\"}\n{oops}\n", "application/x-ndjson");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("(line 2)"), std::string::npos) << r.body;
+  // Nothing of any rejected batch was counted.
+  doc = parse(p, call("GET", "/count?namespace=a&item_id=x&window=all").body);
+  EXPECT_EQ(double(doc["estimated_count"]), 3.5);
+  doc = parse(p, call("GET", "/top-k?namespace=b").body);
+  EXPECT_EQ(double(doc["total"]), 6);
+}
+
+TEST_F(ServerApi, LimitsGive413) {
+  create(R"({"name":"a"})");
+  std::string events;
+  for (int i = 0; i < 1001; ++i) events += std::string(i ? "," : "") + R"({"item_id":"i)" + std::to_string(i) + R"("})";
+  auto r = call("POST", "/events", R"({"namespace":"a","events":[)" + events + "]}");
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(error_code(r), "batch_too_large");
+  std::string big(70000, ' ');
+  r = call("POST", "/events", R"({"namespace":"a","events":[]})" + big);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(error_code(r), "body_too_large");
+  // The server is still healthy and counted nothing.
+  EXPECT_EQ(call("GET", "/healthz").status, 200);
+}
+
+TEST_F(ServerApi, QueriesAnswerWithBoundsAndRejectWhatIsNotThereYet) {
+  create(R"({"name":"q","k":2,"half_lives":["5m"],"windows":["all"]})");
+  ASSERT_EQ(call("POST", "/events", R"({"namespace":"q","events":[{"item_id":"a","weight":5},{"item_id":"b","weight":3},{"item_id":"c"}]})").status, 204);
+  simdjson::dom::parser p;
+  auto r = call("GET", "/top-k?namespace=q");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto doc = parse(p, r.body);
+  EXPECT_EQ(std::string_view(doc["namespace"]), "q");
+  EXPECT_EQ(simdjson::dom::array(doc["items"]).size(), 2u);  // the namespace's k
+  auto first = doc["items"].at(0);
+  EXPECT_EQ(std::string_view(first["item_id"]), "a");
+  EXPECT_EQ(uint64_t(first["rank"]), 1u);
+  EXPECT_LE(double(first["lower_bound"]), 5);
+  EXPECT_GE(double(first["upper_bound"]), 5);
+  EXPECT_EQ(double(doc["total"]), 9);
+  EXPECT_GE(double(doc["window"]["end"]), double(doc["window"]["start"]));
+  EXPECT_EQ(double(doc["accuracy"]["confidence"]) > 0.98, true);
+  doc = parse(p, call("GET", "/top-k?namespace=q&half_life=5m&k=3").body);
+  EXPECT_EQ(std::string_view(doc["half_life"]), "5m");
+  EXPECT_EQ(simdjson::dom::array(doc["items"]).size(), 3u);
+  doc = parse(p, call("GET", "/count?namespace=q&item_id=b&half_life=5m").body);
+  EXPECT_NEAR(double(doc["estimated_count"]), 3, 0.01);
+  EXPECT_NEAR(double(doc["rate"]), 3 * std::log(2.0) / 300, 1e-4);
+  r = call("POST", "/counts", R"({"namespace":"q","item_ids":["c","zz","a"],"window":"all"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  doc = parse(p, r.body);
+  EXPECT_EQ(std::string_view(doc["items"].at(0)["item_id"]), "c");
+  EXPECT_EQ(double(doc["items"].at(1)["upper_bound"]), 0);
+  EXPECT_EQ(double(doc["items"].at(2)["estimated_count"]), 5);
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"/top-k", "namespace: is required"},
+      {"/top-k?namespace=q&k=0", "k: must be a whole number in [1, 1000]"},
+      {"/top-k?namespace=q&k=abc", "k: must be"},
+      {"/top-k?namespace=q&half_life=1h", "keeps no 1h view"},
+      {"/top-k?namespace=q&half_life=5x", "half_life: bad duration"},
+      {"/top-k?namespace=q&window=1h", "window: exact-boundary windows"},
+      {"/top-k?namespace=q&window=all&half_life=5m", "give one of the two"},
+      {"/top-k?namespace=q&timestamp=1700000000", "timestamp: answers as of a past time"},
+      {"/top-k?namespace=q&k=1&k=2", "k: given more than once"},
+      {"/count?namespace=q", "item_id: is required"},
+      {"/top-k?namespace=%zz", "malformed percent-encoding"},
+  };
+  for (const auto& [target, says] : bad) {
+    r = call("GET", target);
+    EXPECT_EQ(r.status, 400) << target << " -> " << r.body;
+    EXPECT_NE(r.body.find(says), std::string::npos) << target << " -> " << r.body;
+  }
+  EXPECT_EQ(call("GET", "/top-k?namespace=nope").status, 404);
+  EXPECT_EQ(call("POST", "/counts", R"({"namespace":"q"})").status, 400);
+  EXPECT_EQ(call("POST", "/counts", R"({"namespace":"q","item_ids":[1]})").status, 400);
+}
+
+TEST_F(ServerApi, OperationsRoutesAndHttpErrors) {
+  EXPECT_EQ(call("GET", "/healthz").status, 200);
+  EXPECT_EQ(call("GET", "/readyz").status, 200);
+  create(R"({"name":"m"})");
+  ASSERT_EQ(call("POST", "/events", R"({"namespace":"m","events":[{"item_id":"a"}]})").status, 204);
+  call("GET", "/top-k?namespace=nope");
+  auto r = call("GET", "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.headers["Content-Type"].find("text/plain"), std::string::npos);
+  EXPECT_NE(r.body.find(R"(ebb_events_ingested_total{namespace="m"} 1)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"(ebb_http_requests_total{route="/events",status="204"} 1)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"(ebb_errors_total{code="namespace_not_found"} 1)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"(ebb_http_request_duration_seconds_bucket{route="/events",status="204",le="+Inf"} 1)"), std::string::npos);
+
+  // Every metric the docs list is exported, and every exported one is documented.
+  std::ifstream docs(std::string(EBB_SOURCE_DIR) + "/docs/api.md");
+  std::stringstream ss;
+  ss << docs.rdbuf();
+  const std::string text = ss.str();
+  std::set<std::string> documented, exported;
+  const std::regex doc_metric("\\| `(ebb_[a-z_]+)`");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), doc_metric); it != std::sregex_iterator(); ++it) documented.insert((*it)[1]);
+  const std::regex type_line("# TYPE (ebb_[a-z_]+) ");
+  for (auto it = std::sregex_iterator(r.body.begin(), r.body.end(), type_line); it != std::sregex_iterator(); ++it) exported.insert((*it)[1]);
+  EXPECT_FALSE(documented.empty());
+  EXPECT_EQ(documented, exported);
+
+  r = call("DELETE", "/top-k");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.headers["Allow"], "GET");
+  EXPECT_EQ(call("GET", "/nope").status, 404);
+  EXPECT_EQ(error_code(call("GET", "/nope")), "not_found");
+}
+
+// Configuration from a file (CLI11 --config), and a data directory held by
+// another server is refused.
+TEST(ServerStartup, ConfigFileAndDataDirectoryLock) {
+  const auto dir = testing::make_temp_dir("ebb-config");
+  const auto config = dir.string() + ".toml";
+  std::ofstream(config) << "[serve]\nmax-batch-events = 2\n";
+  {
+    EbbServer server(dir, {"--config", config});
+    HttpClient client(server.port());
+    ASSERT_EQ(client.request("POST", "/namespaces", R"({"name":"c"})").status, 201);
+    auto r = client.request("POST", "/events", R"({"namespace":"c","events":[{"item_id":"a"},{"item_id":"b"},{"item_id":"c"}]})");
+    EXPECT_EQ(r.status, 413) << r.body;
+    EXPECT_THROW(EbbServer second(dir), std::runtime_error);
+    EXPECT_EQ(server.stop(), 0);
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(config);
+}
+
+}  // namespace
+}  // namespace ebb

@@ -1,0 +1,112 @@
+#pragma once
+// Starts the real `ebb serve` on 127.0.0.1 with an ephemeral port (--port 0)
+// and a private data directory, waits until /readyz says ready, and stops
+// it with SIGTERM (or SIGKILL) on request or at destruction.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/http_client.hpp"
+
+namespace ebb::testing {
+
+inline std::filesystem::path make_temp_dir(const std::string& prefix) {
+  std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return templ;
+}
+
+class EbbServer {
+ public:
+  // Starts a server on `data_dir` with extra flags; throws if it does not
+  // become ready (then `log()` has its stderr).
+  EbbServer(std::filesystem::path data_dir, std::vector<std::string> extra = {}) : data_dir_(std::move(data_dir)) {
+    log_path_ = data_dir_.string() + ".log";
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      const int err = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      dup2(err, 2);
+      close(out[0]);
+      std::vector<std::string> args = {EBB_BINARY, "serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir", data_dir_.string(),
+                                       "--threads", "2", "--log-level", "info"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    // First stdout line: "ebb serve: listening on http://127.0.0.1:PORT".
+    std::string line;
+    char c;
+    while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+    close(out[0]);
+    const auto colon = line.rfind(':');
+    if (line.find("listening on") == std::string::npos || colon == std::string::npos) {
+      stop_hard();
+      throw std::runtime_error("ebb serve did not start: '" + line + "'; log: " + log());
+    }
+    port_ = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
+    HttpClient client(port_);
+    for (int i = 0; i < 500; ++i) {
+      if (client.request("GET", "/readyz").status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    stop_hard();
+    throw std::runtime_error("ebb serve never became ready; log: " + log());
+  }
+  ~EbbServer() {
+    if (pid_ > 0) stop_hard();
+  }
+
+  unsigned short port() const { return port_; }
+  const std::filesystem::path& data_dir() const { return data_dir_; }
+
+  // SIGTERM and wait; returns the exit code.
+  int stop() { return stop_with(SIGTERM); }
+  // SIGKILL: a crash.
+  int stop_hard() { return stop_with(SIGKILL); }
+  void signal(int signo) const { kill(pid_, signo); }
+  int wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::string log() const {
+    std::FILE* f = std::fopen(log_path_.c_str(), "r");
+    if (!f) return "";
+    std::string s;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+    std::fclose(f);
+    return s;
+  }
+
+ private:
+  int stop_with(int signo) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, signo);
+    return wait();
+  }
+  std::filesystem::path data_dir_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  unsigned short port_ = 0;
+};
+
+}  // namespace ebb::testing
