@@ -142,7 +142,25 @@ void add_event_routes(Router& router, ApiContext& ctx) {
     }
     if (batch.events.empty()) return empty_response(204);
 
-    // Group by namespace, keeping each event's index in the batch.
+    // The common case, one namespace: apply() is itself all or nothing.
+    const std::string_view first_ns = batch.namespaces.front();
+    if (std::all_of(batch.namespaces.begin(), batch.namespaces.end(), [&](std::string_view n) { return n == first_ns; })) {
+      auto entry = ctx.registry.find(first_ns);
+      if (!entry) throw ApiError(404, "namespace_not_found", "events[0].namespace: no namespace '" + std::string(first_ns) + "'");
+      std::unique_lock lock(entry->mu);
+      if (entry->deleted) throw ApiError(404, "namespace_not_found", "namespace '" + entry->name + "' was deleted");
+      try {
+        entry->ns.apply_at(batch.events, req.received_at);
+      } catch (const BatchError& e) {
+        throw bad_request("invalid_event", "events[" + std::to_string(e.index()) + "]." + e.field() + ": " + e.message());
+      }
+      entry->dirty = true;
+      entry->ingest_bytes += req.body.size();
+      return empty_response(204);
+    }
+
+    // Several namespaces: group, lock them all in name order, check every
+    // group against one clock reading, then apply (which cannot fail then).
     std::map<std::string_view, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < batch.events.size(); ++i) groups[batch.namespaces[i]].push_back(i);
     struct Target {

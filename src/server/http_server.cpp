@@ -37,16 +37,32 @@ std::string media_type(std::string_view header) {
 
 }  // namespace
 
+// One io_context per thread, each run by exactly one thread: a session
+// lives on one context for its whole life, so it needs no strand, the
+// contexts need no internal locking, and executors are concrete types
+// (no type-erased executor on every operation).
 class HttpServer::Impl {
  public:
   class Session;
+  using Executor = net::io_context::executor_type;
+  using Stream = beast::basic_stream<tcp, Executor, beast::unlimited_rate_policy>;
 
   Impl(HttpServerOptions o, const Router& r, Metrics& m, std::shared_ptr<spdlog::logger> l)
-      : options(std::move(o)), router(r), metrics(m), log(std::move(l)), ioc(static_cast<int>(std::max(1u, options.threads))),
-        acceptor(net::make_strand(ioc)), signals(ioc, SIGINT, SIGTERM), deadline(ioc) {}
+      : options(std::move(o)), router(r), metrics(m), log(std::move(l)) {
+    const unsigned n = std::max(1u, options.threads);
+    for (unsigned i = 0; i < n; ++i) {
+      contexts.push_back(std::make_unique<net::io_context>(1));
+      guards.emplace_back(contexts.back()->get_executor());
+    }
+    acceptor.emplace(contexts[0]->get_executor());
+    signals.emplace(*contexts[0], SIGINT, SIGTERM);
+    deadline.emplace(*contexts[0]);
+  }
 
+  net::io_context& main() { return *contexts[0]; }
   void accept();
   void begin_shutdown();
+  void finish();  // on the main context: let every context run out of work
   void add(Session* s, const std::shared_ptr<Session>& sp);
   void remove(Session* s);
 
@@ -54,11 +70,14 @@ class HttpServer::Impl {
   const Router& router;
   Metrics& metrics;
   std::shared_ptr<spdlog::logger> log;
-  net::io_context ioc;
-  tcp::acceptor acceptor;
-  net::signal_set signals;
-  net::steady_timer deadline;
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  std::vector<net::executor_work_guard<Executor>> guards;
+  std::size_t next_context = 0;  // round-robin for new sessions (main context only)
+  std::optional<net::basic_socket_acceptor<tcp, Executor>> acceptor;
+  std::optional<net::basic_signal_set<Executor>> signals;
+  std::optional<net::basic_waitable_timer<std::chrono::steady_clock, net::wait_traits<std::chrono::steady_clock>, Executor>> deadline;
   std::atomic<bool> stopping{false};
+  bool finished = false;
   std::function<void()> shutdown_callback;
   std::mutex sessions_mu;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
@@ -66,7 +85,7 @@ class HttpServer::Impl {
 
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, Impl& server) : stream_(std::move(socket)), server_(server) {}
+  Session(net::basic_stream_socket<tcp, Executor>&& socket, Impl& server) : stream_(std::move(socket)), server_(server) {}
   ~Session() { server_.remove(this); }
 
   void start() {
@@ -153,11 +172,11 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 
   void close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().shutdown(net::socket_base::shutdown_both, ignored);
     stream_.socket().close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -174,30 +193,41 @@ void HttpServer::Impl::remove(Session* s) {
   std::lock_guard lock(sessions_mu);
   sessions.erase(s);
   if (stopping && sessions.empty()) {
-    net::post(ioc, [this] { deadline.cancel(); });  // nothing left to wait for
+    net::post(main(), [this] {
+      deadline->cancel();
+      finish();
+    });
   }
 }
 
 void HttpServer::Impl::accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+  auto& target = *contexts[next_context];
+  next_context = (next_context + 1) % contexts.size();
+  acceptor->async_accept(target.get_executor(), [this](beast::error_code ec, net::basic_stream_socket<tcp, Executor> socket) {
     if (!ec) {
       socket.set_option(tcp::no_delay(true), ec);
       std::make_shared<Session>(std::move(socket), *this)->start();
     } else if (ec != net::error::operation_aborted) {
       log->warn("accept failed: {}", ec.message());
     }
-    if (acceptor.is_open() && !stopping) accept();
+    if (acceptor->is_open() && !stopping) accept();
   });
 }
 
+void HttpServer::Impl::finish() {
+  if (finished) return;
+  finished = true;
+  for (auto& g : guards) g.reset();
+}
+
 void HttpServer::Impl::begin_shutdown() {
-  net::post(acceptor.get_executor(), [this] {
+  net::post(main(), [this] {
     if (stopping.exchange(true)) return;
     log->info("shutting down: finishing in-flight requests (timeout {}s)", options.shutdown_timeout);
     if (shutdown_callback) shutdown_callback();
     beast::error_code ignored;
-    acceptor.close(ignored);
-    signals.cancel(ignored);
+    acceptor->close(ignored);
+    signals->cancel(ignored);
     std::vector<std::shared_ptr<Session>> live;
     {
       std::lock_guard lock(sessions_mu);
@@ -206,12 +236,12 @@ void HttpServer::Impl::begin_shutdown() {
       }
     }
     for (auto& s : live) s->close_if_idle();
-    if (live.empty()) return;
-    deadline.expires_after(ms(options.shutdown_timeout));
-    deadline.async_wait([this](beast::error_code ec) {
+    if (live.empty()) return finish();
+    deadline->expires_after(ms(options.shutdown_timeout));
+    deadline->async_wait([this](beast::error_code ec) {
       if (ec == net::error::operation_aborted) return;
       log->warn("shutdown timeout: closing the remaining connections");
-      ioc.stop();
+      for (auto& c : contexts) c->stop();
     });
   });
 }
@@ -226,7 +256,7 @@ void HttpServer::listen() {
   const auto address = net::ip::make_address(impl_->options.bind, ec);
   if (ec) throw std::runtime_error("--bind: '" + impl_->options.bind + "' is not an IP address: " + ec.message());
   const tcp::endpoint endpoint(address, impl_->options.port);
-  auto& a = impl_->acceptor;
+  auto& a = *impl_->acceptor;
   a.open(endpoint.protocol(), ec);
   if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(endpoint, ec);
@@ -236,7 +266,7 @@ void HttpServer::listen() {
   }
 }
 
-std::uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+std::uint16_t HttpServer::port() const { return impl_->acceptor->local_endpoint().port(); }
 
 void HttpServer::on_shutdown(std::function<void()> callback) { impl_->shutdown_callback = std::move(callback); }
 
@@ -245,15 +275,15 @@ void HttpServer::shutdown() { impl_->begin_shutdown(); }
 void HttpServer::run() {
   auto& impl = *impl_;
   std::signal(SIGPIPE, SIG_IGN);
-  impl.signals.async_wait([&impl](beast::error_code ec, int signo) {
+  impl.signals->async_wait([&impl](beast::error_code ec, int signo) {
     if (ec) return;
     impl.log->info("received {}", signo == SIGTERM ? "SIGTERM" : "SIGINT");
     impl.begin_shutdown();
   });
   impl.accept();
   std::vector<std::thread> threads;
-  for (unsigned i = 1; i < std::max(1u, impl.options.threads); ++i) threads.emplace_back([&impl] { impl.ioc.run(); });
-  impl.ioc.run();
+  for (std::size_t i = 1; i < impl.contexts.size(); ++i) threads.emplace_back([&impl, i] { impl.contexts[i]->run(); });
+  impl.contexts[0]->run();
   for (auto& t : threads) t.join();
 }
 
