@@ -29,6 +29,7 @@ test: bootstrap
 
 # Release benchmarks plus the comparison scripts (figures for closing notes).
 bench: build
+	@scripts/bootstrap --bench
 	@bench/run-all $(BUILD)
 
 clean:

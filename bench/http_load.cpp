@@ -1,10 +1,11 @@
 // http_load: the load generator of bench/serve_bench.sh.
 //
 //   http_load ingest --port P --namespace N --events E [--batch 1000] [--connections 4]
-//                    [--distinct 1000000] [--skew 1.1] [--unique]
+//                    [--distinct 1000000] [--skew 1.1] [--unique] [--rate EVENTS_PER_S]
 //       Posts E events (Zipf keys, or all distinct with --unique) in batches
-//       over keep-alive connections, as fast as the server takes them.
-//       Prints events/s. Bodies are built before the clock starts.
+//       over keep-alive connections, as fast as the server takes them (or
+//       paced at --rate). Prints events/s. Bodies are built before the clock
+//       starts.
 //   http_load query --port P --target /top-k?namespace=N&k=100 --rate R --seconds S [--connections 4]
 //       Open loop at R requests/s: latency is measured from each request's
 //       scheduled time, so a slow server cannot hide its queueing.
@@ -74,34 +75,52 @@ int ingest(const std::map<std::string, std::string>& f) {
   const std::size_t batch = std::stoull(flag(f, "batch", "1000"));
   const int connections = std::stoi(flag(f, "connections", "4"));
   const bool unique = f.contains("unique");
-  const auto keys = stream_keys(events, std::stoull(flag(f, "distinct", "1000000")), std::stod(flag(f, "skew", "1.1")), unique);
+  const std::size_t offset = std::stoull(flag(f, "offset", "0"));  // --unique: first key number
+  auto make_body = [&](const std::vector<std::string>& keys, std::size_t i) {
+    std::string body = "{\"namespace\":\"" + ns + "\",\"events\":[";
+    for (std::size_t j = i; j < std::min(keys.size(), i + batch); ++j) body += (j == i ? "{\"item_id\":\"" : ",{\"item_id\":\"") + keys[j] + "\"}";
+    return body + "]}";
+  };
+  // Unique keys are built per batch while sending (50M keys do not fit
+  // comfortably as prebuilt bodies); Zipf bodies are built before the clock.
   std::vector<std::string> bodies;
   std::size_t body_bytes = 0;
-  for (std::size_t i = 0; i < keys.size(); i += batch) {
-    std::string body = "{\"namespace\":\"" + ns + "\",\"events\":[";
-    for (std::size_t j = i; j < std::min(keys.size(), i + batch); ++j) {
-      body += (j == i ? "{\"item_id\":\"" : ",{\"item_id\":\"") + keys[j] + "\"}";
+  const std::size_t batches = (events + batch - 1) / batch;
+  if (!unique) {
+    const auto keys = stream_keys(events, std::stoull(flag(f, "distinct", "1000000")), std::stod(flag(f, "skew", "1.1")), false);
+    for (std::size_t i = 0; i < keys.size(); i += batch) {
+      bodies.push_back(make_body(keys, i));
+      body_bytes += bodies.back().size();
     }
-    body += "]}";
-    body_bytes += body.size();
-    bodies.push_back(std::move(body));
   }
+  auto body_of = [&](std::size_t b) {
+    if (!unique) return bodies[b];
+    std::vector<std::string> keys;
+    for (std::size_t j = b * batch; j < std::min(events, (b + 1) * batch); ++j) keys.push_back("u" + std::to_string(offset + j));
+    return make_body(keys, 0);
+  };
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> failed{0};
+  const double rate = std::stod(flag(f, "rate", "0"));  // events/s; 0 = as fast as possible
+  std::fprintf(stderr, "ingest: started\n");  // scripts wait for this before measuring alongside
+  std::fflush(stderr);
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   for (int c = 0; c < connections; ++c) {
     threads.emplace_back([&] {
       ebb::testing::HttpClient client(port);
-      for (std::size_t i; (i = next++) < bodies.size();) {
-        if (client.request("POST", "/events", bodies[i]).status != 204) ++failed;
+      for (std::size_t i; (i = next++) < batches;) {
+        if (rate > 0) {
+          std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i * batch / rate)));
+        }
+        if (client.request("POST", "/events", body_of(i)).status != 204) ++failed;
       }
     });
   }
   for (auto& t : threads) t.join();
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("ingest: %zu events in %zu batches of %zu over %d connections: %.3f s, %.2f M events/s, %.1f MB/s of JSON, %zu failed\n",
-              events, bodies.size(), batch, connections, secs, events / secs / 1e6, body_bytes / secs / 1e6, failed.load());
+              events, batches, batch, connections, secs, events / secs / 1e6, body_bytes / secs / 1e6, failed.load());
   return failed == 0 ? 0 : 1;
 }
 

@@ -84,6 +84,18 @@ std::size_t KeyedMinHeap::memory_bytes() const noexcept {
   return bytes;
 }
 
+std::vector<const KeyedMinHeap::Entry*> KeyedMinHeap::largest(std::size_t k) const {
+  std::vector<const Entry*> order;
+  order.reserve(slots_.size());
+  for (const auto& e : slots_) order.push_back(&e);
+  const std::size_t n = std::min(k, order.size());
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), [](const Entry* a, const Entry* b) {
+    return a->value != b->value ? a->value > b->value : a->key < b->key;
+  });
+  order.resize(n);
+  return order;
+}
+
 void KeyedMinHeap::sift_up(std::uint32_t i) noexcept {
   const std::uint32_t slot = heap_[i];
   while (i > 0) {

@@ -37,11 +37,7 @@ double SpaceSaving::threshold() const noexcept {
 
 std::vector<CountedItem> SpaceSaving::top(std::size_t k) const {
   std::vector<CountedItem> items;
-  items.reserve(heap_.size());
-  for (const auto& e : heap_.entries()) items.push_back(report(e));
-  const std::size_t n = std::min(k, items.size());
-  std::partial_sort(items.begin(), items.begin() + n, items.end(), ranks_before);
-  items.resize(n);
+  for (const auto* e : heap_.largest(k)) items.push_back(report(*e));
   return items;
 }
 

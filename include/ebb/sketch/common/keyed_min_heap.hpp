@@ -54,6 +54,10 @@ class KeyedMinHeap {
 
   std::size_t memory_bytes() const noexcept;
 
+  // The k entries with the largest values, largest first (ties by key), as
+  // pointers: a query selects before it copies any key.
+  std::vector<const Entry*> largest(std::size_t k) const;
+
   // Builds a heap of `capacity` from entries, keeping the largest values
   // when there are more (merges). Entries must have distinct keys.
   static KeyedMinHeap from_entries(std::uint32_t capacity, std::vector<Entry> entries);
