@@ -5,7 +5,7 @@ TEST_BUILD ?= build-test
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all bootstrap build run test bench clean
+.PHONY: all bootstrap build run demo test bench clean
 
 all: build
 
@@ -16,10 +16,14 @@ build: bootstrap
 	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DEBB_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on its embedded default: the heaviest words of the King James
-# Bible (Debian's bible-kjv), streamed through `ebb top`.
+# The main job on its embedded defaults: `ebb serve` on 127.0.0.1:8080 with
+# its data in ./ebb-data (Ctrl-C stops it cleanly).
 run: build
 	@scripts/run-default $(BUILD)/ebb
+
+# `ebb top` with no server: the heaviest words of the King James Bible.
+demo: build
+	@scripts/demo-top $(BUILD)/ebb
 
 # Debug build under AddressSanitizer + UndefinedBehaviorSanitizer, every test.
 test: bootstrap

@@ -304,6 +304,20 @@ TEST_F(ServerApi, OperationsRoutesAndHttpErrors) {
   EXPECT_FALSE(documented.empty());
   EXPECT_EQ(documented, exported);
 
+  // Every path docs/openapi.yaml describes is a route of the server.
+  std::ifstream spec(std::string(EBB_SOURCE_DIR) + "/docs/openapi.yaml");
+  std::string line;
+  int paths = 0;
+  while (std::getline(spec, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, std::regex("  (/[a-z\\-/{}]*):"))) {
+      std::string path = std::regex_replace(m[1].str(), std::regex("\\{name\\}"), "m");
+      EXPECT_NE(error_code(call("GET", path)), "not_found") << path;
+      ++paths;
+    }
+  }
+  EXPECT_EQ(paths, 9);
+
   r = call("DELETE", "/top-k");
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(r.headers["Allow"], "GET");
