@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "client_commands.hpp"
 #include "serve_command.hpp"
 #include "top_options.hpp"
 
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   CLI::App* top_cmd = ebb::cli::add_top_command(app, top);
   ebb::cli::ServeOptions serve;
   CLI::App* serve_cmd = ebb::cli::add_serve_command(app, serve);
+  ebb::cli::SendOptions send;
+  CLI::App* send_cmd = ebb::cli::add_send_command(app, send);
+  ebb::cli::QueryOptions query;
+  CLI::App* query_cmd = ebb::cli::add_query_command(app, query);
 
   try {
     app.parse(argc, argv);
@@ -29,6 +34,8 @@ int main(int argc, char** argv) {
   try {
     if (top_cmd->parsed()) return ebb::cli::run_top(top);
     if (serve_cmd->parsed()) return ebb::cli::run_serve(serve);
+    if (send_cmd->parsed()) return ebb::cli::run_send(send);
+    if (query_cmd->parsed()) return ebb::cli::run_query(query);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ebb: %s\n", e.what());
     return 1;

@@ -174,9 +174,9 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
       ->default_val("auto")
       ->check(CLI::IsMember({"auto", "unix", "unix_ms", "rfc3339", "clf"}));
   cmd->add_option("--half-life", o.half_lives, "Add a decayed view with this half-life (e.g. 5m, 1h); repeatable")
-      ->expected(1)->allow_extra_args(false)
+      ->allow_extra_args(false)
       ->check(kDuration);
-  cmd->add_option("--window", o.windows, "Exact-boundary window view (not available yet)")->expected(1)->allow_extra_args(false)->check(kDuration);
+  cmd->add_option("--window", o.windows, "Exact-boundary window view (not available yet)")->allow_extra_args(false)->check(kDuration);
   auto* eps = cmd->add_option("--epsilon", o.epsilon, "Sketch error target: over-count <= epsilon x total (sizes the width)")
                   ->check(CLI::Range(1e-9, 0.5));
   auto* delta = cmd->add_option("--delta", o.delta, "Sketch failure probability (sizes the depth)")->check(CLI::Range(1e-12, 0.5));
@@ -188,7 +188,7 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   cmd->add_option("--summary", o.summary, "Top-K summary: candidate_heap (CMS-fed) or space_saving")
       ->default_val("candidate_heap")
       ->check(CLI::IsMember({"candidate_heap", "space_saving"}));
-  cmd->add_option("--exclude", o.exclude, "An item never counted (repeatable)")->expected(1)->allow_extra_args(false);
+  cmd->add_option("--exclude", o.exclude, "An item never counted (repeatable)")->allow_extra_args(false);
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed records")->default_val(1024)->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->default_val(1 << 20)->check(CLI::Range(16, 64 << 20));
   cmd->add_flag("--json", o.json, "Print each view as a JSON document in the /top-k response shape");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <set>

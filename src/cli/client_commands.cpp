@@ -1,0 +1,247 @@
+#include "client_commands.hpp"
+
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+
+#include "ebb/core/duration.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/engine/answers.hpp"
+#include "ebb/io/json_writer.hpp"
+#include "ebb/server/http_client.hpp"
+#include "input_pipeline.hpp"
+#include "top_output.hpp"
+
+namespace ebb::cli {
+namespace {
+
+// The server's error message, or the body when it is not an error document.
+std::string server_error(const server::HttpResult& r) {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  std::string_view message;
+  if (!p.parse(r.body).get(doc) && !doc["error"]["message"].get(message)) return std::string(message);
+  return r.body.empty() ? "(no body)" : r.body;
+}
+
+std::string percent_encode(const std::string& s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+struct Failure {
+  std::string message;
+};
+
+server::HttpResult call(server::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,
+                        const std::string& body = "") {
+  try {
+    return client.request(method, target, body);
+  } catch (const std::exception& e) {
+    throw Failure{"cannot reach " + url + ": " + e.what()};
+  }
+}
+
+std::string body_of(const std::string& ns, const std::vector<engine::Event>& events, std::size_t begin, std::size_t end, bool timed) {
+  io::JsonWriter w;
+  w.begin_object().key("namespace").value(ns).key("events").begin_array();
+  for (std::size_t i = begin; i < end; ++i) {
+    w.begin_object().key("item_id").value(events[i].item);
+    if (timed) w.key("timestamp").value(events[i].time);
+    if (events[i].weight != 1) w.key("weight").value(events[i].weight);
+    w.end_object();
+  }
+  w.end_array().end_object();
+  return w.take();
+}
+
+engine::TopKAnswer answer_from(simdjson::dom::element doc) {
+  engine::TopKAnswer a;
+  std::string_view half_life;
+  if (!doc["half_life"].get(half_life)) a.view = engine::ViewSpec::decayed(parse_duration(half_life));
+  a.as_of = double(doc["as_of"]);
+  a.total = double(doc["total"]);
+  for (auto item : simdjson::dom::array(doc["items"])) {
+    a.items.push_back(CountedItem{std::string(std::string_view(item["item_id"])), double(item["estimated_count"]),
+                                  double(item["lower_bound"]), double(item["upper_bound"])});
+  }
+  auto acc = doc["accuracy"];
+  a.accuracy.epsilon = double(acc["epsilon"]);
+  a.accuracy.confidence = double(acc["confidence"]);
+  a.accuracy.max_error = double(acc["max_error"]);
+  a.accuracy.guarantee_threshold = double(acc["guarantee_threshold"]);
+  a.accuracy.candidates = static_cast<std::uint32_t>(uint64_t(acc["candidates"]));
+  a.accuracy.undersized = bool(acc["undersized"]);
+  return a;
+}
+
+const CLI::Validator kClientDuration(
+    [](std::string& s) -> std::string {
+      try {
+        (void)parse_duration(s);
+        return {};
+      } catch (const InvalidArgument& e) {
+        return e.what();
+      }
+    },
+    "DUR", "duration");
+
+}  // namespace
+
+CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
+  auto* cmd = app.add_subcommand("send", "Stream files or stdin to an ebb server in batches (POST /events)");
+  cmd->add_option("files", o.files, "Input files (stdin when none or \"-\")");
+  cmd->add_option("--namespace,-n", o.ns, "Namespace to send to")->required();
+  cmd->add_option("--url", o.url, "Server")->capture_default_str();
+  cmd->add_option("--format", o.format, "plain, tsv, csv, json, clf (as for ebb top)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"plain", "tsv", "csv", "json", "ndjson", "clf"}));
+  cmd->add_option("--key", o.fields.key, "Key field (as for ebb top)");
+  cmd->add_option("--time", o.fields.time, "Time field; without one the server stamps events when it receives them");
+  cmd->add_option("--weight", o.fields.weight, "Weight field");
+  cmd->add_option("--time-format", o.time_format, "unix, unix_ms, rfc3339, clf or auto")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "unix", "unix_ms", "rfc3339", "clf"}));
+  cmd->add_option("--batch", o.batch, "Events per request")->capture_default_str()->check(CLI::Range(1ul, 1'000'000ul));
+  cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed lines (match the server's --max-item-bytes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->capture_default_str()->check(CLI::Range(16, 64 << 20));
+  cmd->add_flag("--strict", o.strict, "Stop at the first malformed line (exit 1)");
+  cmd->add_flag("--no-progress", o.no_progress, "No progress bar on stderr");
+  return cmd;
+}
+
+CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
+  auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k) or item counts (POST /counts)");
+  cmd->add_option("--namespace,-n", o.ns, "Namespace")->required();
+  cmd->add_option("--url", o.url, "Server")->capture_default_str();
+  cmd->add_option("-k", o.k, "Items (default: the namespace's k)")->check(CLI::Range(1, 1000));
+  auto* hl = cmd->add_option("--half-life", o.half_life, "A decayed view the namespace keeps")->check(kClientDuration);
+  auto* win = cmd->add_option("--window", o.window, "all (all-time)");
+  hl->excludes(win);
+  cmd->add_option("--item", o.items, "Count these items instead of listing the top K (repeatable)")->allow_extra_args(false);
+  cmd->add_flag("--json", o.json, "Print the server's JSON as it is");
+  return cmd;
+}
+
+int run_send(const SendOptions& o) {
+  try {
+    const auto endpoint = server::parse_http_url(o.url);
+    io::KeyArena arena;
+    auto parser = io::make_record_parser(io::parse_input_format(o.format), o.fields, io::parse_time_format(o.time_format), arena);
+    const bool timed = parser->has_time();
+    engine::NamespaceConfig rules;  // the checks the server will make, so problems carry file:line here
+    rules.max_item_bytes = o.max_key_bytes;
+    std::vector<std::string> files = o.files;
+    if (files.empty()) files.push_back("-");
+    std::vector<Source> sources;
+    for (const auto& f : files) sources.push_back(open_source(f));
+    PipelineOptions popts;
+    popts.strict = o.strict;
+    popts.max_line_bytes = o.max_line_bytes;
+    popts.progress = !o.no_progress && ::isatty(STDERR_FILENO);
+    server::HttpClient client(endpoint);
+    InputPipeline input(std::move(sources), std::move(parser), arena, rules, popts);
+    std::uint64_t sent = 0, requests = 0;
+    const auto start = std::chrono::steady_clock::now();
+    while (auto chunk = input.next()) {
+      for (std::size_t begin = 0; begin < chunk->events.size(); begin += o.batch) {
+        const std::size_t end = std::min(chunk->events.size(), begin + o.batch);
+        auto r = call(client, o.url, "POST", "/events", body_of(o.ns, chunk->events, begin, end, timed));
+        if (r.status != 204) {
+          throw Failure{"the server refused a batch (HTTP " + std::to_string(r.status) + "): " + server_error(r) + "; " +
+                        std::to_string(sent) + " events sent before it were accepted"};
+        }
+        sent += end - begin;
+        ++requests;
+      }
+      input.recycle(std::move(chunk));
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& tally = input.tally();
+    std::fprintf(stderr, "ebb send: %llu events in %llu requests to '%s' at %s (%.0f events/s)\n", static_cast<unsigned long long>(sent),
+                 static_cast<unsigned long long>(requests), o.ns.c_str(), o.url.c_str(), secs > 0 ? sent / secs : 0.0);
+    if (tally.malformed > 0) {
+      std::fprintf(stderr, "ebb send: %llu malformed line%s skipped:\n", static_cast<unsigned long long>(tally.malformed), tally.malformed == 1 ? "" : "s");
+      for (const auto& p : input.problems()) std::fprintf(stderr, "  %s\n", p.c_str());
+    }
+    return 0;
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "ebb send: %s\n", f.message.c_str());
+    return 1;
+  } catch (const Fatal& f) {
+    std::fprintf(stderr, "ebb send: %s\n", f.message.c_str());
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "ebb send: %s\n", e.what());
+    return 2;
+  }
+}
+
+int run_query(const QueryOptions& o) {
+  try {
+    server::HttpClient client(server::parse_http_url(o.url));
+    std::string view;
+    if (!o.half_life.empty()) view = "&half_life=" + percent_encode(o.half_life);
+    if (!o.window.empty()) view = "&window=" + percent_encode(o.window);
+    if (o.items.empty()) {
+      std::string target = "/top-k?namespace=" + percent_encode(o.ns) + view;
+      if (o.k > 0) target += "&k=" + std::to_string(o.k);
+      auto r = call(client, o.url, "GET", target);
+      if (r.status != 200) throw Failure{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
+      if (o.json) {
+        std::printf("%s\n", r.body.c_str());
+        return 0;
+      }
+      simdjson::dom::parser p;
+      print_table(stdout, answer_from(p.parse(r.body)), false);
+      return 0;
+    }
+    io::JsonWriter w;
+    w.begin_object().key("namespace").value(o.ns).key("item_ids").begin_array();
+    for (const auto& i : o.items) w.value(i);
+    w.end_array();
+    if (!o.half_life.empty()) w.key("half_life").value(o.half_life);
+    if (!o.window.empty()) w.key("window").value(o.window);
+    w.end_object();
+    auto r = call(client, o.url, "POST", "/counts", w.str());
+    if (r.status != 200) throw Failure{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
+    if (o.json) {
+      std::printf("%s\n", r.body.c_str());
+      return 0;
+    }
+    simdjson::dom::parser p;
+    simdjson::dom::element doc = p.parse(r.body);
+    std::printf("%-30s  %14s  %14s  %14s  %12s\n", "item", "estimate", "lower", "upper", "rate/s");
+    for (auto item : simdjson::dom::array(doc["items"])) {
+      std::printf("%-30s  %14.2f  %14.2f  %14.2f  %12.4g\n", std::string(std::string_view(item["item_id"])).c_str(),
+                  double(item["estimated_count"]), double(item["lower_bound"]), double(item["upper_bound"]), double(item["rate"]));
+    }
+    return 0;
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "ebb query: %s\n", f.message.c_str());
+    return 1;
+  } catch (const simdjson::simdjson_error& e) {
+    std::fprintf(stderr, "ebb query: the server's answer is not what ebb expects: %s\n", e.what());
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "ebb query: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace ebb::cli

@@ -1,0 +1,45 @@
+#pragma once
+// Clients of `ebb serve`: `ebb send` streams files or stdin to a server in
+// batches; `ebb query` asks it for a top-K list or item counts.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ebb/io/record_parser.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace ebb::cli {
+
+struct SendOptions {
+  std::vector<std::string> files;
+  std::string url = "http://127.0.0.1:8080";
+  std::string ns;
+  std::string format = "plain";
+  io::FieldSpec fields;
+  std::string time_format = "auto";
+  std::size_t batch = 1000;
+  std::uint32_t max_key_bytes = 1024;
+  std::uint32_t max_line_bytes = 1 << 20;
+  bool strict = false;
+  bool no_progress = false;
+};
+
+struct QueryOptions {
+  std::string url = "http://127.0.0.1:8080";
+  std::string ns;
+  std::uint32_t k = 0;  // 0: the namespace's k
+  std::string half_life;
+  std::string window;
+  std::vector<std::string> items;
+  bool json = false;
+};
+
+CLI::App* add_send_command(CLI::App& app, SendOptions& opts);
+CLI::App* add_query_command(CLI::App& app, QueryOptions& opts);
+int run_send(const SendOptions& opts);
+int run_query(const QueryOptions& opts);
+
+}  // namespace ebb::cli

@@ -1,0 +1,62 @@
+// `ebb send` and `ebb query` against a real `ebb serve`.
+#include <gtest/gtest.h>
+
+#include "support/ebb_server.hpp"
+#include "support/run_process.hpp"
+
+namespace ebb {
+namespace {
+
+using testing::EbbServer;
+using testing::run_process;
+
+const std::string kEbb = EBB_BINARY;
+const std::string kData = EBB_TEST_DATA;
+
+TEST(EbbClients, SendAFileThenQueryIt) {
+  const auto dir = testing::make_temp_dir("ebb-clients");
+  EbbServer server(dir);
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  testing::HttpClient admin(server.port());
+  ASSERT_EQ(admin.request("POST", "/namespaces", R"({"name":"paths","half_lives":["10m"],"windows":["all"],"clock":"event"})").status, 201);
+
+  auto r = run_process({kEbb, "send", "-n", "paths", "--url", url, "--format", "clf", "--batch", "50", kData + "/access.log"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("275 events in 6 requests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("access.log:276: no [time] field"), std::string::npos) << r.err;
+
+  r = run_process({kEbb, "query", "-n", "paths", "--url", url, "-k", "2", "--window", "all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1  /index.html             120"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2  /api/search              80"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("/login"), std::string::npos) << r.out;
+
+  // Event time came along: the 10m view decayed relative to the newest event.
+  r = run_process({kEbb, "query", "-n", "paths", "--url", url, "--half-life", "10m", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("half_life":"10m","as_of":1708634740)"), std::string::npos) << r.out;
+
+  r = run_process({kEbb, "query", "-n", "paths", "--url", url, "--item", "/login", "--item", "/missing", "--window", "all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("/login"), std::string::npos);
+  EXPECT_NE(r.out.find("40.00"), std::string::npos) << r.out;
+
+  // Errors: the server's message, exit 1; a bad URL, exit 2.
+  r = run_process({kEbb, "query", "-n", "nope", "--url", url});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no namespace 'nope'"), std::string::npos) << r.err;
+  r = run_process({kEbb, "send", "-n", "nope", "--url", url}, "a\nb\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("0 events sent before it were accepted"), std::string::npos) << r.err;
+  r = run_process({kEbb, "query", "-n", "paths", "--url", "https://example"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("http://"), std::string::npos) << r.err;
+  EXPECT_EQ(server.stop(), 0);
+  r = run_process({kEbb, "query", "-n", "paths", "--url", url});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot reach"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ebb
