@@ -12,6 +12,7 @@
 #include "ebb/engine/answers.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/server/http_client.hpp"
+#include "duration_validator.hpp"
 #include "input_pipeline.hpp"
 #include "top_output.hpp"
 
@@ -88,16 +89,6 @@ engine::TopKAnswer answer_from(simdjson::dom::element doc) {
   return a;
 }
 
-const CLI::Validator kClientDuration(
-    [](std::string& s) -> std::string {
-      try {
-        (void)parse_duration(s);
-        return {};
-      } catch (const InvalidArgument& e) {
-        return e.what();
-      }
-    },
-    "DUR", "duration");
 
 }  // namespace
 
@@ -130,7 +121,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   cmd->add_option("--namespace,-n", o.ns, "Namespace")->required();
   cmd->add_option("--url", o.url, "Server")->capture_default_str();
   cmd->add_option("-k", o.k, "Items (default: the namespace's k)")->check(CLI::Range(1, 1000));
-  auto* hl = cmd->add_option("--half-life", o.half_life, "A decayed view the namespace keeps")->check(kClientDuration);
+  auto* hl = cmd->add_option("--half-life", o.half_life, "A decayed view the namespace keeps")->check(duration_validator());
   auto* win = cmd->add_option("--window", o.window, "all (all-time)");
   hl->excludes(win);
   cmd->add_option("--item", o.items, "Count these items instead of listing the top K (repeatable)")->allow_extra_args(false);

@@ -1,6 +1,8 @@
 // `ebb serve`: wires the registry, the storage, the API and the HTTP server.
 #include "serve_command.hpp"
 
+#include "duration_validator.hpp"
+
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -22,16 +24,6 @@
 namespace ebb::cli {
 namespace {
 
-const CLI::Validator kServeDuration(
-    [](std::string& s) -> std::string {
-      try {
-        (void)parse_duration(s);
-        return {};
-      } catch (const InvalidArgument& e) {
-        return e.what();
-      }
-    },
-    "DUR", "duration");
 
 // Checkpoints dirty namespaces every interval until stopped.
 class Checkpointer {
@@ -93,7 +85,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--checkpoint-interval", o.checkpoint_interval,
                   "How often namespaces counted since their last checkpoint are written to the data directory")
       ->capture_default_str()
-      ->check(kServeDuration);
+      ->check(duration_validator());
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off (debug logs every request)")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -108,11 +100,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->check(CLI::Range(1ul << 10, 1ul << 40));
   cmd->add_option("--max-future-skew", o.max_future_skew, "Default for wall-clock namespaces: how far ahead of the clock an event may be")
       ->capture_default_str()
-      ->check(kServeDuration);
-  cmd->add_option("--idle-timeout", o.idle_timeout, "Close keep-alive connections idle this long")->capture_default_str()->check(kServeDuration);
+      ->check(duration_validator());
+  cmd->add_option("--idle-timeout", o.idle_timeout, "Close keep-alive connections idle this long")->capture_default_str()->check(duration_validator());
   cmd->add_option("--shutdown-timeout", o.shutdown_timeout, "On SIGTERM/SIGINT, how long in-flight requests may take")
       ->capture_default_str()
-      ->check(kServeDuration);
+      ->check(duration_validator());
   return cmd;
 }
 

@@ -9,6 +9,7 @@
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/engine/namespace.hpp"
+#include "duration_validator.hpp"
 #include "input_pipeline.hpp"
 #include "top_options.hpp"
 #include "top_output.hpp"
@@ -146,17 +147,6 @@ class TopRun {
   int frames_ = 0;
 };
 
-// CLI11 validator: a duration ebb understands.
-const CLI::Validator kDuration(
-    [](std::string& s) -> std::string {
-      try {
-        (void)parse_duration(s);
-        return {};
-      } catch (const InvalidArgument& e) {
-        return e.what();
-      }
-    },
-    "DUR", "duration");
 
 }  // namespace
 
@@ -175,8 +165,8 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
       ->check(CLI::IsMember({"auto", "unix", "unix_ms", "rfc3339", "clf"}));
   cmd->add_option("--half-life", o.half_lives, "Add a decayed view with this half-life (e.g. 5m, 1h); repeatable")
       ->allow_extra_args(false)
-      ->check(kDuration);
-  cmd->add_option("--window", o.windows, "Exact-boundary window view (not available yet)")->allow_extra_args(false)->check(kDuration);
+      ->check(duration_validator());
+  cmd->add_option("--window", o.windows, "Exact-boundary window view (not available yet)")->allow_extra_args(false)->check(duration_validator());
   auto* eps = cmd->add_option("--epsilon", o.epsilon, "Sketch error target: over-count <= epsilon x total (sizes the width)")
                   ->check(CLI::Range(1e-9, 0.5));
   auto* delta = cmd->add_option("--delta", o.delta, "Sketch failure probability (sizes the depth)")->check(CLI::Range(1e-12, 0.5));
@@ -192,7 +182,7 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed records")->default_val(1024)->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->default_val(1 << 20)->check(CLI::Range(16, 64 << 20));
   cmd->add_flag("--json", o.json, "Print each view as a JSON document in the /top-k response shape");
-  cmd->add_option("--every", o.every, "Live mode: print the lists every DUR of stream time")->check(kDuration);
+  cmd->add_option("--every", o.every, "Live mode: print the lists every DUR of stream time")->check(duration_validator());
   cmd->add_flag("--strict", o.strict, "Stop at the first malformed line (exit 1)");
   cmd->add_flag("--no-progress", o.no_progress, "No progress bar on stderr");
   return cmd;

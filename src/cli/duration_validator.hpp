@@ -1,0 +1,25 @@
+#pragma once
+// CLI11 check for duration flags (--half-life 5m, --every 1m, ...): the
+// message is the parser's own, naming the text that was wrong.
+#include <CLI/CLI.hpp>
+
+#include "ebb/core/duration.hpp"
+#include "ebb/core/error.hpp"
+
+namespace ebb::cli {
+
+inline const CLI::Validator& duration_validator() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        try {
+          (void)parse_duration(s);
+          return {};
+        } catch (const InvalidArgument& e) {
+          return e.what();
+        }
+      },
+      "DUR", "duration");
+  return v;
+}
+
+}  // namespace ebb::cli
