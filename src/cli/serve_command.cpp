@@ -77,6 +77,8 @@ class Checkpointer {
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   auto* cmd = app.add_subcommand("serve", "The HTTP JSON API: namespaces, ingest, top-K and point queries, metrics");
+  cmd->footer("Options can also come from a file: ebb serve --config FILE (TOML/INI, a [serve] section of these long names, e.g.\n"
+              "  [serve]\n  port = 9090\n  checkpoint-interval = \"5s\"\n); command-line flags win. The API: docs/api.md and docs/openapi.yaml.");
   cmd->add_option("--bind", o.http.bind, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.http.port, "Port to listen on (0: any free port, printed at start)")->capture_default_str();
   cmd->add_option("--data-dir", o.data_dir, "Directory for namespace configurations and checkpoints")->capture_default_str();
