@@ -103,7 +103,9 @@ TEST_P(CountMinProperty, MergeOfPartitionsNeverUnderCounts) {
     for (const auto& [key, count] : model.counts(0, 0)) {
       const auto h = hash_key(key);
       ASSERT_GE(left.estimate(h), count * (1 - 1e-12));
-      if (policy == UpdatePolicy::plain) ASSERT_NEAR(left.estimate(h), whole.estimate(h), 1e-9 * whole.estimate(h));
+      if (policy == UpdatePolicy::plain) {
+        ASSERT_NEAR(left.estimate(h), whole.estimate(h), 1e-9 * whole.estimate(h));
+      }
     }
   }
 }

@@ -37,7 +37,9 @@ void expect_bounds_and_guarantee(const Summary& s, const std::map<std::string, d
   for (std::size_t i = 1; i < all.size(); ++i) ASSERT_GE(all[i - 1].estimate, all[i].estimate);
   const double threshold = s.threshold();
   for (const auto& [key, count] : truth) {
-    if (count * scale > threshold * (1 + kTol)) ASSERT_TRUE(reported.contains(key)) << key << " true " << count << " > threshold " << threshold;
+    if (count * scale > threshold * (1 + kTol)) {
+      ASSERT_TRUE(reported.contains(key)) << key << " true " << count << " > threshold " << threshold;
+    }
   }
 }
 
