@@ -51,11 +51,21 @@ void write_top_k(JsonWriter& w, const std::string& ns, const engine::TopKAnswer&
   w.end_object();
 }
 
-void write_point_item(JsonWriter& w, const engine::PointAnswer& answer) {
+void write_counts(JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
+                  const engine::TopKAnswer& view_answer) {
   w.begin_object();
-  write_item_fields(w, answer.item);
-  w.key("rate").value(answer.rate);
-  w.key("tracked").value(answer.tracked);
+  w.key("namespace").value(ns);
+  write_view(w, view_answer.view, view_answer.window_start, view_answer.as_of);
+  w.key("items").begin_array();
+  for (const auto& a : answers) {
+    w.begin_object();
+    write_item_fields(w, a.item);
+    w.key("rate").value(a.rate);
+    w.key("tracked").value(a.tracked);
+    w.end_object();
+  }
+  w.end_array();
+  write_accuracy(w, view_answer.accuracy);
   w.end_object();
 }
 

@@ -151,6 +151,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     auto entry = require_namespace(ctx.registry, name, "namespace");
     std::vector<engine::PointAnswer> answers;
     answers.reserve(ids.size());
+    engine::TopKAnswer view_answer;  // the view and its accuracy block, read under the same lock
     {
       std::shared_lock lock(entry->mu);
       for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -160,12 +161,11 @@ void add_query_routes(Router& router, ApiContext& ctx) {
         }
         answers.push_back(on_view([&] { return entry->ns.count(ids[i], view); }));
       }
-      if (ids.empty()) (void)on_view([&] { return &entry->ns.view(view); });  // still check the view exists
+      view_answer = on_view([&] { return entry->ns.top(view, 1); });
     }
+    if (!answers.empty()) view_answer.as_of = answers.front().as_of;
     io::JsonWriter w;
-    w.begin_object().key("namespace").value(name).key("items").begin_array();
-    for (const auto& a : answers) io::write_point_item(w, a);
-    w.end_array().end_object();
+    io::write_counts(w, name, answers, view_answer);
     return json_response(200, w.take());
   });
 }

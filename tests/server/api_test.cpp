@@ -254,6 +254,8 @@ TEST_F(ServerApi, QueriesAnswerWithBoundsAndRejectWhatIsNotThereYet) {
   EXPECT_EQ(std::string_view(doc["items"].at(0)["item_id"]), "c");
   EXPECT_EQ(double(doc["items"].at(1)["upper_bound"]), 0);
   EXPECT_EQ(double(doc["items"].at(2)["estimated_count"]), 5);
+  EXPECT_EQ(std::string_view(doc["accuracy"]["type"]), "count_min_sketch");
+  EXPECT_GE(double(doc["window"]["end"]), double(doc["window"]["start"]));
 
   const std::pair<const char*, const char*> bad[] = {
       {"/top-k", "namespace: is required"},

@@ -2,6 +2,7 @@
 // Engine answers as the documents of ../shared/notes/api.md (GET /top-k,
 // GET /count): the CLI's --json and the server write the same bytes.
 #include <string>
+#include <vector>
 
 #include "ebb/engine/answers.hpp"
 #include "ebb/io/json_writer.hpp"
@@ -11,7 +12,9 @@ namespace ebb::io {
 void write_top_k(JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer);
 void write_point(JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer);
 void write_accuracy(JsonWriter& w, const engine::Accuracy& accuracy);
-// One item of POST /counts: the item shape with rate and view, as an object.
-void write_point_item(JsonWriter& w, const engine::PointAnswer& answer);
+// POST /counts: the items in request order, with the view and the accuracy
+// block they share. `view_answer` describes the view when there are no items.
+void write_counts(JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
+                  const engine::TopKAnswer& view_answer);
 
 }  // namespace ebb::io
