@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # ebb top against `sort | uniq -c | sort -rn | head` on the same 2M-line TSV
-# (Zipf 1.1 over 1M keys), in the same run, interleaved, median of 5 each.
+# (Zipf 1.1 over 1M keys), in the same run, interleaved, median of 9 each.
 # The shell pipeline gets `cut -f1` (it cannot pick a column otherwise) and
 # LC_ALL=C (its fastest setting); ebb reads the TSV as it is.
 #   bench/compare_top.sh [BUILD_DIR] [LINES]
 set -euo pipefail
 build=${1:-build}
 lines=${2:-2000000}
-runs=5
+runs=9
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$build/bench/ebb_gen" "$lines" 1000000 1.1 >"$tmp/events.tsv"

@@ -57,19 +57,19 @@ double Namespace::now() const {
   return wall_clock_();
 }
 
-double Namespace::checked_time(const Event& e, std::size_t index, double wall_now) const {
-  if (auto problem = check_event(e, config_)) throw BatchError(index, problem->field, problem->message);
-  double t = e.time;
-  if (config_.clock == ClockMode::wall && t > wall_now) {
-    // Within the skew tolerance a clock a little ahead is clamped to now;
-    // beyond it the event would be over-weighted forever: refuse it.
-    if (t - wall_now > config_.max_future_skew) {
-      throw BatchError(index, "timestamp", "is " + number(t - wall_now) + " s in the future (tolerance " +
-                                               number(config_.max_future_skew) + " s)");
-    }
-    t = wall_now;
+void Namespace::reject(const Event& e, std::size_t index) const {
+  const auto problem = describe_event_problem(e, config_);
+  throw BatchError(index, problem ? problem->field : "event", problem ? problem->message : "is invalid");
+}
+
+double Namespace::clamp_future(const Event& e, std::size_t index, double wall_now) const {
+  // Within the skew tolerance a clock a little ahead is clamped to now;
+  // beyond it the event would be over-weighted forever: refuse it.
+  if (e.time - wall_now > config_.max_future_skew) {
+    throw BatchError(index, "timestamp", "is " + number(e.time - wall_now) + " s in the future (tolerance " +
+                                             number(config_.max_future_skew) + " s)");
   }
-  return t;
+  return wall_now;
 }
 
 void Namespace::validate(std::span<const Event> events, double wall_now) const {

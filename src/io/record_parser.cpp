@@ -58,10 +58,30 @@ class DelimitedParser final : public RecordParser {
         arena_(arena) {
     need_header_ = !key_.name.empty() || !time_.name.empty() || !weight_.name.empty();
     max_index_ = std::max({key_.index, time_.index, weight_.index});
+    key_only_ = sep_ == '\t' && !need_header_ && time_.index < 0 && weight_.index < 0;
   }
 
   ParseStatus parse(std::string_view line, Record& out, std::string& error) override {
     if (line.empty()) return ParseStatus::skipped;
+    if (key_only_) {
+      // Only the key column is wanted: walk to it without collecting fields.
+      std::size_t pos = 0;
+      for (int column = 0; column < key_.index; ++column) {
+        const std::size_t tab = pos + find_byte(line.data() + pos, line.size() - pos, '\t');
+        if (tab == line.size()) {
+          error = "has " + std::to_string(column + 1) + " columns, needs " + std::to_string(key_.index + 1);
+          return ParseStatus::malformed;
+        }
+        pos = tab + 1;
+      }
+      const std::size_t end = pos + find_byte(line.data() + pos, line.size() - pos, '\t');
+      out = Record{line.substr(pos, end - pos), std::nullopt, 1};
+      if (out.key.empty()) {
+        error = "key column " + std::to_string(key_.index + 1) + " is empty";
+        return ParseStatus::malformed;
+      }
+      return ParseStatus::record;
+    }
     if (!split(line, error)) return ParseStatus::malformed;
     if (need_header_) {
       resolve_header();
@@ -161,6 +181,7 @@ class DelimitedParser final : public RecordParser {
   TimeReader times_;
   KeyArena& arena_;
   bool need_header_ = false;
+  bool key_only_ = false;  // TSV with neither time nor weight: the fast path
   int max_index_ = 0;
   std::vector<std::string_view> fields_;
 };

@@ -71,6 +71,25 @@ TEST(RecordParser, Tsv) {
   EXPECT_EQ(parse_one(*p, "").status, ParseStatus::skipped);
 }
 
+TEST(RecordParser, TsvKeyOnlyFastPath) {
+  KeyArena arena;
+  auto p = make_record_parser(InputFormat::tsv, {"2", "", ""}, TimeFormat::auto_detect, arena);
+  EXPECT_FALSE(p->has_time());
+  auto r = parse_one(*p, "1708632000\tapple\t2.5");
+  ASSERT_EQ(r.status, ParseStatus::record);
+  EXPECT_EQ(r.rec.key, "apple");
+  EXPECT_EQ(r.rec.weight, 1);
+  EXPECT_FALSE(r.rec.time);
+  EXPECT_EQ(parse_one(*p, "x\tlast-column").rec.key, "last-column");
+  r = parse_one(*p, "only-one-column");
+  EXPECT_EQ(r.status, ParseStatus::malformed);
+  EXPECT_NE(r.error.find("has 1 columns, needs 2"), std::string::npos) << r.error;
+  EXPECT_EQ(parse_one(*p, "x\t\ty").status, ParseStatus::malformed);  // empty key
+  auto first = make_record_parser(InputFormat::tsv, {}, TimeFormat::auto_detect, arena);
+  EXPECT_EQ(parse_one(*first, "k1\tmore").rec.key, "k1");
+  EXPECT_EQ(parse_one(*first, "solo").rec.key, "solo");
+}
+
 TEST(RecordParser, CsvWithHeaderNamesAndQuotes) {
   KeyArena arena;
   auto p = make_record_parser(InputFormat::csv, {"product", "ts", "amount"}, TimeFormat::auto_detect, arena);

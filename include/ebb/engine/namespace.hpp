@@ -102,8 +102,19 @@ class Namespace {
 
  private:
   void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
-  // The adjusted time of a valid event (clamped within the skew tolerance); throws BatchError.
-  double checked_time(const Event& e, std::size_t index, double wall_now) const;
+  // The adjusted time of a valid event (clamped within the skew tolerance);
+  // throws BatchError. Inline: it runs for every event of every batch.
+  double checked_time(const Event& e, std::size_t index, double wall_now) const {
+    if (!check_event_fast(e)) [[unlikely]] reject(e, index);
+    if (config_.clock == ClockMode::wall && e.time > wall_now) [[unlikely]] return clamp_future(e, index, wall_now);
+    return e.time;
+  }
+  bool check_event_fast(const Event& e) const noexcept {
+    return !e.item.empty() && e.item.size() <= config_.max_item_bytes && e.weight > 0 && e.weight <= NamespaceConfig::kMaxWeight &&
+           e.time >= 0 && e.time < INFINITY;
+  }
+  [[noreturn]] void reject(const Event& e, std::size_t index) const;
+  double clamp_future(const Event& e, std::size_t index, double wall_now) const;
   void apply_prepared(std::size_t submitted);
   void rebuild_exclude();
 

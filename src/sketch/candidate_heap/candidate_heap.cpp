@@ -15,12 +15,7 @@ constexpr std::uint16_t kFormatVersion = 1;
 CountedItem report(const KeyedMinHeap::Entry& e) { return {e.key, e.value, std::min(e.aux, e.value), e.value}; }
 }  // namespace
 
-void CandidateHeap::offer(std::string_view key, std::uint64_t hash, double weight, double estimate) {
-  // A held key's CMS estimate is never below its cached value (cells only
-  // grow, and rebases scale both alike), which is >= the minimum. So below
-  // the minimum the key is not held and cannot enter: skip the lookup. On a
-  // Zipf stream that is most events.
-  if (heap_.full() && estimate < heap_.min().value) return;
+void CandidateHeap::offer_candidate(std::string_view key, std::uint64_t hash, double weight, double estimate) {
   const auto slot = heap_.find(key, hash);
   if (slot != KeyedMinHeap::kNone) {
     const auto& e = heap_.at(slot);

@@ -23,11 +23,13 @@ KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity) : capacity_(capacity) {
 }
 
 std::uint32_t KeyedMinHeap::find(std::string_view key, std::uint64_t hash) const noexcept {
+  const std::uint64_t fingerprint = hash & 0xffffffff00000000ULL;
   for (std::uint64_t i = hash & table_mask_;; i = (i + 1) & table_mask_) {
-    const std::uint32_t v = table_[i];
+    const std::uint64_t v = table_[i];
     if (v == 0) return kNone;
-    const Entry& e = slots_[v - 1];
-    if (e.hash == hash && e.key == key) return v - 1;
+    if ((v & 0xffffffff00000000ULL) != fingerprint) continue;
+    const Entry& e = slots_[table_slot(v)];
+    if (e.hash == hash && same_key(e.key, key)) return table_slot(v);
   }
 }
 
@@ -77,7 +79,7 @@ void KeyedMinHeap::clear() noexcept {
 
 std::size_t KeyedMinHeap::memory_bytes() const noexcept {
   std::size_t bytes = sizeof(*this) + slots_.capacity() * sizeof(Entry) +
-                      (heap_.capacity() + pos_.capacity() + table_.capacity()) * sizeof(std::uint32_t);
+                      (heap_.capacity() + pos_.capacity()) * sizeof(std::uint32_t) + table_.capacity() * sizeof(std::uint64_t);
   for (const auto& e : slots_) {
     if (e.key.capacity() > 15) bytes += e.key.capacity() + 1;  // beyond the small-string buffer
   }
@@ -124,16 +126,16 @@ void KeyedMinHeap::sift_down(std::uint32_t i) noexcept {
 void KeyedMinHeap::table_insert(std::uint64_t hash, std::uint32_t slot) noexcept {
   std::uint64_t i = hash & table_mask_;
   while (table_[i] != 0) i = (i + 1) & table_mask_;
-  table_[i] = slot + 1;
+  table_[i] = table_entry(hash, slot);
 }
 
 void KeyedMinHeap::table_erase(std::uint32_t slot) noexcept {
   std::uint64_t i = slots_[slot].hash & table_mask_;
-  while (table_[i] != slot + 1) i = (i + 1) & table_mask_;
+  while (table_slot(table_[i]) != slot || table_[i] == 0) i = (i + 1) & table_mask_;
   // Backward-shift deletion: pull later members of the probe run into the
   // hole unless their home position lies cyclically in (hole, j].
   for (std::uint64_t j = (i + 1) & table_mask_; table_[j] != 0; j = (j + 1) & table_mask_) {
-    const std::uint64_t home = slots_[table_[j] - 1].hash & table_mask_;
+    const std::uint64_t home = slots_[table_slot(table_[j])].hash & table_mask_;
     const bool stays = (i < j) ? (home > i && home <= j) : (home > i || home <= j);
     if (!stays) {
       table_[i] = table_[j];

@@ -32,7 +32,14 @@ class CandidateHeap {
 
   // One event of `weight` for the key, whose CMS estimate after the event's
   // own CMS update is `estimate`.
-  void offer(std::string_view key, std::uint64_t hash, double weight, double estimate);
+  void offer(std::string_view key, std::uint64_t hash, double weight, double estimate) {
+    // A held key's CMS estimate is never below its cached value (cells only
+    // grow, and rebases scale both alike), which is >= the minimum. So below
+    // the minimum the key is not held and cannot enter: nothing to do. On a
+    // Zipf stream that is most events, so this test is inline.
+    if (heap_.full() && estimate < heap_.min().value) return;
+    offer_candidate(key, hash, weight, estimate);
+  }
 
   std::optional<CountedItem> find(std::string_view key, std::uint64_t hash) const;
   double threshold() const noexcept;
@@ -48,6 +55,8 @@ class CandidateHeap {
   static CandidateHeap deserialize(std::string_view blob);
 
  private:
+  void offer_candidate(std::string_view key, std::uint64_t hash, double weight, double estimate);
+
   KeyedMinHeap heap_;
   double floor_ = 0;  // bound on non-candidates inherited from merges
 };

@@ -10,6 +10,7 @@
 // replace_min(). All values share one coordinate system, so scale() keeps
 // the heap order.
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,25 @@
 #include "ebb/core/binary_io.hpp"
 
 namespace ebb {
+
+// Equality of a held key and a candidate, inline: keys are mostly a few
+// tens of bytes, where a call to memcmp costs more than the comparison.
+inline bool same_key(const std::string& held, std::string_view key) noexcept {
+  if (held.size() != key.size()) return false;
+  const char* p = held.data();
+  const char* q = key.data();
+  std::size_t n = key.size();
+  for (; n >= 8; n -= 8, p += 8, q += 8) {
+    std::uint64_t a, b;
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, q, 8);
+    if (a != b) return false;
+  }
+  for (; n > 0; --n) {
+    if (*p++ != *q++) return false;
+  }
+  return true;
+}
 
 class KeyedMinHeap {
  public:
@@ -82,7 +102,13 @@ class KeyedMinHeap {
   std::vector<Entry> slots_;
   std::vector<std::uint32_t> heap_;   // slot ids, min-heap by value
   std::vector<std::uint32_t> pos_;    // slot id -> index in heap_
-  std::vector<std::uint32_t> table_;  // slot id + 1, 0 = empty
+  // Open addressing: (upper 32 bits of the key's hash) << 32 | (slot id + 1);
+  // 0 = empty. A probe compares the fingerprint before it touches a slot.
+  std::vector<std::uint64_t> table_;
+  static std::uint64_t table_entry(std::uint64_t hash, std::uint32_t slot) noexcept {
+    return (hash & 0xffffffff00000000ULL) | (std::uint64_t{slot} + 1);
+  }
+  static std::uint32_t table_slot(std::uint64_t entry) noexcept { return static_cast<std::uint32_t>(entry) - 1; }
   std::uint64_t table_mask_;
 };
 
