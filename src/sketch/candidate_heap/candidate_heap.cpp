@@ -33,9 +33,7 @@ std::optional<CountedItem> CandidateHeap::find(std::string_view key, std::uint64
   return report(heap_.at(slot));
 }
 
-double CandidateHeap::threshold() const noexcept {
-  return heap_.full() ? std::max(floor_, heap_.min().value) : floor_;
-}
+double CandidateHeap::threshold() const noexcept { return heap_.bound_outside(floor_); }
 
 std::vector<CountedItem> CandidateHeap::top(std::size_t k) const {
   std::vector<CountedItem> items;

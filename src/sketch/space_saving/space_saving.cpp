@@ -20,7 +20,7 @@ void SpaceSaving::update(std::string_view key, std::uint64_t hash, double weight
   } else if (!heap_.full()) {
     heap_.insert(key, hash, floor_ + weight, floor_);
   } else {
-    const double inherited = std::max(heap_.min().value, floor_);
+    const double inherited = heap_.bound_outside(floor_);
     heap_.replace_min(key, hash, inherited + weight, inherited);
   }
 }
@@ -31,9 +31,7 @@ std::optional<CountedItem> SpaceSaving::find(std::string_view key, std::uint64_t
   return report(heap_.at(slot));
 }
 
-double SpaceSaving::threshold() const noexcept {
-  return heap_.full() ? std::max(floor_, heap_.min().value) : floor_;
-}
+double SpaceSaving::threshold() const noexcept { return heap_.bound_outside(floor_); }
 
 std::vector<CountedItem> SpaceSaving::top(std::size_t k) const {
   std::vector<CountedItem> items;

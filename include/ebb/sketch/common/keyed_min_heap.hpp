@@ -9,6 +9,7 @@
 // is held, so raise() is a sift-down; the minimum is evicted by
 // replace_min(). All values share one coordinate system, so scale() keeps
 // the heap order.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -73,6 +74,11 @@ class KeyedMinHeap {
   void clear() noexcept;
 
   std::size_t memory_bytes() const noexcept;
+
+  // Bound on the value of any key not held, for summaries whose held values
+  // only grow and whose minimum is only ever replaced by a larger value:
+  // once full, the minimum; `floor` carries what merges established.
+  double bound_outside(double floor) const noexcept { return full() ? std::max(floor, min().value) : floor; }
 
   // The k entries with the largest values, largest first (ties by key), as
   // pointers: a query selects before it copies any key.
