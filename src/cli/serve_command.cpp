@@ -1,8 +1,6 @@
 // `ebb serve`: wires the registry, the storage, the API and the HTTP server.
 #include "serve_command.hpp"
 
-#include "duration_validator.hpp"
-
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -20,6 +18,7 @@
 #include "ebb/server/registry.hpp"
 #include "ebb/server/router.hpp"
 #include "ebb/storage/checkpoint_store.hpp"
+#include "duration_validator.hpp"
 
 namespace ebb::cli {
 namespace {
