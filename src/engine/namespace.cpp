@@ -78,12 +78,9 @@ void Namespace::validate(std::span<const Event> events, double wall_now) const {
 
 void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
   const bool prehashed = !hashes.empty();
-  // Sized once and filled by index: this loop runs for every event.
+  // Filled by index into columns that only grow: this loop runs for every event.
   const std::size_t n = events.size();
-  batch_.items.resize(n);
-  batch_.times.resize(n);
-  batch_.weights.resize(n);
-  batch_.hashes.resize(n);
+  batch_.reserve(n);
   std::size_t kept = 0;
   double min_t = INFINITY, max_t = -INFINITY;
   // Validate everything before anything is counted.
@@ -99,10 +96,7 @@ void Namespace::prepare(std::span<const Event> events, std::span<const std::uint
     min_t = std::min(min_t, t);
     max_t = std::max(max_t, t);
   }
-  batch_.items.resize(kept);
-  batch_.times.resize(kept);
-  batch_.weights.resize(kept);
-  batch_.hashes.resize(kept);
+  batch_.count = kept;
   if (!prehashed) {
     for (std::size_t i = 0; i < kept; ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
   }
@@ -131,7 +125,7 @@ void Namespace::apply_prepared(std::size_t submitted) {
   if (batch_.size() == 0) return;
   for (auto& view : views_) view->apply(batch_);
   stats_.events += batch_.size();
-  for (double w : batch_.weights) stats_.weight += w;
+  for (std::size_t i = 0; i < batch_.size(); ++i) stats_.weight += batch_.weights[i];
   stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, batch_.max_time) : batch_.max_time;
   seen_event_ = true;
 }

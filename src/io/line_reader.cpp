@@ -25,7 +25,9 @@ LineReader::LineReader(int fd, std::size_t max_line_bytes)
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     const auto size = static_cast<std::size_t>(st.st_size);
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Not MAP_POPULATE: a multi-GB log must not be faulted in up front; with
+    // MADV_SEQUENTIAL the kernel reads ahead and maps around each fault.
     if (p != MAP_FAILED) {  // otherwise fall back to read(2)
       ::madvise(p, size, MADV_SEQUENTIAL);
       map_size_ = size;

@@ -8,19 +8,24 @@
 namespace ebb::engine {
 
 struct PreparedBatch {
+  // Columns only grow (no zero-filling on every batch); the first count()
+  // entries are this batch.
   std::vector<std::string_view> items;
   std::vector<std::uint64_t> hashes;
   std::vector<double> times;
   std::vector<double> weights;
+  std::size_t count = 0;
   double min_time = 0;
   double max_time = 0;
 
-  std::size_t size() const noexcept { return items.size(); }
-  void clear() noexcept {
-    items.clear();
-    hashes.clear();
-    times.clear();
-    weights.clear();
+  std::size_t size() const noexcept { return count; }
+  void reserve(std::size_t n) {
+    if (items.size() < n) {
+      items.resize(n);
+      hashes.resize(n);
+      times.resize(n);
+      weights.resize(n);
+    }
   }
 };
 

@@ -124,37 +124,38 @@ template <std::uint32_t Depth>
 void batch_loop(double* base, std::uint32_t width, std::uint32_t depth_any, unsigned shift, UpdatePolicy policy,
                 const std::uint64_t* hashes, const double* weights, double* estimates, std::size_t n) noexcept {
   const std::uint32_t depth = Depth != 0 ? Depth : depth_any;
-  auto cell = [&](std::uint64_t h1, std::uint64_t h2, std::uint32_t row) {
-    return base + std::size_t{row} * width + static_cast<std::uint32_t>((h1 + row * h2) >> shift);
-  };
-  auto prefetch = [&](std::uint64_t h1) {
-    const std::uint64_t h2 = second_hash(h1);
-    for (std::uint32_t row = 0; row < depth; ++row) prefetch_line(cell(h1, h2, row));
-  };
-  for (std::size_t i = 0; i < std::min(n, kLookahead); ++i) prefetch(hashes[i]);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kLookahead < n) prefetch(hashes[i + kLookahead]);
+  constexpr std::uint32_t kRows = Depth != 0 ? Depth : CountMinShape::kMaxDepth;
+  // The cells an event touches are computed once, when it is prefetched,
+  // and kept in a ring of kLookahead events until its update.
+  double* ring[kLookahead][kRows];
+  auto locate = [&](std::size_t i) {
     const std::uint64_t h1 = hashes[i];
     const std::uint64_t h2 = second_hash(h1);
-    double* cells[Depth != 0 ? Depth : CountMinShape::kMaxDepth];
+    double** cells = ring[i % kLookahead];
+    for (std::uint32_t row = 0; row < depth; ++row) {
+      cells[row] = base + std::size_t{row} * width + static_cast<std::uint32_t>((h1 + row * h2) >> shift);
+      prefetch_line(cells[row]);
+    }
+  };
+  for (std::size_t i = 0; i < std::min(n, kLookahead); ++i) locate(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    double* const* cells = ring[i % kLookahead];
     double est;
     if (policy == UpdatePolicy::conservative) {
       double current = std::numeric_limits<double>::infinity();
-      for (std::uint32_t row = 0; row < depth; ++row) {
-        cells[row] = cell(h1, h2, row);
-        current = std::min(current, *cells[row]);
-      }
+      for (std::uint32_t row = 0; row < depth; ++row) current = std::min(current, *cells[row]);
       est = current + weights[i];
       for (std::uint32_t row = 0; row < depth; ++row) *cells[row] = std::max(*cells[row], est);
     } else {
       est = std::numeric_limits<double>::infinity();
       for (std::uint32_t row = 0; row < depth; ++row) {
-        double* c = cell(h1, h2, row);
-        *c += weights[i];
-        est = std::min(est, *c);
+        *cells[row] += weights[i];
+        est = std::min(est, *cells[row]);
       }
     }
     if (estimates != nullptr) estimates[i] = est;
+    // Reuse this event's ring slot for the event kLookahead ahead.
+    if (i + kLookahead < n) locate(i + kLookahead);
   }
 }
 
