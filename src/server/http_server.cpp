@@ -108,6 +108,25 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(64 * 1024);
     stream_.expires_after(ms(server_.options.idle_timeout));
+    // The header first: a client that sent "Expect: 100-continue" (curl does
+    // for bodies over 1 MB) waits for our go-ahead before sending the body.
+    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->on_read(ec);
+      auto& req = self->parser_->get();
+      if (beast::iequals(req[http::field::expect], "100-continue")) {
+        self->continue_ = {http::status::continue_, req.version()};
+        http::async_write(self->stream_, self->continue_, [self](beast::error_code wec, std::size_t) {
+          if (wec) return self->close();
+          self->read_body();
+        });
+        return;
+      }
+      self->read_body();
+    });
+  }
+
+  void read_body() {
+    stream_.expires_after(ms(server_.options.request_timeout));
     http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
@@ -180,6 +199,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
+  http::response<http::empty_body> continue_;
   Impl& server_;
   bool busy_ = false;
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <boost/asio.hpp>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -238,6 +239,29 @@ TEST_F(ServerApi, MalformedBodiesNeverCrashOrCount) {
   auto doc = parse(p, call("GET", "/namespaces/f").body);
   // Whatever was accepted was whole batches of this shape (1 or 2 events each).
   EXPECT_LE(uint64_t(doc["stats"]["events"]), 2u * accepted);
+}
+
+// "Expect: 100-continue" (curl sends it for large bodies): the server says
+// go ahead before the client sends the body, instead of letting it wait.
+TEST_F(ServerApi, AnswersExpectContinue) {
+  create(R"({"name":"x"})");
+  namespace net = boost::asio;
+  net::io_context ioc;
+  net::ip::tcp::socket socket(ioc);
+  socket.connect({net::ip::make_address("127.0.0.1"), server_->port()});
+  const std::string body = R"({"namespace":"x","events":[{"item_id":"a"}]})";
+  const std::string head = "POST /events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  net::write(socket, net::buffer(head));
+  net::streambuf reply;
+  net::read_until(socket, reply, "\r\n\r\n");
+  std::string first(net::buffers_begin(reply.data()), net::buffers_end(reply.data()));
+  EXPECT_EQ(first.rfind("HTTP/1.1 100 Continue", 0), 0u) << first;
+  reply.consume(reply.size());
+  net::write(socket, net::buffer(body));
+  net::read_until(socket, reply, "\r\n\r\n");
+  std::string second(net::buffers_begin(reply.data()), net::buffers_end(reply.data()));
+  EXPECT_EQ(second.rfind("HTTP/1.1 204", 0), 0u) << second;
 }
 
 TEST_F(ServerApi, LimitsGive413) {
