@@ -76,14 +76,6 @@ void CountMin::allocate() {
   counters_.reset(static_cast<double*>(p));
 }
 
-void CountMin::prefetch(std::uint64_t hash) const noexcept {
-  const std::uint64_t h2 = second_hash(hash);
-  const double* base = counters_.get();
-  for (std::uint32_t row = 0; row < shape_.depth; ++row) {
-    prefetch_line(base + std::size_t{row} * shape_.width + column(hash, h2, row));
-  }
-}
-
 double CountMin::update(std::uint64_t hash, double weight) noexcept {
   const std::uint64_t h2 = second_hash(hash);
   double* base = counters_.get();
@@ -133,7 +125,7 @@ void batch_loop(double* base, std::uint32_t width, std::uint32_t depth_any, unsi
     const std::uint64_t h2 = second_hash(h1);
     double** cells = ring[i % kLookahead];
     for (std::uint32_t row = 0; row < depth; ++row) {
-      cells[row] = base + std::size_t{row} * width + static_cast<std::uint32_t>((h1 + row * h2) >> shift);
+      cells[row] = base + std::size_t{row} * width + CountMin::row_column(h1, h2, row, shift);
       prefetch_line(cells[row]);
     }
   };

@@ -67,15 +67,19 @@ class CountMin {
   std::string serialize() const;
   static CountMin deserialize(std::string_view blob);
 
+  // The column of a key in a row (Kirsch-Mitzenmacher): the top bits of
+  // h1 + row * h2, with shift = 64 - log2(width). The one definition every
+  // update and read path uses.
+  static std::uint32_t row_column(std::uint64_t h1, std::uint64_t h2, std::uint32_t row, unsigned shift) noexcept {
+    return static_cast<std::uint32_t>((h1 + row * h2) >> shift);
+  }
+
  private:
   struct FreeDeleter {
     void operator()(double* p) const noexcept;
   };
   void allocate();
-  void prefetch(std::uint64_t hash) const noexcept;
-  std::uint32_t column(std::uint64_t h1, std::uint64_t h2, std::uint32_t row) const noexcept {
-    return static_cast<std::uint32_t>((h1 + row * h2) >> shift_);
-  }
+  std::uint32_t column(std::uint64_t h1, std::uint64_t h2, std::uint32_t row) const noexcept { return row_column(h1, h2, row, shift_); }
 
   CountMinShape shape_;
   UpdatePolicy policy_;
