@@ -76,20 +76,17 @@ void CountMin::allocate() {
   counters_.reset(static_cast<double*>(p));
 }
 
-double CountMin::update(std::uint64_t hash, double weight) noexcept {
-  const std::uint64_t h2 = second_hash(hash);
-  double* base = counters_.get();
-  const std::uint32_t width = shape_.width;
-  const std::uint32_t depth = shape_.depth;
-  total_ += weight;
-  if (policy_ == UpdatePolicy::conservative) {
-    // Up to kMaxDepth cells: remember their addresses so each is read once.
-    double* cells[CountMinShape::kMaxDepth];
+namespace {
+
+// One event's update over the cells it hashes to (one per row); returns the
+// key's estimate after it. Depth 0 = any depth (depth_any), otherwise a
+// compile-time depth so the rows unroll.
+template <std::uint32_t Depth>
+double update_cells(double* const* cells, std::uint32_t depth_any, UpdatePolicy policy, double weight) noexcept {
+  const std::uint32_t depth = Depth != 0 ? Depth : depth_any;
+  if (policy == UpdatePolicy::conservative) {
     double current = std::numeric_limits<double>::infinity();
-    for (std::uint32_t row = 0; row < depth; ++row) {
-      cells[row] = base + std::size_t{row} * width + column(hash, h2, row);
-      current = std::min(current, *cells[row]);
-    }
+    for (std::uint32_t row = 0; row < depth; ++row) current = std::min(current, *cells[row]);
     const double next = current + weight;
     // Branch-free on purpose: whether a row holds the minimum is a coin
     // toss, and a mispredicted branch per row cost ~10x the whole update
@@ -99,11 +96,22 @@ double CountMin::update(std::uint64_t hash, double weight) noexcept {
   }
   double est = std::numeric_limits<double>::infinity();
   for (std::uint32_t row = 0; row < depth; ++row) {
-    double& cell = base[std::size_t{row} * width + column(hash, h2, row)];
-    cell += weight;
-    est = std::min(est, cell);
+    *cells[row] += weight;
+    est = std::min(est, *cells[row]);
   }
   return est;
+}
+
+}  // namespace
+
+double CountMin::update(std::uint64_t hash, double weight) noexcept {
+  const std::uint64_t h2 = second_hash(hash);
+  double* cells[CountMinShape::kMaxDepth];
+  for (std::uint32_t row = 0; row < shape_.depth; ++row) {
+    cells[row] = counters_.get() + std::size_t{row} * shape_.width + column(hash, h2, row);
+  }
+  total_ += weight;
+  return update_cells<0>(cells, shape_.depth, policy_, weight);
 }
 
 namespace {
@@ -131,20 +139,7 @@ void batch_loop(double* base, std::uint32_t width, std::uint32_t depth_any, unsi
   };
   for (std::size_t i = 0; i < std::min(n, kLookahead); ++i) locate(i);
   for (std::size_t i = 0; i < n; ++i) {
-    double* const* cells = ring[i % kLookahead];
-    double est;
-    if (policy == UpdatePolicy::conservative) {
-      double current = std::numeric_limits<double>::infinity();
-      for (std::uint32_t row = 0; row < depth; ++row) current = std::min(current, *cells[row]);
-      est = current + weights[i];
-      for (std::uint32_t row = 0; row < depth; ++row) *cells[row] = std::max(*cells[row], est);
-    } else {
-      est = std::numeric_limits<double>::infinity();
-      for (std::uint32_t row = 0; row < depth; ++row) {
-        *cells[row] += weights[i];
-        est = std::min(est, *cells[row]);
-      }
-    }
+    const double est = update_cells<Depth>(ring[i % kLookahead], depth, policy, weights[i]);
     if (estimates != nullptr) estimates[i] = est;
     // Reuse this event's ring slot for the event kLookahead ahead.
     if (i + kLookahead < n) locate(i + kLookahead);
