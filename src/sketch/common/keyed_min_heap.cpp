@@ -8,6 +8,14 @@
 #include "ebb/core/hash.hpp"
 
 namespace ebb {
+namespace {
+
+// Report order of entries: largest value first, ties by key (deterministic).
+bool ranks_higher(const KeyedMinHeap::Entry& a, const KeyedMinHeap::Entry& b) noexcept {
+  return a.value != b.value ? a.value > b.value : a.key < b.key;
+}
+
+}  // namespace
 
 KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity) : capacity_(capacity) {
   if (capacity < 1 || capacity > kMaxCapacity) {
@@ -91,9 +99,7 @@ std::vector<const KeyedMinHeap::Entry*> KeyedMinHeap::largest(std::size_t k) con
   order.reserve(slots_.size());
   for (const auto& e : slots_) order.push_back(&e);
   const std::size_t n = std::min(k, order.size());
-  std::partial_sort(order.begin(), order.begin() + n, order.end(), [](const Entry* a, const Entry* b) {
-    return a->value != b->value ? a->value > b->value : a->key < b->key;
-  });
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), [](const Entry* a, const Entry* b) { return ranks_higher(*a, *b); });
   order.resize(n);
   return order;
 }
@@ -151,9 +157,7 @@ namespace ebb {
 
 KeyedMinHeap KeyedMinHeap::from_entries(std::uint32_t capacity, std::vector<Entry> entries) {
   if (entries.size() > capacity) {
-    std::nth_element(entries.begin(), entries.begin() + capacity, entries.end(), [](const Entry& a, const Entry& b) {
-      return a.value != b.value ? a.value > b.value : a.key < b.key;
-    });
+    std::nth_element(entries.begin(), entries.begin() + capacity, entries.end(), ranks_higher);
     entries.resize(capacity);
   }
   KeyedMinHeap heap(capacity);
