@@ -43,16 +43,12 @@ std::string percent_encode(const std::string& s) {
   return out;
 }
 
-struct Failure {
-  std::string message;
-};
-
 server::HttpResult call(server::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,
                         const std::string& body = "") {
   try {
     return client.request(method, target, body);
   } catch (const std::exception& e) {
-    throw Failure{"cannot reach " + url + ": " + e.what()};
+    throw Fatal{"cannot reach " + url + ": " + e.what()};
   }
 }
 
@@ -154,7 +150,7 @@ int run_send(const SendOptions& o) {
         const std::size_t end = std::min(chunk->events.size(), begin + o.batch);
         auto r = call(client, o.url, "POST", "/events", body_of(o.ns, chunk->events, begin, end, timed));
         if (r.status != 204) {
-          throw Failure{"the server refused a batch (HTTP " + std::to_string(r.status) + "): " + server_error(r) + "; " +
+          throw Fatal{"the server refused a batch (HTTP " + std::to_string(r.status) + "): " + server_error(r) + "; " +
                         std::to_string(sent) + " events sent before it were accepted"};
         }
         sent += end - begin;
@@ -163,17 +159,10 @@ int run_send(const SendOptions& o) {
       input.recycle(std::move(chunk));
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const auto& tally = input.tally();
     std::fprintf(stderr, "ebb send: %llu events in %llu requests to '%s' at %s (%.0f events/s)\n", static_cast<unsigned long long>(sent),
                  static_cast<unsigned long long>(requests), o.ns.c_str(), o.url.c_str(), secs > 0 ? sent / secs : 0.0);
-    if (tally.malformed > 0) {
-      std::fprintf(stderr, "ebb send: %llu malformed line%s skipped:\n", static_cast<unsigned long long>(tally.malformed), tally.malformed == 1 ? "" : "s");
-      for (const auto& p : input.problems()) std::fprintf(stderr, "  %s\n", p.c_str());
-    }
+    report_input_problems("ebb send", input.tally(), input.problems());
     return 0;
-  } catch (const Failure& f) {
-    std::fprintf(stderr, "ebb send: %s\n", f.message.c_str());
-    return 1;
   } catch (const Fatal& f) {
     std::fprintf(stderr, "ebb send: %s\n", f.message.c_str());
     return 1;
@@ -193,7 +182,7 @@ int run_query(const QueryOptions& o) {
       std::string target = "/top-k?namespace=" + percent_encode(o.ns) + view;
       if (o.k > 0) target += "&k=" + std::to_string(o.k);
       auto r = call(client, o.url, "GET", target);
-      if (r.status != 200) throw Failure{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
+      if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
       if (o.json) {
         std::printf("%s\n", r.body.c_str());
         return 0;
@@ -210,7 +199,7 @@ int run_query(const QueryOptions& o) {
     if (!o.window.empty()) w.key("window").value(o.window);
     w.end_object();
     auto r = call(client, o.url, "POST", "/counts", w.str());
-    if (r.status != 200) throw Failure{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
+    if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
     if (o.json) {
       std::printf("%s\n", r.body.c_str());
       return 0;
@@ -223,7 +212,7 @@ int run_query(const QueryOptions& o) {
                   double(item["estimated_count"]), double(item["lower_bound"]), double(item["upper_bound"]), double(item["rate"]));
     }
     return 0;
-  } catch (const Failure& f) {
+  } catch (const Fatal& f) {
     std::fprintf(stderr, "ebb query: %s\n", f.message.c_str());
     return 1;
   } catch (const simdjson::simdjson_error& e) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
 
@@ -26,6 +27,21 @@ Source open_source(const std::string& path) {
   }
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   return {path, fd, true, regular ? static_cast<std::uint64_t>(st.st_size) : 0};
+}
+
+void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems) {
+  if (tally.malformed > 0) {
+    std::fprintf(stderr, "%s: %llu malformed line%s skipped (use --strict to stop at the first):\n", program,
+                 static_cast<unsigned long long>(tally.malformed), tally.malformed == 1 ? "" : "s");
+    for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
+    if (tally.malformed > problems.size()) {
+      std::fprintf(stderr, "  ... and %llu more\n", static_cast<unsigned long long>(tally.malformed - problems.size()));
+    }
+  }
+  if (tally.zero_weight > 0) {
+    std::fprintf(stderr, "%s: %llu line%s with weight 0 or '-' not counted\n", program,
+                 static_cast<unsigned long long>(tally.zero_weight), tally.zero_weight == 1 ? "" : "s");
+  }
 }
 
 InputPipeline::InputPipeline(std::vector<Source> sources, std::unique_ptr<io::RecordParser> parser, io::KeyArena& parser_arena,

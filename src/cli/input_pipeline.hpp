@@ -46,6 +46,10 @@ struct InputTally {
   std::uint64_t zero_weight = 0;
 };
 
+// Tells stderr what the input had that was not counted: malformed lines
+// (the first few quoted with file:line) and lines of weight 0 or "-".
+void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems);
+
 // What one read of the input became. The chunk owns every byte its events
 // point to: the read buffer itself, and an arena for keys a parser had to
 // rewrite (unescaped CSV fields, JSON strings).

@@ -71,7 +71,7 @@ class TopRun {
       input.recycle(std::move(chunk));
     }
     print_all(true, input.tally());
-    report_problems(input.tally(), input.problems());
+    report_input_problems("ebb top", input.tally(), input.problems());
     return 0;
   }
 
@@ -119,21 +119,6 @@ class TopRun {
       std::fprintf(stdout, "; state %.1f MiB\n", s.memory_bytes / 1048576.0);
     }
     std::fflush(stdout);
-  }
-
-  static void report_problems(const InputTally& tally, const std::vector<std::string>& problems) {
-    if (tally.malformed > 0) {
-      std::fprintf(stderr, "ebb top: %llu malformed line%s skipped (use --strict to stop at the first):\n",
-                   static_cast<unsigned long long>(tally.malformed), tally.malformed == 1 ? "" : "s");
-      for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
-      if (tally.malformed > problems.size()) {
-        std::fprintf(stderr, "  ... and %llu more\n", static_cast<unsigned long long>(tally.malformed - problems.size()));
-      }
-    }
-    if (tally.zero_weight > 0) {
-      std::fprintf(stderr, "ebb top: %llu line%s with weight 0 or '-' not counted\n",
-                   static_cast<unsigned long long>(tally.zero_weight), tally.zero_weight == 1 ? "" : "s");
-    }
   }
 
   const TopOptions& opts_;
