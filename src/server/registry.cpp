@@ -36,11 +36,12 @@ void Registry::patch(NamespaceEntry& entry, std::string_view json) {
   std::unique_lock lock(entry.mu);
   if (entry.deleted) throw ApiError(404, "namespace_not_found", "namespace '" + entry.name + "' was deleted");
   const NamespaceSpec next = patch_namespace_spec(entry.spec, json, limits_);
-  // Check the engine accepts it before anything is written.
-  if (next.config.k != entry.spec.config.k) {
-    engine::NamespaceConfig probe = entry.ns.config();
-    probe.k = next.config.k;
-    probe.validate();
+  // The engine must accept the whole new configuration before anything is
+  // written, so disk and memory cannot disagree.
+  try {
+    next.config.validate();
+  } catch (const InvalidArgument& e) {
+    throw bad_request("invalid_field", e.what());
   }
   if (store_ != nullptr) {
     std::lock_guard io(entry.io_mu);
