@@ -57,14 +57,19 @@ void DecayedView::apply(const PreparedBatch& batch) {
 
   for (std::size_t begin = 0; begin < batch.size(); begin += kChunk) {
     const std::size_t n = std::min(kChunk, batch.size() - begin);
-    scaler_.scale(clock_, batch.times.data() + begin, batch.weights.data() + begin, scaled_.data(), n);
+    // Weights in landmark coordinates; without decay they are the batch's own.
+    const double* weights = batch.weights.data() + begin;
+    if (clock_.decays()) {
+      scaler_.scale(clock_, batch.times.data() + begin, weights, scaled_.data(), n);
+      weights = scaled_.data();
+    }
     const std::span<const std::uint64_t> hashes(batch.hashes.data() + begin, n);
-    sketch_.update_batch(hashes, std::span<const double>(scaled_.data(), n), std::span<double>(estimates_.data(), n));
+    sketch_.update_batch(hashes, std::span<const double>(weights, n), std::span<double>(estimates_.data(), n));
     if (auto* heap = std::get_if<CandidateHeap>(&summary_)) {
-      for (std::size_t i = 0; i < n; ++i) heap->offer(batch.items[begin + i], hashes[i], scaled_[i], estimates_[i]);
+      for (std::size_t i = 0; i < n; ++i) heap->offer(batch.items[begin + i], hashes[i], weights[i], estimates_[i]);
     } else {
       auto& ss = std::get<SpaceSaving>(summary_);
-      for (std::size_t i = 0; i < n; ++i) ss.update(batch.items[begin + i], hashes[i], scaled_[i]);
+      for (std::size_t i = 0; i < n; ++i) ss.update(batch.items[begin + i], hashes[i], weights[i]);
     }
   }
 }

@@ -44,7 +44,7 @@ class DecayedView final : public View {
   std::variant<CandidateHeap, SpaceSaving> summary_;
   double first_time_ = 0;  // for the all-time rate
   std::uint64_t rebases_ = 0;
-  std::vector<double> scaled_;     // scratch: weights in landmark coordinates
+  std::vector<double> scaled_;     // scratch: weights in landmark coordinates (decayed views only)
   std::vector<double> estimates_;  // scratch: CMS estimates after each update
 };
 
