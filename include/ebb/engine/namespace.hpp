@@ -37,10 +37,12 @@ struct EventProblem {
 std::optional<EventProblem> describe_event_problem(const Event& event, const NamespaceConfig& config);
 // The hot path: a valid event costs a few compares, the message is built
 // only for a bad one.
+inline bool event_is_valid(const Event& e, const NamespaceConfig& config) noexcept {
+  return !e.item.empty() && e.item.size() <= config.max_item_bytes && e.weight > 0 && e.weight <= NamespaceConfig::kMaxWeight &&
+         e.time >= 0 && e.time < INFINITY;  // NaN fails every compare
+}
 inline std::optional<EventProblem> check_event(const Event& e, const NamespaceConfig& config) {
-  const bool ok = !e.item.empty() && e.item.size() <= config.max_item_bytes && e.weight > 0 &&
-                  e.weight <= NamespaceConfig::kMaxWeight && e.time >= 0 && e.time < INFINITY;  // NaN fails every compare
-  if (ok) [[likely]]
+  if (event_is_valid(e, config)) [[likely]]
     return std::nullopt;
   return describe_event_problem(e, config);
 }
@@ -105,13 +107,9 @@ class Namespace {
   // The adjusted time of a valid event (clamped within the skew tolerance);
   // throws BatchError. Inline: it runs for every event of every batch.
   double checked_time(const Event& e, std::size_t index, double wall_now) const {
-    if (!check_event_fast(e)) [[unlikely]] reject(e, index);
+    if (!event_is_valid(e, config_)) [[unlikely]] reject(e, index);
     if (config_.clock == ClockMode::wall && e.time > wall_now) [[unlikely]] return clamp_future(e, index, wall_now);
     return e.time;
-  }
-  bool check_event_fast(const Event& e) const noexcept {
-    return !e.item.empty() && e.item.size() <= config_.max_item_bytes && e.weight > 0 && e.weight <= NamespaceConfig::kMaxWeight &&
-           e.time >= 0 && e.time < INFINITY;
   }
   [[noreturn]] void reject(const Event& e, std::size_t index) const;
   double clamp_future(const Event& e, std::size_t index, double wall_now) const;
