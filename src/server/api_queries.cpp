@@ -161,9 +161,16 @@ void add_query_routes(Router& router, ApiContext& ctx) {
         }
         answers.push_back(on_view([&] { return entry->ns.count(ids[i], view); }));
       }
-      view_answer = on_view([&] { return entry->ns.top(view, 1); });
+      // Every point answer carries the view and accuracy; ask only when there is none.
+      if (answers.empty()) view_answer = on_view([&] { return entry->ns.top(view, 1); });
     }
-    if (!answers.empty()) view_answer.as_of = answers.front().as_of;
+    if (!answers.empty()) {
+      const auto& first = answers.front();
+      view_answer.view = first.view;
+      view_answer.as_of = first.as_of;
+      view_answer.window_start = first.window_start;
+      view_answer.accuracy = first.accuracy;
+    }
     io::JsonWriter w;
     io::write_counts(w, name, answers, view_answer);
     return json_response(200, w.take());
