@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "bench/common/zipf_stream.hpp"
-#include "ebb/server/http_client.hpp"
+#include "ebb/io/http_client.hpp"
 
 namespace {
 
@@ -108,7 +108,7 @@ int ingest(const std::map<std::string, std::string>& f) {
   std::vector<std::thread> threads;
   for (int c = 0; c < connections; ++c) {
     threads.emplace_back([&] {
-      ebb::server::HttpClient client(port);
+      ebb::io::HttpClient client(port);
       for (std::size_t i; (i = next++) < batches;) {
         if (rate > 0) {
           std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i * batch / rate)));
@@ -137,7 +137,7 @@ int query(const std::map<std::string, std::string>& f) {
   std::vector<std::thread> threads;
   for (int c = 0; c < connections; ++c) {
     threads.emplace_back([&, c] {
-      ebb::server::HttpClient client(port);
+      ebb::io::HttpClient client(port);
       const auto interval = std::chrono::duration<double>(1.0 / per_connection);
       // Stagger connections evenly inside one interval.
       auto scheduled = start + std::chrono::duration_cast<Clock::duration>(interval * (static_cast<double>(c) / connections));

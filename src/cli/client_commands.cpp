@@ -11,7 +11,7 @@
 #include "ebb/core/error.hpp"
 #include "ebb/engine/answers.hpp"
 #include "ebb/io/json_writer.hpp"
-#include "ebb/server/http_client.hpp"
+#include "ebb/io/http_client.hpp"
 #include "duration_validator.hpp"
 #include "input_pipeline.hpp"
 #include "top_output.hpp"
@@ -20,7 +20,7 @@ namespace ebb::cli {
 namespace {
 
 // The server's error message, or the body when it is not an error document.
-std::string server_error(const server::HttpResult& r) {
+std::string server_error(const io::HttpResult& r) {
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   std::string_view message;
@@ -43,7 +43,7 @@ std::string percent_encode(const std::string& s) {
   return out;
 }
 
-server::HttpResult call(server::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,
+io::HttpResult call(io::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,
                         const std::string& body = "") {
   try {
     return client.request(method, target, body);
@@ -127,7 +127,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
 
 int run_send(const SendOptions& o) {
   try {
-    const auto endpoint = server::parse_http_url(o.url);
+    const auto endpoint = io::parse_http_url(o.url);
     io::KeyArena arena;
     auto parser = io::make_record_parser(io::parse_input_format(o.format), o.fields, io::parse_time_format(o.time_format), arena);
     const bool timed = parser->has_time();
@@ -141,7 +141,7 @@ int run_send(const SendOptions& o) {
     popts.strict = o.strict;
     popts.max_line_bytes = o.max_line_bytes;
     popts.progress = !o.no_progress && ::isatty(STDERR_FILENO);
-    server::HttpClient client(endpoint);
+    io::HttpClient client(endpoint);
     InputPipeline input(std::move(sources), std::move(parser), arena, rules, popts);
     std::uint64_t sent = 0, requests = 0;
     const auto start = std::chrono::steady_clock::now();
@@ -174,7 +174,7 @@ int run_send(const SendOptions& o) {
 
 int run_query(const QueryOptions& o) {
   try {
-    server::HttpClient client(server::parse_http_url(o.url));
+    io::HttpClient client(io::parse_http_url(o.url));
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + percent_encode(o.half_life);
     if (!o.window.empty()) view = "&window=" + percent_encode(o.window);

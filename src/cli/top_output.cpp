@@ -4,7 +4,7 @@
 #include <cmath>
 #include <ctime>
 
-#include "ebb/io/answer_json.hpp"
+#include "ebb/service/answer_json.hpp"
 
 namespace ebb::cli {
 namespace {
@@ -66,7 +66,7 @@ void print_table(std::FILE* out, const engine::TopKAnswer& a, bool event_time) {
 
 void print_json(std::FILE* out, const std::string& ns, const engine::TopKAnswer& answer) {
   io::JsonWriter w;
-  io::write_top_k(w, ns, answer);
+  service::write_top_k(w, ns, answer);
   std::fprintf(out, "%s\n", w.str().c_str());
 }
 

@@ -37,11 +37,6 @@ std::optional<EventProblem> describe_event_problem(const Event& e, const Namespa
   return std::nullopt;  // (check_event's fast path says valid; here only as a safe fallback)
 }
 
-double wall_clock_now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::move(config)), wall_clock_(std::move(wall_clock)) {
   config_.validate();
   // The summary capacity is fixed at creation: a later set_k() must not

@@ -5,7 +5,7 @@
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
-#include "ebb/io/answer_json.hpp"
+#include "ebb/service/answer_json.hpp"
 #include "ebb/server/api.hpp"
 
 namespace ebb::server {
@@ -81,7 +81,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
       answer = on_view([&] { return entry->ns.top(view, k); });
     }
     io::JsonWriter w;
-    io::write_top_k(w, name, answer);
+    service::write_top_k(w, name, answer);
     return json_response(200, w.take());
   });
 
@@ -100,7 +100,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
       answer = on_view([&] { return entry->ns.count(item, view); });
     }
     io::JsonWriter w;
-    io::write_point(w, name, answer);
+    service::write_point(w, name, answer);
     return json_response(200, w.take());
   });
 
@@ -172,7 +172,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
       view_answer.accuracy = first.accuracy;
     }
     io::JsonWriter w;
-    io::write_counts(w, name, answers, view_answer);
+    service::write_counts(w, name, answers, view_answer);
     return json_response(200, w.take());
   });
 }

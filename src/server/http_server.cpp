@@ -11,7 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "ebb/engine/namespace.hpp"
+#include "ebb/core/clock.hpp"
 #include "ebb/server/metrics.hpp"
 #include "ebb/server/router.hpp"
 
@@ -148,7 +148,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     auto& req = parser_->get();
     Request request;
     request.method = std::string(sv(req.method_string()));
-    request.received_at = engine::wall_clock_now();
+    request.received_at = wall_clock_now();
     try {
       parse_target(sv(req.target()), request.path, request.query);
     } catch (const ApiError& e) {

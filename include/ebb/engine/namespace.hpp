@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ebb/core/clock.hpp"
 #include "ebb/engine/answers.hpp"
 #include "ebb/engine/event.hpp"
 #include "ebb/engine/namespace_config.hpp"
@@ -24,8 +25,7 @@
 
 namespace ebb::engine {
 
-// Seconds since the Unix epoch, from the system clock.
-double wall_clock_now();
+using ebb::wall_clock_now;
 
 // What is wrong with one event under a configuration's rules (item length,
 // weight, time), or nullopt. The clock's future check is apply()'s alone.

@@ -1,4 +1,4 @@
-#include "ebb/server/http_client.hpp"
+#include "ebb/io/http_client.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -6,7 +6,7 @@
 #include <boost/beast/http.hpp>
 #include <stdexcept>
 
-namespace ebb::server {
+namespace ebb::io {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -90,4 +90,4 @@ void HttpClient::close() {
   impl_->connected = false;
 }
 
-}  // namespace ebb::server
+}  // namespace ebb::io

@@ -7,14 +7,14 @@
 #include "ebb/engine/answers.hpp"
 #include "ebb/io/json_writer.hpp"
 
-namespace ebb::io {
+namespace ebb::service {
 
-void write_top_k(JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer);
-void write_point(JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer);
-void write_accuracy(JsonWriter& w, const engine::Accuracy& accuracy);
+void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer);
+void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer);
+void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy);
 // POST /counts: the items in request order, with the view and the accuracy
 // block they share. `view_answer` describes the view when there are no items.
-void write_counts(JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
+void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
                   const engine::TopKAnswer& view_answer);
 
-}  // namespace ebb::io
+}  // namespace ebb::service

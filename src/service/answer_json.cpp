@@ -1,9 +1,9 @@
-#include "ebb/io/answer_json.hpp"
+#include "ebb/service/answer_json.hpp"
 
-namespace ebb::io {
+namespace ebb::service {
 namespace {
 
-void write_view(JsonWriter& w, const engine::ViewSpec& view, double window_start, double as_of) {
+void write_view(io::JsonWriter& w, const engine::ViewSpec& view, double window_start, double as_of) {
   if (view.kind == engine::ViewSpec::Kind::decayed) {
     w.key("half_life").value(view.name());
   } else {
@@ -13,7 +13,7 @@ void write_view(JsonWriter& w, const engine::ViewSpec& view, double window_start
   w.key("as_of").value(as_of);
 }
 
-void write_item_fields(JsonWriter& w, const CountedItem& item) {
+void write_item_fields(io::JsonWriter& w, const CountedItem& item) {
   w.key("item_id").value(item.key);
   w.key("estimated_count").value(item.estimate);
   w.key("lower_bound").value(item.lower);
@@ -22,7 +22,7 @@ void write_item_fields(JsonWriter& w, const CountedItem& item) {
 
 }  // namespace
 
-void write_accuracy(JsonWriter& w, const engine::Accuracy& a) {
+void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a) {
   w.key("accuracy").begin_object();
   w.key("type").value(a.type);
   w.key("epsilon").value(a.epsilon);
@@ -34,7 +34,7 @@ void write_accuracy(JsonWriter& w, const engine::Accuracy& a) {
   w.end_object();
 }
 
-void write_top_k(JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer) {
+void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer) {
   w.begin_object();
   w.key("namespace").value(ns);
   write_view(w, answer.view, answer.window_start, answer.as_of);
@@ -51,7 +51,7 @@ void write_top_k(JsonWriter& w, const std::string& ns, const engine::TopKAnswer&
   w.end_object();
 }
 
-void write_counts(JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
+void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
                   const engine::TopKAnswer& view_answer) {
   w.begin_object();
   w.key("namespace").value(ns);
@@ -69,7 +69,7 @@ void write_counts(JsonWriter& w, const std::string& ns, const std::vector<engine
   w.end_object();
 }
 
-void write_point(JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer) {
+void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer) {
   w.begin_object();
   w.key("namespace").value(ns);
   write_view(w, answer.view, answer.window_start, answer.as_of);
@@ -80,4 +80,4 @@ void write_point(JsonWriter& w, const std::string& ns, const engine::PointAnswer
   w.end_object();
 }
 
-}  // namespace ebb::io
+}  // namespace ebb::service

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-namespace ebb::server {
+namespace ebb::io {
 
 struct HttpResult {
   int status = 0;
@@ -43,4 +43,4 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace ebb::server
+}  // namespace ebb::io
