@@ -5,72 +5,32 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/server/api.hpp"
 #include "ebb/server/http_server.hpp"
 #include "ebb/server/metrics.hpp"
-#include "ebb/server/registry.hpp"
 #include "ebb/server/router.hpp"
-#include "ebb/storage/checkpoint_store.hpp"
+#include "ebb/service/service.hpp"
 #include "duration_validator.hpp"
 
 namespace ebb::cli {
 namespace {
 
-
-// Checkpoints dirty namespaces every interval until stopped.
-class Checkpointer {
- public:
-  Checkpointer(server::Registry& registry, server::Metrics& metrics, std::shared_ptr<spdlog::logger> log, double interval)
-      : registry_(registry), metrics_(metrics), log_(std::move(log)) {
-    thread_ = std::thread([this, interval] {
-      std::unique_lock lock(mu_);
-      while (!stop_) {
-        cv_.wait_for(lock, std::chrono::duration<double>(interval), [this] { return stop_; });
-        if (stop_) break;
-        lock.unlock();
-        run_once();
-        lock.lock();
-      }
-    });
-  }
-  ~Checkpointer() { stop(); }
-  void stop() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  bool run_once() {
-    try {
-      const auto n = registry_.checkpoint();
-      metrics_.count_checkpoint(true);
-      if (n > 0) log_->debug("checkpoint wrote={}", n);
-      return true;
-    } catch (const std::exception& e) {
-      metrics_.count_checkpoint(false);
-      log_->error("checkpoint failed: {}", e.what());
-      return false;
-    }
-  }
-
- private:
-  server::Registry& registry_;
-  server::Metrics& metrics_;
-  std::shared_ptr<spdlog::logger> log_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
-};
+std::uint64_t default_max_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2 : 0;
+}
 
 }  // namespace
 
@@ -80,11 +40,32 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
               "  [serve]\n  port = 9090\n  checkpoint-interval = \"5s\"\n); command-line flags win. The API: docs/api.md and docs/openapi.yaml.");
   cmd->add_option("--bind", o.http.bind, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.http.port, "Port to listen on (0: any free port, printed at start)")->capture_default_str();
-  cmd->add_option("--data-dir", o.data_dir, "Directory for namespace configurations and checkpoints")->capture_default_str();
+  cmd->add_option("--data-dir", o.data_dir, "Directory for the write-ahead log and checkpoints")->capture_default_str();
+  cmd->add_option("--fsync", o.fsync,
+                  "When a write counts as durable: batch (204 only once it is on disk; concurrent batches share an fsync), "
+                  "interval (204 at once, fsync every --fsync-interval: a crash loses at most that), off (the OS decides)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"batch", "interval", "off"}));
+  cmd->add_option("--fsync-interval", o.fsync_interval, "With --fsync interval: how often the log is synced")
+      ->capture_default_str()
+      ->check(duration_validator());
+  cmd->add_option("--log-segment-bytes", o.segment_bytes, "Write-ahead log segment size (a new file past it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1ul << 16, 1ul << 34));
+  cmd->add_option("--max-memory", o.max_memory, "Budget for all namespaces' memory, e.g. 8GiB (507 on a create past it; default: half the machine's memory)");
+  cmd->add_option("--max-inflight-batches", o.limits.max_inflight_batches, "Batches waiting for their fsync at most (429 with Retry-After beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(1ul, 1'000'000ul));
+  cmd->add_option("--idempotency-window", o.idempotency_window, "How long an Idempotency-Key is remembered")
+      ->capture_default_str()
+      ->check(duration_validator());
+  cmd->add_option("--max-idempotency-keys", o.limits.max_idempotency_keys, "Idempotency keys remembered at most (oldest forgotten first)")
+      ->capture_default_str()
+      ->check(CLI::Range(1ul, 100'000'000ul));
   o.http.threads = std::max(1u, std::thread::hardware_concurrency());
   cmd->add_option("--threads", o.http.threads, "Event-loop threads")->capture_default_str()->check(CLI::Range(1, 256));
   cmd->add_option("--checkpoint-interval", o.checkpoint_interval,
-                  "How often namespaces counted since their last checkpoint are written to the data directory")
+                  "How often namespaces changed since the last checkpoint are written to the data directory (the log is replayed from there)")
       ->capture_default_str()
       ->check(duration_validator());
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off (debug logs every request)")
@@ -115,24 +96,32 @@ int run_serve(ServeOptions o) {
   log->set_level(spdlog::level::from_str(o.log_level));
   log->flush_on(spdlog::level::info);
 
-  o.limits.default_max_future_skew = parse_duration(o.max_future_skew);
+  service::ServiceOptions so;
+  try {
+    o.limits.default_max_future_skew = parse_duration(o.max_future_skew);
+    o.limits.idempotency_window = parse_duration(o.idempotency_window);
+    o.limits.max_memory = o.max_memory.empty() ? default_max_memory() : parse_byte_size(o.max_memory);
+  } catch (const InvalidArgument& e) {
+    log->error("--max-memory: {}", e.what());
+    return 2;
+  }
   o.http.idle_timeout = parse_duration(o.idle_timeout);
   o.http.shutdown_timeout = parse_duration(o.shutdown_timeout);
   o.http.max_body_bytes = o.limits.max_body_bytes;
-  const double checkpoint_every = parse_duration(o.checkpoint_interval);
+  so.limits = o.limits;
+  so.data_dir = o.data_dir;
+  so.checkpoint_interval = parse_duration(o.checkpoint_interval);
+  so.log.policy = o.fsync == "batch" ? storage::FsyncPolicy::batch : o.fsync == "interval" ? storage::FsyncPolicy::interval : storage::FsyncPolicy::off;
+  so.log.fsync_interval = parse_duration(o.fsync_interval);
+  so.log.segment_bytes = o.segment_bytes;
 
-  std::unique_ptr<storage::CheckpointStore> store;
-  try {
-    store = std::make_unique<storage::CheckpointStore>(o.data_dir);
-  } catch (const std::exception& e) {
-    log->error("{}", e.what());
-    return 1;
-  }
-  server::Registry registry(o.limits, store.get());
+  service::Service service(so, log);
   server::Metrics metrics;
-  std::atomic<bool> ready{false};
+  std::atomic<bool> stopping{false};
+  // Admin operations allocate and wait for fsyncs: off the event loops.
+  boost::asio::thread_pool blocking(2);
   server::Router router;
-  server::ApiContext ctx{registry, metrics, o.limits, ready};
+  server::ApiContext ctx{service, metrics, stopping, [&blocking](std::function<void()> work) { boost::asio::post(blocking, std::move(work)); }};
   server::add_api_routes(router, ctx);
 
   server::HttpServer http(o.http, router, metrics, log);
@@ -145,31 +134,37 @@ int run_serve(ServeOptions o) {
   // Machine-readable for scripts and tests that ask for --port 0.
   std::printf("ebb serve: listening on http://%s:%u\n", o.http.bind.c_str(), static_cast<unsigned>(http.port()));
   std::fflush(stdout);
-  log->info("listening address={} port={} threads={} data_dir={}", o.http.bind, http.port(), o.http.threads, o.data_dir);
+  log->info("listening address={} port={} threads={} data_dir={} fsync={}", o.http.bind, http.port(), o.http.threads, o.data_dir, o.fsync);
 
   // Recover before serving anything but /healthz, /readyz and /metrics (503 until then).
   std::atomic<bool> recovery_failed{false};
   std::thread recovery([&] {
     try {
-      const auto n = registry.load();
-      log->info("recovered namespaces={} from {}", n, o.data_dir);
-      ready = true;
+      const auto r = service.recover();
+      log->info("recovered namespaces={} checkpoint={} replayed_records={} log_bytes={} seconds={:.3f}", r.namespaces,
+                r.checkpoint.empty() ? "none" : r.checkpoint, r.records_replayed, r.log_bytes, r.seconds);
+      service.start_checkpoints();
     } catch (const std::exception& e) {
       log->critical("recovery failed: {}; refusing to serve with missing data", e.what());
       recovery_failed = true;
       http.shutdown();
     }
   });
-  http.on_shutdown([&] { ready = false; });
-  Checkpointer checkpointer(registry, metrics, log, checkpoint_every);
+  http.on_shutdown([&] { stopping = true; });
   http.run();  // until SIGTERM/SIGINT
   recovery.join();
-  checkpointer.stop();
+  blocking.join();
   if (recovery_failed) return 1;
-  // Final checkpoint: everything acknowledged is on disk before exit.
-  const bool ok = checkpointer.run_once();
-  log->info("stopped{}", ok ? "" : " (the final checkpoint failed: see above)");
-  return ok ? 0 : 1;
+  // Everything acknowledged is in the synced log; the last checkpoint
+  // shortens the next start.
+  try {
+    service.shutdown();
+    log->info("stopped");
+    return 0;
+  } catch (const std::exception& e) {
+    log->error("stopped, but the last checkpoint failed: {} (acknowledged writes are in the log and replay at the next start)", e.what());
+    return 1;
+  }
 }
 
 }  // namespace ebb::cli

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "ebb/server/http_server.hpp"
-#include "ebb/server/server_limits.hpp"
+#include "ebb/service/limits.hpp"
 
 namespace CLI {
 class App;
@@ -13,13 +13,18 @@ namespace ebb::cli {
 
 struct ServeOptions {
   server::HttpServerOptions http;
-  server::ServerLimits limits;
+  service::ServiceLimits limits;
   std::string data_dir = "./ebb-data";
   std::string checkpoint_interval = "10s";
   std::string log_level = "info";
   std::string max_future_skew = "60s";
   std::string idle_timeout = "60s";
   std::string shutdown_timeout = "30s";
+  std::string fsync = "batch";
+  std::string fsync_interval = "1s";
+  std::string max_memory;  // default: half the machine's memory
+  std::string idempotency_window = "1h";
+  std::uint64_t segment_bytes = 64u << 20;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);

@@ -24,6 +24,7 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::exact_decayed_counter: return "exact decayed counter";
     case BlobKind::decayed_view: return "decayed view";
     case BlobKind::namespace_state: return "namespace state";
+    case BlobKind::checkpoint_manifest: return "checkpoint manifest";
   }
   return "unknown";
 }

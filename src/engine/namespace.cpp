@@ -114,6 +114,17 @@ void Namespace::apply_at(std::span<const Event> events, double wall_now) {
   apply_prepared(events.size());
 }
 
+void Namespace::stage(std::span<const Event> events, double wall_now) {
+  staged_ = 0;
+  prepare(events, {}, wall_now);
+  staged_ = events.size();
+}
+
+void Namespace::apply_staged() {
+  apply_prepared(staged_);
+  staged_ = 0;
+}
+
 void Namespace::apply_prepared(std::size_t submitted) {
   ++stats_.batches;
   stats_.excluded += submitted - batch_.size();

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/io/key_arena.hpp"
 #include "ebb/server/api.hpp"
 
@@ -19,6 +20,7 @@ using simdjson::dom::element;
 struct ParsedBatch {
   std::vector<engine::Event> events;
   std::vector<std::string_view> namespaces;  // per event
+  std::vector<std::size_t> lines;            // NDJSON: each event's line number
   io::KeyArena arena;                        // copies of NDJSON strings
   bool ndjson = false;
 };
@@ -29,8 +31,8 @@ struct ParsedBatch {
 
 // One event object. Strings point into the parser's document (JSON) or are
 // copied into the arena (NDJSON, whose lines reuse the parser).
-void read_event(element obj, std::size_t index, std::string_view default_ns, double received_at, ParsedBatch& out) {
-  const std::string at = "events[" + std::to_string(index) + "]";
+void read_event(element obj, std::size_t index, std::string_view default_ns, double received_at, ParsedBatch& out, std::size_t line = 0) {
+  const std::string at = "events[" + std::to_string(index) + "]" + (line ? " (line " + std::to_string(line) + ")" : "");
   if (!obj.is_object()) throw bad_request("invalid_event", at + ": must be an object");
   engine::Event ev{{}, received_at, 1.0};
   std::string_view ns = default_ns;
@@ -64,14 +66,14 @@ void read_event(element obj, std::size_t index, std::string_view default_ns, dou
   out.namespaces.push_back(ns);
 }
 
-void check_size(const ParsedBatch& b, const ServerLimits& limits) {
+void check_size(const ParsedBatch& b, const service::ServiceLimits& limits) {
   if (b.events.size() > limits.max_batch_events) {
     throw ApiError(413, "batch_too_large", "events: more than " + std::to_string(limits.max_batch_events) +
                                                " events in one batch (--max-batch-events)");
   }
 }
 
-void parse_json(const Request& req, std::string_view default_ns, simdjson::dom::parser& parser, const ServerLimits& limits,
+void parse_json(const Request& req, std::string_view default_ns, simdjson::dom::parser& parser, const service::ServiceLimits& limits,
                 ParsedBatch& out) {
   element doc;
   if (auto err = parser.parse(req.body.data(), req.body.size()).get(doc)) {
@@ -103,7 +105,7 @@ void parse_json(const Request& req, std::string_view default_ns, simdjson::dom::
   for (element e : array) read_event(e, i++, default_ns, req.received_at, out);
 }
 
-void parse_ndjson(const Request& req, std::string_view default_ns, simdjson::dom::parser& parser, const ServerLimits& limits,
+void parse_ndjson(const Request& req, std::string_view default_ns, simdjson::dom::parser& parser, const service::ServiceLimits& limits,
                   ParsedBatch& out) {
   out.ndjson = true;
   std::string_view body = req.body;
@@ -119,7 +121,8 @@ void parse_ndjson(const Request& req, std::string_view default_ns, simdjson::dom
       throw bad_request("invalid_json", "events[" + std::to_string(out.events.size()) + "] (line " + std::to_string(line_no) +
                                             "): not valid JSON: " + simdjson::error_message(err));
     }
-    read_event(doc, out.events.size(), default_ns, req.received_at, out);
+    read_event(doc, out.events.size(), default_ns, req.received_at, out, line_no);
+    out.lines.push_back(line_no);
     check_size(out, limits);
   }
 }
@@ -133,70 +136,41 @@ void add_event_routes(Router& router, ApiContext& ctx) {
     const bool ndjson = req.content_type == "application/x-ndjson" || req.content_type == "application/ndjson" ||
                         req.content_type == "application/jsonl" || req.content_type == "application/json-seq";
     const std::string default_ns = req.param("namespace").value_or("");
+    const auto& limits = ctx.service.limits();
     thread_local simdjson::dom::parser parser;
     ParsedBatch batch;
     if (ndjson) {
-      parse_ndjson(req, default_ns, parser, ctx.limits, batch);
+      parse_ndjson(req, default_ns, parser, limits, batch);
     } else {
-      parse_json(req, default_ns, parser, ctx.limits, batch);
+      parse_json(req, default_ns, parser, limits, batch);
     }
     if (batch.events.empty()) return empty_response(204);
 
-    // The common case, one namespace: apply() is itself all or nothing.
-    const std::string_view first_ns = batch.namespaces.front();
-    if (std::all_of(batch.namespaces.begin(), batch.namespaces.end(), [&](std::string_view n) { return n == first_ns; })) {
-      auto entry = ctx.registry.find(first_ns);
-      if (!entry) throw ApiError(404, "namespace_not_found", "events[0].namespace: no namespace '" + std::string(first_ns) + "'");
-      std::unique_lock lock(entry->mu);
-      if (entry->deleted) throw ApiError(404, "namespace_not_found", "namespace '" + entry->name + "' was deleted");
-      try {
-        entry->ns.apply_at(batch.events, req.received_at);
-      } catch (const BatchError& e) {
-        throw bad_request("invalid_event", "events[" + std::to_string(e.index()) + "]." + e.field() + ": " + e.message());
-      }
-      entry->dirty = true;
-      entry->ingest_bytes += req.body.size();
-      return empty_response(204);
+    service::IngestRequest in;
+    in.events = batch.events;
+    in.namespaces = batch.namespaces;
+    in.lines = batch.lines;
+    in.received_at = req.received_at;
+    in.body_bytes = req.body.size();
+    const auto key = req.header("idempotency-key");
+    if (key) {
+      in.idempotency_key = *key;
+      in.body_hash = hash_key(req.body);
     }
-
-    // Several namespaces: group, lock them all in name order, check every
-    // group against one clock reading, then apply (which cannot fail then).
-    std::map<std::string_view, std::vector<std::size_t>> groups;
-    for (std::size_t i = 0; i < batch.events.size(); ++i) groups[batch.namespaces[i]].push_back(i);
-    struct Target {
-      std::shared_ptr<NamespaceEntry> entry;
-      const std::vector<std::size_t>* indices;
-      std::vector<engine::Event> events;
+    const service::Commit commit = ctx.service.ingest(in);
+    if (commit.lsn == 0) return empty_response(204);
+    // 204 once the batch is as durable as --fsync promises.
+    Response r;
+    r.deferred = [&ctx, commit](Response::Send send) {
+      ctx.service.when_durable(commit, [send = std::move(send)](const std::string& error) {
+        send(error.empty() ? empty_response(204) : [&] {
+          Response e = error_response(503, "persist_failed", error);
+          e.headers.emplace_back("Retry-After", "1");
+          return e;
+        }());
+      });
     };
-    std::vector<Target> targets;  // sorted by name (std::map order): a fixed lock order
-    for (const auto& [name, indices] : groups) {
-      auto entry = ctx.registry.find(name);
-      if (!entry) {
-        throw ApiError(404, "namespace_not_found", "events[" + std::to_string(indices.front()) + "].namespace: no namespace '" +
-                                                       std::string(name) + "'");
-      }
-      Target t{std::move(entry), &indices, {}};
-      t.events.reserve(indices.size());
-      for (std::size_t i : indices) t.events.push_back(batch.events[i]);
-      targets.push_back(std::move(t));
-    }
-    std::vector<std::unique_lock<std::shared_mutex>> locks;
-    for (auto& t : targets) locks.emplace_back(t.entry->mu);
-    for (auto& t : targets) {
-      if (t.entry->deleted) throw ApiError(404, "namespace_not_found", "namespace '" + t.entry->name + "' was deleted");
-      try {
-        t.entry->ns.validate(t.events, req.received_at);
-      } catch (const BatchError& e) {
-        throw bad_request("invalid_event", "events[" + std::to_string((*t.indices)[e.index()]) + "]." + e.field() + ": " + e.message());
-      }
-    }
-    // Every event is valid against the same clock reading: nothing below throws on input.
-    for (auto& t : targets) {
-      t.entry->ns.apply_at(t.events, req.received_at);
-      t.entry->dirty = true;
-      t.entry->ingest_bytes += req.body.size() * t.events.size() / batch.events.size();
-    }
-    return empty_response(204);
+    return r;
   });
 }
 

@@ -1,4 +1,5 @@
 // GET /healthz, /readyz, /metrics.
+#include "ebb/io/json_writer.hpp"
 #include "ebb/server/api.hpp"
 
 namespace ebb::server {
@@ -7,12 +8,19 @@ void add_ops_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/healthz", "/healthz", [](const Request&, const std::string&) {
     return json_response(200, R"({"status":"ok"})");
   }, false);
+  // Ready = recovered and able to persist writes. Failing checkpoints do
+  // not lose data (the log has it) and show as a warning.
   router.add("GET", "/readyz", "/readyz", [&ctx](const Request&, const std::string&) {
-    if (!ctx.ready.load()) return error_response(503, "not_ready", "the server is recovering its namespaces or shutting down");
-    return json_response(200, R"({"status":"ready"})");
+    if (ctx.stopping.load()) return error_response(503, "not_ready", "the server is shutting down");
+    if (!ctx.service.ready()) return error_response(503, "not_ready", ctx.service.not_ready_reason());
+    io::JsonWriter w;
+    w.begin_object().key("status").value("ready");
+    if (auto warn = ctx.service.warnings(); !warn.empty()) w.key("warning").value(warn);
+    w.end_object();
+    return json_response(200, w.take());
   }, false);
   router.add("GET", "/metrics", "/metrics", [&ctx](const Request&, const std::string&) {
-    return text_response(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(ctx.registry));
+    return text_response(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(ctx.service.metrics()));
   }, false);
 }
 

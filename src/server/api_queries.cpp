@@ -56,16 +56,6 @@ std::string required(const Request& req, const std::string& name) {
   return *v;
 }
 
-// An unknown view is the caller's mistake about this namespace: 400 naming it.
-template <typename F>
-auto on_view(F&& f) {
-  try {
-    return f();
-  } catch (const InvalidArgument& e) {
-    throw bad_request("unknown_view", e.what());
-  }
-}
-
 }  // namespace
 
 void add_query_routes(Router& router, ApiContext& ctx) {
@@ -74,12 +64,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const auto k = k_from(req.param("k"));
     const auto view = view_from(req.param("window"), req.param("half_life"));
     reject_timestamp(req.param("timestamp").has_value());
-    auto entry = require_namespace(ctx.registry, name, "namespace");
-    engine::TopKAnswer answer;
-    {
-      std::shared_lock lock(entry->mu);
-      answer = on_view([&] { return entry->ns.top(view, k); });
-    }
+    const auto answer = ctx.service.top(name, view, k);
     io::JsonWriter w;
     service::write_top_k(w, name, answer);
     return json_response(200, w.take());
@@ -90,15 +75,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const std::string item = required(req, "item_id");
     const auto view = view_from(req.param("window"), req.param("half_life"));
     reject_timestamp(req.param("timestamp").has_value());
-    auto entry = require_namespace(ctx.registry, name, "namespace");
-    engine::PointAnswer answer;
-    {
-      std::shared_lock lock(entry->mu);
-      if (item.size() > entry->ns.config().max_item_bytes) {
-        throw bad_request("bad_parameter", "item_id: longer than " + std::to_string(entry->ns.config().max_item_bytes) + " bytes");
-      }
-      answer = on_view([&] { return entry->ns.count(item, view); });
-    }
+    const auto answer = ctx.service.count(name, item, view);
     io::JsonWriter w;
     service::write_point(w, name, answer);
     return json_response(200, w.take());
@@ -137,8 +114,8 @@ void add_query_routes(Router& router, ApiContext& ctx) {
         for (auto id : entries) {
           if (!id.is_string()) throw bad_request("invalid_field", "item_ids[" + std::to_string(ids.size()) + "]: must be a string");
           ids.emplace_back(id.get_string().value_unsafe());
-          if (ids.size() > ctx.limits.max_batch_events) {
-            throw ApiError(413, "batch_too_large", "item_ids: more than " + std::to_string(ctx.limits.max_batch_events) + " ids (--max-batch-events)");
+          if (ids.size() > ctx.service.limits().max_batch_events) {
+            throw ApiError(413, "batch_too_large", "item_ids: more than " + std::to_string(ctx.service.limits().max_batch_events) + " ids (--max-batch-events)");
           }
         }
       } else {
@@ -148,29 +125,8 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     if (name.empty()) throw bad_request("invalid_field", "namespace: is required");
     if (!has_ids) throw bad_request("invalid_field", "item_ids: is required");
     const auto view = view_from(window, half_life);
-    auto entry = require_namespace(ctx.registry, name, "namespace");
-    std::vector<engine::PointAnswer> answers;
-    answers.reserve(ids.size());
     engine::TopKAnswer view_answer;  // the view and its accuracy block, read under the same lock
-    {
-      std::shared_lock lock(entry->mu);
-      for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i].empty() || ids[i].size() > entry->ns.config().max_item_bytes) {
-          throw bad_request("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " +
-                                                 std::to_string(entry->ns.config().max_item_bytes) + " bytes");
-        }
-        answers.push_back(on_view([&] { return entry->ns.count(ids[i], view); }));
-      }
-      // Every point answer carries the view and accuracy; ask only when there is none.
-      if (answers.empty()) view_answer = on_view([&] { return entry->ns.top(view, 1); });
-    }
-    if (!answers.empty()) {
-      const auto& first = answers.front();
-      view_answer.view = first.view;
-      view_answer.as_of = first.as_of;
-      view_answer.window_start = first.window_start;
-      view_answer.accuracy = first.accuracy;
-    }
+    const auto answers = ctx.service.counts(name, ids, view, view_answer);
     io::JsonWriter w;
     service::write_counts(w, name, answers, view_answer);
     return json_response(200, w.take());

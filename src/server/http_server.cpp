@@ -155,8 +155,20 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       return reply(error_response(e.status(), e.code(), e.what()), "unmatched", started, req.version(), true);
     }
     request.content_type = media_type(sv(req[http::field::content_type]));
+    if (auto key = req.find("Idempotency-Key"); key != req.end()) request.headers.emplace("idempotency-key", std::string(sv(key->value())));
     request.body = std::move(req.body());
     auto result = server_.router.dispatch(request);
+    if (result.response.deferred) {
+      // The answer comes later (e.g. after the batch's fsync), possibly from
+      // another thread: it is handed back to this session's event loop.
+      auto deferred = std::move(result.response.deferred);
+      deferred([self = shared_from_this(), route = result.route, started, version = req.version(), close = !req.keep_alive()](Response&& r) {
+        net::post(self->stream_.get_executor(), [self, r = std::move(r), route, started, version, close]() mutable {
+          self->reply(std::move(r), route, started, version, close);
+        });
+      });
+      return;
+    }
     if (server_.log->should_log(spdlog::level::debug)) {
       server_.log->debug("request method={} path={} status={} bytes_in={} bytes_out={}", request.method, request.path,
                          result.response.status, request.body.size(), result.response.body.size());

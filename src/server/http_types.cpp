@@ -1,6 +1,10 @@
 #include "ebb/server/http_types.hpp"
 
+#include <new>
+
+#include "ebb/core/error.hpp"
 #include "ebb/io/json_writer.hpp"
+#include "ebb/service/service_error.hpp"
 
 namespace ebb::server {
 namespace {
@@ -41,10 +45,36 @@ std::optional<std::string> Request::param(const std::string& name) const {
   return lo->second;
 }
 
+std::optional<std::string> Request::header(const std::string& name) const {
+  auto it = headers.find(name);
+  if (it == headers.end()) return std::nullopt;
+  return it->second;
+}
+
+Response respond(const std::function<Response()>& body) {
+  try {
+    return body();
+  } catch (const ApiError& e) {
+    return error_response(e.status(), e.code(), e.what());
+  } catch (const service::ServiceError& e) {
+    Response r = error_response(service::http_status(e.kind()), e.code(), e.what());
+    if (e.kind() == service::ErrorKind::overloaded || e.kind() == service::ErrorKind::unavailable) r.headers.emplace_back("Retry-After", "1");
+    return r;
+  } catch (const InvalidArgument& e) {
+    return error_response(400, "invalid_argument", e.what());
+  } catch (const std::bad_alloc&) {
+    return error_response(503, "out_of_memory", "the server could not allocate memory for this request");
+  } catch (const std::exception& e) {
+    return error_response(500, "internal_error", e.what());
+  }
+}
+
 Response error_response(int status, const std::string& code, const std::string& message) {
   io::JsonWriter w;
   w.begin_object().key("error").begin_object().key("code").value(code).key("message").value(message).end_object().end_object();
-  return Response{status, "application/json", w.take(), {}, code};
+  Response r = text_response(status, "application/json", w.take());
+  r.error_code = code;
+  return r;
 }
 
 Response json_response(int status, std::string body) { return text_response(status, "application/json", std::move(body)); }

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <fstream>
 
-#include "ebb/server/registry.hpp"
 
 namespace ebb::server {
 namespace {
@@ -57,12 +56,29 @@ void Metrics::count_error(const std::string& code) {
   ++errors_[code];
 }
 
-void Metrics::count_checkpoint(bool ok) {
-  std::lock_guard lock(mu_);
-  ++(ok ? checkpoints_ok_ : checkpoints_failed_);
+template <std::size_t N, std::size_t M>
+void histogram(std::string& out, const char* name, const std::array<double, N>& bounds, const std::array<std::uint64_t, M>& counts,
+               double sum) {
+  std::uint64_t cumulative = 0, total = 0;
+  for (auto c : counts) total += c;
+  for (std::size_t i = 0; i < N; ++i) {
+    cumulative += counts[i];
+    out += std::string(name) + "_bucket{le=\"" + num(bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += std::string(name) + "_bucket{le=\"+Inf\"} " + std::to_string(total) + "\n";
+  out += std::string(name) + "_sum " + num(sum) + "\n";
+  out += std::string(name) + "_count " + std::to_string(total) + "\n";
 }
 
-std::string Metrics::render(const Registry& registry) const {
+void single(std::string& out, const char* name, const char* type, const char* help, const std::string& value) {
+  header(out, name, type, help);
+  out += name;
+  out += ' ';
+  out += value;
+  out += '\n';
+}
+
+std::string Metrics::render(const service::ServiceMetrics& sm) const {
   std::string out;
   {
     std::lock_guard lock(mu_);
@@ -84,27 +100,45 @@ std::string Metrics::render(const Registry& registry) const {
     }
     header(out, "ebb_errors_total", "counter", "Error responses by error code.");
     for (const auto& [code, n] : errors_) out += "ebb_errors_total{code=\"" + code + "\"} " + std::to_string(n) + "\n";
-    header(out, "ebb_checkpoints_total", "counter", "Checkpoint passes by result.");
-    out += "ebb_checkpoints_total{result=\"ok\"} " + std::to_string(checkpoints_ok_) + "\n";
-    out += "ebb_checkpoints_total{result=\"error\"} " + std::to_string(checkpoints_failed_) + "\n";
   }
-  const auto entries = registry.list();
-  struct Row {
-    std::string name;
-    engine::NamespaceStats stats;
-    std::uint64_t bytes;
-  };
-  std::vector<Row> rows;
-  for (const auto& e : entries) {
-    std::shared_lock lock(e->mu);
-    rows.push_back({e->name, e->ns.stats(), e->ingest_bytes.load()});
-  }
+  header(out, "ebb_checkpoints_total", "counter", "Checkpoint passes by result.");
+  out += "ebb_checkpoints_total{result=\"ok\"} " + std::to_string(sm.checkpoints_ok) + "\n";
+  out += "ebb_checkpoints_total{result=\"error\"} " + std::to_string(sm.checkpoints_failed) + "\n";
+  single(out, "ebb_checkpoint_duration_seconds", "gauge", "Duration of the last successful checkpoint.", num(sm.last_checkpoint_seconds));
+  single(out, "ebb_checkpoint_last_bytes", "gauge", "State bytes the last checkpoint wrote (unchanged namespaces write none).",
+         std::to_string(sm.last_checkpoint_bytes));
+  single(out, "ebb_checkpoint_bytes_total", "counter", "State bytes written by checkpoints.", std::to_string(sm.checkpoint_bytes_total));
+  const auto& log = sm.log;
+  single(out, "ebb_wal_bytes", "gauge", "Bytes in the write-ahead log's live segments.", std::to_string(log.bytes));
+  single(out, "ebb_wal_segments", "gauge", "Live write-ahead log segment files.", std::to_string(log.segments));
+  single(out, "ebb_wal_records_total", "counter", "Records appended to the write-ahead log since start.", std::to_string(log.records));
+  single(out, "ebb_wal_append_errors_total", "counter", "Appends the log could not write (disk full, read-only...).",
+         std::to_string(log.append_errors));
+  header(out, "ebb_wal_fsync_duration_seconds", "histogram", "Duration of each log fsync.");
+  histogram(out, "ebb_wal_fsync_duration_seconds", storage::LogStats::kFsyncBuckets, log.fsync_buckets, log.fsync_seconds_sum);
+  header(out, "ebb_wal_group_commit_records", "histogram", "Log records made durable by one fsync (group commit).");
+  histogram(out, "ebb_wal_group_commit_records", storage::LogStats::kGroupBuckets, log.group_buckets,
+            static_cast<double>(log.group_records_sum));
+  single(out, "ebb_wal_truncated_tails_total", "counter", "Torn or corrupt log tails cut at recovery.", std::to_string(sm.truncated_tails));
+  single(out, "ebb_recovery_duration_seconds", "gauge", "Time the last recovery took (checkpoint load and log replay).",
+         num(sm.recovery_seconds));
+  single(out, "ebb_recovery_records_replayed", "gauge", "Log records replayed by the last recovery.", std::to_string(sm.recovery_records));
+  single(out, "ebb_persist_failures_total", "counter", "Writes refused (503) because they could not be persisted.",
+         std::to_string(sm.persist_failures));
+  single(out, "ebb_overloaded_total", "counter", "Batches refused (429) because too many waited for the disk.", std::to_string(sm.overloaded));
+  single(out, "ebb_idempotency_keys", "gauge", "Idempotency keys remembered.", std::to_string(sm.idempotency_keys));
+  single(out, "ebb_idempotent_replays_total", "counter", "Retried batches answered without counting again.",
+         std::to_string(sm.idempotent_replays));
+  single(out, "ebb_memory_reserved_bytes", "gauge", "Memory the namespaces plan to hold (what --max-memory limits).",
+         std::to_string(sm.memory_reserved));
+  single(out, "ebb_memory_budget_bytes", "gauge", "The --max-memory budget (0: none).", std::to_string(sm.memory_budget));
+  const auto& rows = sm.namespaces;
   header(out, "ebb_events_ingested_total", "counter", "Events accepted per namespace (including excluded ones).");
   for (const auto& r : rows) out += "ebb_events_ingested_total{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.events + r.stats.excluded) + "\n";
   header(out, "ebb_events_excluded_total", "counter", "Events dropped by a namespace's exclusion list.");
   for (const auto& r : rows) out += "ebb_events_excluded_total{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.excluded) + "\n";
   header(out, "ebb_ingest_bytes_total", "counter", "Request body bytes ingested per namespace.");
-  for (const auto& r : rows) out += "ebb_ingest_bytes_total{namespace=\"" + r.name + "\"} " + std::to_string(r.bytes) + "\n";
+  for (const auto& r : rows) out += "ebb_ingest_bytes_total{namespace=\"" + r.name + "\"} " + std::to_string(r.ingest_bytes) + "\n";
   header(out, "ebb_namespace_memory_bytes", "gauge", "Memory held by a namespace's sketches and summaries.");
   for (const auto& r : rows) out += "ebb_namespace_memory_bytes{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.memory_bytes) + "\n";
   header(out, "ebb_namespaces", "gauge", "Namespaces on the server.");

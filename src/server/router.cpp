@@ -2,7 +2,6 @@
 
 #include <exception>
 
-#include "ebb/core/error.hpp"
 
 namespace ebb::server {
 
@@ -27,18 +26,11 @@ Router::Result Router::dispatch(const Request& request) const {
       allow += (allow.empty() ? "" : ", ") + r.method;
       continue;
     }
-    try {
-      if (r.gated && gate_) gate_();
-      return {r.handler(request, tail), r.name};
-    } catch (const ApiError& e) {
-      return {error_response(e.status(), e.code(), e.what()), r.name};
-    } catch (const InvalidArgument& e) {
-      return {error_response(400, "invalid_argument", e.what()), r.name};
-    } catch (const std::bad_alloc&) {
-      return {error_response(503, "out_of_memory", "the server could not allocate memory for this request"), r.name};
-    } catch (const std::exception& e) {
-      return {error_response(500, "internal_error", e.what()), r.name};
-    }
+    return {respond([&] {
+              if (r.gated && gate_) gate_();
+              return r.handler(request, tail);
+            }),
+            r.name};
   }
   if (!allow.empty()) {
     Response r = error_response(405, "method_not_allowed", request.method + " is not allowed on " + request.path + " (allowed: " + allow + ")");

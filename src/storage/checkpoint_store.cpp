@@ -6,107 +6,225 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
+#include <set>
+
+#include "ebb/core/binary_io.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/storage/file_io.hpp"
 
 namespace ebb::storage {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path) {
-  throw std::runtime_error(what + " '" + path.string() + "': " + std::strerror(errno));
+constexpr std::uint16_t kManifestVersion = 1;
+constexpr std::size_t kMaxText = std::size_t{1} << 26;
+
+std::string manifest_name(std::uint64_t start_lsn) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%020llu.manifest", static_cast<unsigned long long>(start_lsn));
+  return buf;
 }
 
-void fsync_dir(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open directory", dir);
-  ::fsync(fd);
-  ::close(fd);
+bool is_manifest_name(const std::string& n) {
+  return n.size() == 29 && n.ends_with(".manifest") && std::all_of(n.begin(), n.begin() + 20, [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+void make_dir(const std::filesystem::path& p) {
+  std::error_code ec;
+  std::filesystem::create_directories(p, ec);
+  if (ec) throw IoError("cannot create directory", p, ec.value());
 }
 
 }  // namespace
 
-CheckpointStore::CheckpointStore(std::filesystem::path dir) : dir_(std::move(dir)), ns_dir_(dir_ / "namespaces") {
-  std::error_code ec;
-  std::filesystem::create_directories(ns_dir_, ec);
-  if (ec) throw std::runtime_error("cannot create data directory '" + ns_dir_.string() + "': " + ec.message());
+std::string encode_file_name(std::string_view name) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : name) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string Manifest::serialize() const {
+  BinaryWriter w;
+  w.put<std::uint64_t>(start_lsn);
+  w.put<double>(written_at);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(namespaces.size()));
+  for (const auto& n : namespaces) {
+    w.put_string(n.name);
+    w.put_string(n.config_json);
+    w.put<std::uint64_t>(n.state_lsn);
+    w.put_string(n.state_file);
+  }
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(keys.size()));
+  for (const auto& k : keys) {
+    w.put_string(k.key);
+    w.put<std::uint64_t>(k.body_hash);
+    w.put<std::uint64_t>(k.lsn);
+    w.put<double>(k.received_at);
+  }
+  return seal_blob(BlobKind::checkpoint_manifest, kManifestVersion, w.buffer());
+}
+
+Manifest Manifest::parse(std::string_view blob) {
+  const auto opened = open_blob(blob, BlobKind::checkpoint_manifest, kManifestVersion);
+  BinaryReader r(opened.payload, "checkpoint manifest");
+  Manifest m;
+  m.start_lsn = r.get<std::uint64_t>();
+  m.written_at = r.get<double>();
+  const auto n = r.get<std::uint32_t>();
+  if (n > r.remaining() / 24) r.fail("claims " + std::to_string(n) + " namespaces");
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ManifestNamespace ns;
+    ns.name = r.get_string(kMaxText);
+    ns.config_json = r.get_string(kMaxText);
+    ns.state_lsn = r.get<std::uint64_t>();
+    ns.state_file = r.get_string(4096);
+    if (ns.state_file.find('/') != std::string::npos || ns.state_file.starts_with(".")) r.fail("names a state file outside its folder");
+    m.namespaces.push_back(std::move(ns));
+  }
+  const auto k = r.get<std::uint32_t>();
+  if (k > r.remaining() / 28) r.fail("claims " + std::to_string(k) + " idempotency keys");
+  for (std::uint32_t i = 0; i < k; ++i) {
+    ManifestKey key;
+    key.key = r.get_string(4096);
+    key.body_hash = r.get<std::uint64_t>();
+    key.lsn = r.get<std::uint64_t>();
+    key.received_at = r.get<double>();
+    m.keys.push_back(std::move(key));
+  }
+  r.expect_end();
+  return m;
+}
+
+CheckpointStore::CheckpointStore(std::filesystem::path dir)
+    : dir_(std::move(dir)), checkpoints_(dir_ / "checkpoints"), states_(checkpoints_ / "state"), legacy_(dir_ / "namespaces") {
+  make_dir(dir_);
   const auto lock_path = dir_ / "LOCK";
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) fail("cannot open lock file", lock_path);
+  if (lock_fd_ < 0) throw IoError("cannot open lock file", lock_path, errno);
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(lock_fd_);
     lock_fd_ = -1;
-    throw std::runtime_error("data directory '" + dir_.string() + "' is in use by another ebb server (lock held on " +
-                             lock_path.string() + ")");
+    throw std::runtime_error("data directory '" + dir_.string() + "' is in use by another ebb server (lock held on " + lock_path.string() + ")");
   }
+  make_dir(states_);
+  // Probe that the directory takes writes now, so a read-only data
+  // directory is a startup error naming the path, not a first-request one.
+  write_file_atomically(dir_ / ".write-probe", "ok");
+  std::filesystem::remove(dir_ / ".write-probe");
 }
 
 CheckpointStore::~CheckpointStore() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
-void CheckpointStore::write_atomically(const std::filesystem::path& path, std::string_view bytes) {
-  const auto tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot create", tmp);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int saved = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      errno = saved;
-      fail("cannot write", tmp);
+std::vector<std::filesystem::path> CheckpointStore::remove_temporaries() {
+  std::vector<std::filesystem::path> removed;
+  for (const auto& folder : {dir_, checkpoints_, states_, legacy_, dir_ / "wal"}) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(folder)) {
+      if (e.path().extension() == ".tmp" && e.is_regular_file()) {
+        std::filesystem::remove(e.path(), ec);
+        if (!ec) removed.push_back(e.path());
+      }
     }
-    done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    errno = saved;
-    fail("cannot sync", tmp);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename into", path);
-  fsync_dir(path.parent_path());
+  return removed;
 }
 
-void CheckpointStore::save_config(const std::string& name, std::string_view json) { write_atomically(ns_dir_ / (name + ".json"), json); }
+std::vector<std::filesystem::path> CheckpointStore::manifests() const {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::directory_iterator(checkpoints_)) {
+    if (e.is_regular_file() && is_manifest_name(e.path().filename().string())) out.push_back(e.path());
+  }
+  std::sort(out.rbegin(), out.rend());  // zero-padded: name order is LSN order
+  return out;
+}
 
-void CheckpointStore::save_state(const std::string& name, std::string_view blob) { write_atomically(ns_dir_ / (name + ".state"), blob); }
+Manifest CheckpointStore::read_manifest(const std::filesystem::path& path) const { return Manifest::parse(read_whole_file(path)); }
 
-void CheckpointStore::remove(const std::string& name) {
+std::string CheckpointStore::read_state(const std::string& state_file) const { return read_whole_file(states_ / state_file); }
+
+std::string CheckpointStore::write_state(const std::string& name, std::uint64_t lsn, std::string_view blob) {
+  const std::string file = encode_file_name(name) + "." + std::to_string(lsn) + ".state";
+  const auto path = states_ / file;
+  if (!std::filesystem::exists(path)) write_file_atomically(path, blob);
+  return file;
+}
+
+std::uint64_t CheckpointStore::commit(const Manifest& m) {
+  write_file_atomically(checkpoints_ / manifest_name(m.start_lsn), m.serialize());
+  auto all = manifests();
+  std::set<std::string> keep_states;
+  std::uint64_t older_start = m.start_lsn;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i >= 2) {
+      std::error_code ec;
+      std::filesystem::remove(all[i], ec);
+      continue;
+    }
+    try {
+      const Manifest kept = i == 0 && all[i].filename() == manifest_name(m.start_lsn) ? m : read_manifest(all[i]);
+      for (const auto& n : kept.namespaces) keep_states.insert(n.state_file);
+      older_start = std::min(older_start, kept.start_lsn);
+    } catch (const std::exception&) {
+      // An unreadable older manifest protects nothing: the log is kept
+      // back to the newest one's start only.
+    }
+  }
+  for (const auto& e : std::filesystem::directory_iterator(states_)) {
+    if (e.path().extension() == ".state" && !keep_states.contains(e.path().filename().string())) {
+      std::error_code ec;
+      std::filesystem::remove(e.path(), ec);
+    }
+  }
+  return older_start;
+}
+
+std::vector<LegacyNamespace> CheckpointStore::legacy_namespaces() const {
+  std::vector<LegacyNamespace> out;
   std::error_code ec;
-  std::filesystem::remove(ns_dir_ / (name + ".state"), ec);
-  std::filesystem::remove(ns_dir_ / (name + ".json"), ec);
-  fsync_dir(ns_dir_);
-}
-
-std::vector<CheckpointStore::Stored> CheckpointStore::load_all() const {
-  std::vector<Stored> out;
-  for (const auto& entry : std::filesystem::directory_iterator(ns_dir_)) {
+  if (!std::filesystem::is_directory(legacy_, ec)) return out;
+  for (const auto& entry : std::filesystem::directory_iterator(legacy_)) {
     const auto& p = entry.path();
     if (p.extension() != ".json") continue;
-    Stored s;
+    LegacyNamespace s;
     s.name = p.stem().string();
     s.config_path = p;
-    s.config_json = read_file(p);
-    s.state_path = ns_dir_ / (s.name + ".state");
-    if (std::filesystem::exists(s.state_path)) s.state = read_file(s.state_path);
+    s.config_json = read_whole_file(p);
+    s.state_path = legacy_ / (s.name + ".state");
+    if (std::filesystem::exists(s.state_path)) s.state = read_whole_file(s.state_path);
     out.push_back(std::move(s));
   }
-  std::sort(out.begin(), out.end(), [](const Stored& a, const Stored& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+void CheckpointStore::remove_legacy() {
+  std::error_code ec;
+  std::filesystem::remove_all(legacy_, ec);
+  if (ec) throw IoError("cannot remove the migrated folder", legacy_, ec.value());
+  fsync_directory(dir_);
+}
+
+std::vector<std::filesystem::path> CheckpointStore::foreign_files() const {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(checkpoints_, ec)) {
+    const auto n = e.path().filename().string();
+    if (e.path() != states_ && !is_manifest_name(n)) out.push_back(e.path());
+  }
+  for (const auto& e : std::filesystem::directory_iterator(states_, ec)) {
+    if (e.path().extension() != ".state") out.push_back(e.path());
+  }
   return out;
 }
 

@@ -25,6 +25,7 @@ enum class BlobKind : std::uint16_t {
   exact_decayed_counter = 5,
   decayed_view = 6,
   namespace_state = 7,
+  checkpoint_manifest = 8,
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

@@ -78,6 +78,12 @@ class Namespace {
   // calls apply_at() with the same reading, which then cannot fail.
   void validate(std::span<const Event> events, double wall_now) const;
   void apply_at(std::span<const Event> events, double wall_now);
+  // apply_at() in two steps, for a caller that must log a batch between
+  // checking it and counting it: stage() checks the batch and prepares it
+  // (BatchError, nothing staged then); apply_staged() counts the staged
+  // batch and cannot fail. Another stage() replaces an unapplied one.
+  void stage(std::span<const Event> events, double wall_now);
+  void apply_staged();
 
   // What can change at run time: the default answer size and the
   // exclusion list. Validated like the configuration; nothing changes on error.
@@ -121,6 +127,7 @@ class Namespace {
   std::vector<std::unique_ptr<View>> views_;
   std::unordered_set<std::string_view> exclude_;  // views into config_.exclude
   PreparedBatch batch_;                           // reused scratch
+  std::size_t staged_ = 0;                        // events submitted to the staged batch
   NamespaceStats stats_;
   bool seen_event_ = false;
 };

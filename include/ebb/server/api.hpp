@@ -1,21 +1,22 @@
 #pragma once
 // The HTTP API of ../shared/notes/api.md, as routes on a Router. Handlers
-// are plain functions of (Request) -> Response over the registry; the
-// transport is server/http_server.
+// only parse requests and format answers; every rule of ingest, admin and
+// queries is the service's (service/service.hpp).
 #include <atomic>
+#include <functional>
 
 #include "ebb/server/metrics.hpp"
-#include "ebb/server/registry.hpp"
 #include "ebb/server/router.hpp"
-#include "ebb/server/server_limits.hpp"
+#include "ebb/service/service.hpp"
 
 namespace ebb::server {
 
 struct ApiContext {
-  Registry& registry;
+  service::Service& service;
   Metrics& metrics;
-  const ServerLimits& limits;
-  std::atomic<bool>& ready;  // recovered and serving
+  std::atomic<bool>& stopping;  // shutting down: not ready
+  // Runs work off the event loop (admin operations allocate and fsync).
+  std::function<void(std::function<void()>)> run_blocking;
 };
 
 void add_namespace_routes(Router& router, ApiContext& ctx);
@@ -25,7 +26,8 @@ void add_ops_routes(Router& router, ApiContext& ctx);
 
 inline void add_api_routes(Router& router, ApiContext& ctx) {
   router.set_gate([&ctx] {
-    if (!ctx.ready.load()) throw ApiError(503, "not_ready", "the server is recovering its namespaces or shutting down; retry shortly");
+    if (ctx.stopping.load()) throw ApiError(503, "not_ready", "the server is shutting down; retry shortly");
+    if (!ctx.service.recovered()) throw ApiError(503, "not_ready", "the server is recovering its namespaces; retry shortly");
   });
   add_namespace_routes(router, ctx);
   add_event_routes(router, ctx);
@@ -33,7 +35,7 @@ inline void add_api_routes(Router& router, ApiContext& ctx) {
   add_ops_routes(router, ctx);
 }
 
-// The entry for a namespace named in a request; ApiError 404 when missing.
-std::shared_ptr<NamespaceEntry> require_namespace(const Registry& registry, const std::string& name, const std::string& field);
+// Runs `work` with ctx.run_blocking and answers with what it returns.
+Response run_off_loop(ApiContext& ctx, std::function<Response()> work);
 
 }  // namespace ebb::server

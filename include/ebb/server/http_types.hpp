@@ -1,6 +1,7 @@
 #pragma once
 // What the API handlers see and return, independent of the HTTP library:
 // the transport (server/http_server) converts to and from the wire.
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -17,9 +18,11 @@ struct Request {
   std::string content_type;  // media type only, lower case ("application/json")
   std::string body;
   double received_at = 0;    // wall clock, Unix seconds
+  std::multimap<std::string, std::string> headers;  // the few a handler reads (lower-case names)
 
   // The single value of a parameter; ApiError 400 when it is repeated.
   std::optional<std::string> param(const std::string& name) const;
+  std::optional<std::string> header(const std::string& lower_case_name) const;
 };
 
 struct Response {
@@ -28,7 +31,18 @@ struct Response {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string error_code;  // set by error_response(), for metrics and logs
+
+  // Set by a handler whose answer is not ready yet (a batch waiting for its
+  // fsync, an admin operation run off the event loop): the transport calls
+  // it once with a function that sends the final response; that function
+  // may be called from any thread.
+  using Send = std::function<void(Response&&)>;
+  std::function<void(Send)> deferred;
 };
+
+// Runs a handler body, turning its exceptions into error responses:
+// ApiError and service::ServiceError keep their status and code.
+Response respond(const std::function<Response()>& body);
 
 // A failed request: the status, a stable snake_case code and a message that
 // says what and where. Rendered as {"error": {"code", "message"}}.

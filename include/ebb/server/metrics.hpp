@@ -13,6 +13,7 @@
 //   ebb_namespace_memory_bytes{namespace}                gauge
 //   ebb_namespaces                                       gauge
 //   ebb_checkpoints_total{result}                        counter (ok, error)
+//   ebb_checkpoint_*, ebb_wal_*, ebb_recovery_*, ...     the service's (service_metrics.hpp)
 //   ebb_process_resident_memory_bytes                    gauge
 //   ebb_up                                               gauge (1)
 #include <array>
@@ -21,9 +22,9 @@
 #include <mutex>
 #include <string>
 
-namespace ebb::server {
+#include "ebb/service/service_metrics.hpp"
 
-class Registry;
+namespace ebb::server {
 
 class Metrics {
  public:
@@ -32,9 +33,7 @@ class Metrics {
 
   void observe_request(const std::string& route, int status, double seconds);
   void count_error(const std::string& code);
-  void count_checkpoint(bool ok);
-
-  std::string render(const Registry& registry) const;
+  std::string render(const service::ServiceMetrics& service) const;
 
  private:
   struct Histogram {
@@ -45,7 +44,6 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, Histogram> requests_;
   std::map<std::string, std::uint64_t> errors_;
-  std::uint64_t checkpoints_ok_ = 0, checkpoints_failed_ = 0;
 };
 
 }  // namespace ebb::server

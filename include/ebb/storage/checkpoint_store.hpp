@@ -1,15 +1,21 @@
 #pragma once
-// The server's data directory: one configuration file and one state
-// checkpoint per namespace.
+// The data directory of `ebb serve` (docs/formats.md has every byte):
 //
-//   <dir>/LOCK                      held (flock) while a server uses the directory
-//   <dir>/namespaces/<name>.json    the resolved configuration (written on create/patch)
-//   <dir>/namespaces/<name>.state   the counting state (written by checkpoints)
+//   <dir>/LOCK                                  flock'ed while a server uses the directory
+//   <dir>/wal/<first lsn>.log                   the write-ahead log (SegmentLog)
+//   <dir>/checkpoints/<start lsn>.manifest      a checkpoint: every namespace's configuration,
+//                                               its state file and the LSN that state includes
+//   <dir>/checkpoints/state/<name>.<lsn>.state  one namespace's counting state as of that LSN
+//   <dir>/namespaces/<name>.json|.state         the layout before the log (read once, then migrated)
 //
-// Every write goes to a temporary file, is fsync'ed, renamed over the old
-// one and the directory fsync'ed: a crash leaves the old file or the new
-// one, never a torn one. State files carry their own checksum (the binary
-// envelope), so damage is detected on load.
+// A checkpoint with start LSN S holds, for each namespace, a state that
+// includes every record up to S for it (and maybe later ones: its own LSN
+// says which). Recovery loads the newest readable manifest and replays the
+// log after S. The newest two manifests are kept, so a damaged newest one
+// falls back to the previous; state files neither names are removed.
+// States are immutable files named by their LSN: a namespace that did not
+// change keeps its file, so a checkpoint writes only what changed.
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -18,35 +24,78 @@
 
 namespace ebb::storage {
 
+struct ManifestNamespace {
+  std::string name;
+  std::string config_json;    // the namespace's stored configuration
+  std::uint64_t state_lsn = 0;  // the newest record its state includes
+  std::string state_file;     // under checkpoints/state/
+};
+
+struct ManifestKey {  // an idempotency key still inside its window
+  std::string key;
+  std::uint64_t body_hash = 0;
+  std::uint64_t lsn = 0;
+  double received_at = 0;
+};
+
+struct Manifest {
+  std::uint64_t start_lsn = 0;
+  double written_at = 0;
+  std::vector<ManifestNamespace> namespaces;
+  std::vector<ManifestKey> keys;
+
+  std::string serialize() const;
+  static Manifest parse(std::string_view blob);  // FormatError
+};
+
+struct LegacyNamespace {
+  std::string name;
+  std::string config_json;
+  std::optional<std::string> state;
+  std::filesystem::path config_path, state_path;
+};
+
 class CheckpointStore {
  public:
-  // Creates the directory if needed and takes its lock; throws
-  // std::runtime_error naming the path if it cannot (another server has it).
+  // Creates the directory if needed and takes its lock; throws IoError or
+  // std::runtime_error naming the path (another server has it).
   explicit CheckpointStore(std::filesystem::path dir);
   ~CheckpointStore();
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
+  std::filesystem::path wal_dir() const { return dir_ / "wal"; }
 
-  void save_config(const std::string& name, std::string_view json);
-  void save_state(const std::string& name, std::string_view blob);
-  void remove(const std::string& name);
+  // Removes the temporaries a crash can leave (*.tmp); returns their paths.
+  std::vector<std::filesystem::path> remove_temporaries();
 
-  struct Stored {
-    std::string name;
-    std::string config_json;
-    std::optional<std::string> state;
-    std::filesystem::path config_path, state_path;
-  };
-  // Every namespace found, sorted by name.
-  std::vector<Stored> load_all() const;
+  // Manifests, newest first.
+  std::vector<std::filesystem::path> manifests() const;
+  Manifest read_manifest(const std::filesystem::path& path) const;  // IoError, FormatError
+  std::string read_state(const std::string& state_file) const;
+
+  // Writes one namespace's state (if that file does not exist yet) and
+  // returns its file name.
+  std::string write_state(const std::string& name, std::uint64_t lsn, std::string_view blob);
+  // Makes `m` the newest checkpoint, then drops all but the newest two
+  // manifests and every state file neither of them names. Returns the
+  // start LSN of the older kept manifest (the log may go up to there).
+  std::uint64_t commit(const Manifest& m);
+
+  // The pre-log layout.
+  std::vector<LegacyNamespace> legacy_namespaces() const;
+  void remove_legacy();
+
+  // Files the store does not know in its folders (left alone, reported).
+  std::vector<std::filesystem::path> foreign_files() const;
 
  private:
-  void write_atomically(const std::filesystem::path& path, std::string_view bytes);
-  std::filesystem::path dir_;
-  std::filesystem::path ns_dir_;
+  std::filesystem::path dir_, checkpoints_, states_, legacy_;
   int lock_fd_ = -1;
 };
+
+// File-name form of a namespace name: bytes outside [A-Za-z0-9_-] as %XX.
+std::string encode_file_name(std::string_view name);
 
 }  // namespace ebb::storage

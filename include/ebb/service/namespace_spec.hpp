@@ -7,21 +7,25 @@
 #include <string_view>
 
 #include "ebb/engine/namespace.hpp"
-#include "ebb/server/server_limits.hpp"
+#include "ebb/service/limits.hpp"
 
-namespace ebb::server {
+namespace ebb::service {
 
 struct NamespaceSpec {
   engine::NamespaceConfig config;           // name, k, views, sketch, exclude, clock ...
   std::optional<double> hot_key_threshold;  // events/s; kept for hot-key detection
 };
 
-// POST /namespaces body -> spec. Throws ApiError 400 ("k: must be ...").
-NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& limits);
+// Where a configuration comes from: a request is held to the server's
+// creation limits; a stored one (checkpoint, log) loads whatever they are now.
+enum class SpecSource { request, stored };
+
+// POST /namespaces body -> spec. Throws ServiceError (invalid) ("k: must be ...").
+NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& limits, SpecSource source = SpecSource::request);
 
 // PATCH body: k, hot_key_threshold (null clears), exclude. Returns the
 // patched spec; nothing is changed on error.
-NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServerLimits& limits);
+NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServiceLimits& limits);
 
 // The resolved configuration (201, GET): what the server actually keeps,
 // with the accuracy those dimensions give. for_storage leaves out the
@@ -31,4 +35,4 @@ std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage);
 // Same, with "stats" (GET /namespaces[/{name}]).
 std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes);
 
-}  // namespace ebb::server
+}  // namespace ebb::service

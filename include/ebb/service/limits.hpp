@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ebb::server {
+namespace ebb::service {
 
-struct ServerLimits {
+struct ServiceLimits {
   std::size_t max_body_bytes = 16u << 20;        // a request body (413)
   std::size_t max_batch_events = 100'000;        // events in one POST /events, ids in one POST /counts (413)
   std::uint32_t max_item_bytes = 1024;           // one item_id (400)
@@ -16,6 +16,11 @@ struct ServerLimits {
   std::size_t max_views = 8;                     // windows + half_lives of one namespace
   std::size_t max_exclude = 10'000;              // exclusion list entries
   double default_max_future_skew = 60;           // seconds, for wall-clock namespaces
+  std::uint64_t max_memory = 0;                  // all namespaces' planned memory (507 on create); 0 = no budget
+  std::size_t max_inflight_batches = 4096;       // batches waiting for their fsync (429 beyond)
+  double idempotency_window = 3600;              // seconds an Idempotency-Key is remembered
+  std::size_t max_idempotency_keys = 1'000'000;  // keys remembered at most (oldest forgotten first)
+  std::size_t max_idempotency_key_bytes = 256;   // one Idempotency-Key (400 beyond)
 };
 
-}  // namespace ebb::server
+}  // namespace ebb::service

@@ -1,29 +1,30 @@
-#include "ebb/server/namespace_spec.hpp"
+#include "ebb/service/namespace_spec.hpp"
 
 #include <simdjson.h>
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/io/json_writer.hpp"
-#include "ebb/server/http_types.hpp"
+#include "ebb/service/service_error.hpp"
 
-namespace ebb::server {
+namespace ebb::service {
 namespace {
 
 using simdjson::dom::element;
 
-[[noreturn]] void bad(const std::string& field, const std::string& why) { throw bad_request("invalid_field", field + ": " + why); }
+[[noreturn]] void bad(const std::string& field, const std::string& why) { throw invalid("invalid_field", field + ": " + why); }
 
 element parse_object(simdjson::dom::parser& parser, std::string_view json) {
   element doc;
   if (auto err = parser.parse(json.data(), json.size()).get(doc)) {
-    throw bad_request("invalid_json", std::string("request body is not valid JSON: ") + simdjson::error_message(err));
+    throw invalid("invalid_json", std::string("request body is not valid JSON: ") + simdjson::error_message(err));
   }
-  if (!doc.is_object()) throw bad_request("invalid_json", "request body must be a JSON object");
+  if (!doc.is_object()) throw invalid("invalid_json", "request body must be a JSON object");
   return doc;
 }
 
@@ -73,7 +74,7 @@ double get_duration(const std::string& text, const std::string& field) {
   }
 }
 
-std::vector<std::string> get_exclude(element v, const engine::NamespaceConfig& c, const ServerLimits& limits) {
+std::vector<std::string> get_exclude(element v, const engine::NamespaceConfig& c, const ServiceLimits& limits) {
   auto items = get_strings(v, "exclude", limits.max_exclude);
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].empty() || items[i].size() > c.max_item_bytes) {
@@ -93,7 +94,18 @@ std::optional<double> get_threshold(element v) {
 
 }  // namespace
 
-NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& limits) {
+NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& request_limits, SpecSource source) {
+  // A stored configuration was valid under the limits it was created with;
+  // limits are for new requests, so it loads whatever they are now.
+  const bool stored = source == SpecSource::stored;
+  ServiceLimits limits = request_limits;
+  if (stored) {
+    limits.max_exclude = std::numeric_limits<std::size_t>::max();
+    limits.max_views = std::numeric_limits<std::size_t>::max();
+    limits.max_namespace_bytes = std::numeric_limits<std::size_t>::max();
+    limits.max_item_bytes = 1u << 20;
+  }
+  bool has_max_item_bytes = false;
   simdjson::dom::parser parser;
   element doc = parse_object(parser, json);
   NamespaceSpec spec;
@@ -108,7 +120,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& li
   static const std::set<std::string_view> kFields = {"name",    "k",       "windows",          "half_lives", "sketch_width",
                                                      "sketch_depth", "epsilon", "delta",         "hot_key_threshold",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
-                                                     "max_future_skew"};
+                                                     "max_future_skew", "max_item_bytes"};
   const simdjson::dom::object members = doc.get_object().value_unsafe();
   for (auto [key, value] : members) {
     const std::string field(key);
@@ -127,7 +139,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& li
           continue;
         }
         (void)get_duration(w, "windows");
-        throw bad_request("unsupported_window", "windows: exact-boundary windows ('" + w +
+        throw invalid("unsupported_window", "windows: exact-boundary windows ('" + w +
                                                     "') are not available yet; use \"all\" for all-time or half_lives for decayed views");
       }
     } else if (field == "half_lives") {
@@ -149,7 +161,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& li
     } else if (field == "counting") {
       const auto counting = get_string(value, field);
       if (counting == "exact") {
-        throw bad_request("unsupported_counting", "counting: \"exact\" namespaces are not available yet; use \"sketch\"");
+        throw invalid("unsupported_counting", "counting: \"exact\" namespaces are not available yet; use \"sketch\"");
       }
       if (counting != "sketch") bad(field, "must be \"sketch\" or \"exact\" (got '" + counting + "')");
     } else if (field == "clock") {
@@ -164,11 +176,20 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& li
       if (s == "candidate_heap") c.summary = engine::SummaryKind::candidate_heap;
       else if (s == "space_saving") c.summary = engine::SummaryKind::space_saving;
       else bad(field, "must be \"candidate_heap\" or \"space_saving\" (got '" + s + "')");
+    } else if (field == "max_item_bytes") {
+      c.max_item_bytes = static_cast<std::uint32_t>(get_uint(value, field, 1, limits.max_item_bytes));
+      has_max_item_bytes = true;
     } else if (field == "max_future_skew") {
       c.max_future_skew = get_duration(get_string(value, field), field);
     }
   }
   if (!has_name) bad("name", "is required");
+  if (stored && !has_max_item_bytes) {
+    // Written before the limit was stored: today's limit, or what its
+    // exclusion list needs.
+    c.max_item_bytes = request_limits.max_item_bytes;
+    for (const auto& e : c.exclude) c.max_item_bytes = std::max<std::uint32_t>(c.max_item_bytes, static_cast<std::uint32_t>(e.size()));
+  }
   if (!has_windows && c.half_lives.empty()) c.all_time = true;  // default view: all-time
   if (!c.all_time && c.half_lives.empty()) bad("windows", "a namespace needs at least one view: \"all\" or a half-life");
   if ((c.all_time ? 1 : 0) + c.half_lives.size() > limits.max_views) bad("half_lives", "at most " + std::to_string(limits.max_views) + " views per namespace");
@@ -194,13 +215,13 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServerLimits& li
   try {
     c.validate();
   } catch (const InvalidArgument& e) {
-    throw bad_request("invalid_field", e.what());
+    throw invalid("invalid_field", e.what());
   }
   c.candidates = c.resolved_candidates();
   return spec;
 }
 
-NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServerLimits& limits) {
+NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServiceLimits& limits) {
   simdjson::dom::parser parser;
   element doc = parse_object(parser, json);
   NamespaceSpec next = current;
@@ -252,6 +273,7 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
   w.key("counting").value("sketch");
   w.key("clock").value(c.clock == engine::ClockMode::wall ? "wall" : "event");
   w.key("max_future_skew").value(format_duration(c.max_future_skew));
+  w.key("max_item_bytes").value(c.max_item_bytes);
   if (!for_storage) {
     // What those dimensions buy (read-only: derived from the sketch size).
     w.key("accuracy").begin_object();
@@ -292,4 +314,4 @@ std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::
   return w.take();
 }
 
-}  // namespace ebb::server
+}  // namespace ebb::service

@@ -1,0 +1,135 @@
+#pragma once
+// The one ingest / query / admin service every front end calls (HTTP today;
+// RESP and the cluster mode next). It owns the namespaces, their locks, the
+// write-ahead log and the checkpoints, so the rules that make a batch safe
+// live here once:
+// - a batch is checked whole (every event of every namespace) before any
+//   of it is logged or counted: all or nothing, across namespaces;
+// - an accepted batch is logged, then counted, under its namespaces' locks,
+//   so each namespace counts records in log order and a replay from a
+//   checkpoint rebuilds the same state bit for bit;
+// - admin operations (create, patch, delete) go through the same log;
+// - a front end acknowledges once when_durable() says so (--fsync).
+//
+// Locks: the name map has a reader-writer lock taken briefly; each
+// namespace has its own (ingest and patches exclusive, queries shared).
+// Lock order: the map, then namespaces in name order, then the log.
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/engine/answers.hpp"
+#include "ebb/engine/event.hpp"
+#include "ebb/engine/namespace.hpp"
+#include "ebb/service/limits.hpp"
+#include "ebb/service/namespace_spec.hpp"
+#include "ebb/service/service_error.hpp"
+#include "ebb/service/service_metrics.hpp"
+#include "ebb/storage/segment_log.hpp"
+
+namespace ebb::service {
+
+struct ServiceOptions {
+  ServiceLimits limits;
+  std::optional<std::filesystem::path> data_dir;  // none: nothing is persisted (tests, benchmarks)
+  storage::SegmentLogOptions log;
+  double checkpoint_interval = 10;  // seconds
+};
+
+// Where a write stands in the log; wait on it with when_durable().
+struct Commit {
+  std::uint64_t lsn = 0;  // 0: nothing to wait for
+};
+
+struct IngestRequest {
+  std::span<const engine::Event> events;
+  std::span<const std::string_view> namespaces;  // one per event
+  std::span<const std::size_t> lines;            // optional: each event's input line, named in errors
+  double received_at = 0;                        // wall clock; also the default event time
+  std::optional<std::string_view> idempotency_key;
+  std::uint64_t body_hash = 0;  // what the key must keep naming (same bytes)
+  std::size_t body_bytes = 0;   // for the ingest-bytes statistics
+};
+
+struct NamespaceInfo {
+  NamespaceSpec spec;
+  engine::NamespaceStats stats;
+  std::uint64_t ingest_bytes = 0;
+};
+
+struct RecoveryReport {
+  std::size_t namespaces = 0;
+  std::string checkpoint;          // the manifest used ("" when none)
+  std::uint64_t records_replayed = 0;
+  std::uint64_t log_bytes = 0;
+  std::string truncation;          // a torn/corrupt log tail that was cut, if any
+  std::size_t migrated_legacy = 0; // namespaces read from the pre-log layout
+  double seconds = 0;
+};
+
+class Service {
+ public:
+  Service(ServiceOptions options, std::shared_ptr<spdlog::logger> log);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Once, before serving: the newest usable checkpoint, then the log.
+  // Throws std::runtime_error naming the path and the problem.
+  RecoveryReport recover();
+  // Checkpoints every checkpoint_interval from now on (a thread).
+  void start_checkpoints();
+  // One checkpoint pass now; returns the states written. Throws on failure.
+  std::size_t checkpoint();
+  // Stops the checkpoint thread, syncs the log and writes a last
+  // checkpoint. Throws when something could not be persisted.
+  void shutdown();
+
+  bool recovered() const;
+  // Recovered and able to take writes; otherwise why not.
+  bool ready() const;
+  std::string not_ready_reason() const;
+  // Persistence problems that do not stop writes (failing checkpoints).
+  std::string warnings() const;
+
+  // Ingest. ServiceError: invalid (names the event and field), not_found,
+  // too_large, unprocessable (key reused), overloaded, unavailable.
+  Commit ingest(const IngestRequest& request);
+  void when_durable(Commit commit, std::function<void(const std::string& error)> done);
+  void wait_durable(Commit commit);  // ServiceError unavailable
+
+  // Admin; each returns once its record is durable.
+  NamespaceSpec create(NamespaceSpec spec);
+  NamespaceSpec patch(const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
+  void remove(const std::string& name);
+  NamespaceInfo describe(const std::string& name) const;
+  std::vector<NamespaceInfo> list() const;
+  std::size_t size() const;
+
+  // Queries. ServiceError invalid for an unknown view or a bad k / item.
+  engine::TopKAnswer top(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) const;
+  engine::PointAnswer count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const;
+  // Many items under one lock, in request order; `view_answer` gets the
+  // view and accuracy block they share.
+  std::vector<engine::PointAnswer> counts(const std::string& name, std::span<const std::string> items,
+                                          const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer) const;
+
+  ServiceMetrics metrics() const;
+  const ServiceLimits& limits() const noexcept;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace ebb::service

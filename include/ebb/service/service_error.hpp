@@ -1,0 +1,37 @@
+#pragma once
+// A request the service refuses: a kind (what a front end maps to an HTTP
+// status or a RESP error), a stable snake_case code and a message that says
+// what and where ("events[3].weight: must be > 0").
+#include <stdexcept>
+#include <string>
+
+namespace ebb::service {
+
+enum class ErrorKind {
+  invalid,               // 400: the request is wrong
+  not_found,             // 404
+  conflict,              // 409: exists already
+  too_large,             // 413: past a size limit
+  unprocessable,         // 422: an idempotency key reused for another body
+  overloaded,            // 429: queues full; retry after a moment
+  unavailable,           // 503: cannot persist now (disk full, log failed) or not ready
+  insufficient_storage,  // 507: past the memory budget
+};
+
+int http_status(ErrorKind kind) noexcept;
+
+class ServiceError : public std::runtime_error {
+ public:
+  ServiceError(ErrorKind kind, std::string code, const std::string& message)
+      : std::runtime_error(message), kind_(kind), code_(std::move(code)) {}
+  ErrorKind kind() const noexcept { return kind_; }
+  const std::string& code() const noexcept { return code_; }
+
+ private:
+  ErrorKind kind_;
+  std::string code_;
+};
+
+inline ServiceError invalid(const std::string& code, const std::string& message) { return {ErrorKind::invalid, code, message}; }
+
+}  // namespace ebb::service

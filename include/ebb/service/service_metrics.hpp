@@ -1,0 +1,34 @@
+#pragma once
+// What the service reports to /metrics (docs/api.md lists each metric).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ebb/engine/namespace.hpp"
+#include "ebb/storage/log_stats.hpp"
+
+namespace ebb::service {
+
+struct NamespaceMetrics {
+  std::string name;
+  engine::NamespaceStats stats;
+  std::uint64_t ingest_bytes = 0;
+};
+
+struct ServiceMetrics {
+  std::vector<NamespaceMetrics> namespaces;
+  storage::LogStats log;
+  bool persistent = false;
+  std::uint64_t checkpoints_ok = 0, checkpoints_failed = 0;
+  double last_checkpoint_seconds = 0;
+  std::uint64_t last_checkpoint_bytes = 0, checkpoint_bytes_total = 0;
+  double recovery_seconds = 0;
+  std::uint64_t recovery_records = 0;
+  std::uint64_t truncated_tails = 0;
+  std::uint64_t idempotency_keys = 0, idempotent_replays = 0;
+  std::uint64_t persist_failures = 0;  // writes refused because the log could not take them
+  std::uint64_t overloaded = 0;        // writes refused with 429
+  std::uint64_t memory_reserved = 0, memory_budget = 0;
+};
+
+}  // namespace ebb::service

@@ -1,0 +1,381 @@
+// Ingest, admin and queries: the rules every front end shares.
+#include "ebb/service/service.hpp"
+
+#include <algorithm>
+#include <future>
+
+#include "ebb/core/clock.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/service/log_records.hpp"
+#include "service_state.hpp"
+
+namespace ebb::service {
+namespace {
+
+
+ServiceError unavailable(const std::string& why) {
+  return {ErrorKind::unavailable, "persist_failed", "the server cannot persist writes now: " + why};
+}
+
+// An unknown view or a bad k / item is the caller's mistake: 400 naming it.
+template <typename F>
+auto on_query(F&& f) {
+  try {
+    return f();
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw invalid(what.starts_with("k:") || what.starts_with("item_id:") ? "bad_parameter" : "unknown_view", what);
+  }
+}
+
+}  // namespace
+
+EntryPtr Service::State::require(std::string_view name, const std::string& field) const {
+  auto e = find(name);
+  if (!e) throw ServiceError(ErrorKind::not_found, "namespace_not_found", field + ": no namespace '" + std::string(name) + "'");
+  return e;
+}
+
+std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
+  const std::uint64_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
+  // Sketch counters, plus each candidate slot with a key of typical length
+  // (the heap, its index and the key bytes).
+  return views * (c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128);
+}
+
+std::uint64_t Service::State::append(std::string_view payload) {
+  if (!wal) return 0;
+  try {
+    return wal->append(payload);
+  } catch (const storage::LogUnavailable& e) {
+    ++persist_failures;
+    log->error("log append failed: {}", e.what());
+    throw unavailable(e.what());
+  }
+}
+
+void Service::State::wait(std::uint64_t lsn) {
+  if (!wal || lsn == 0) return;
+  try {
+    wal->wait_durable(lsn);
+  } catch (const storage::LogUnavailable& e) {
+    ++persist_failures;
+    throw unavailable(e.what());
+  }
+}
+
+Service::Service(ServiceOptions options, std::shared_ptr<spdlog::logger> log)
+    : s_(std::make_unique<State>(std::move(options), std::move(log))) {}
+
+Service::~Service() {
+  {
+    std::lock_guard lock(s_->thread_mu);
+    s_->stop = true;
+  }
+  s_->thread_cv.notify_all();
+  if (s_->checkpointer.joinable()) s_->checkpointer.join();
+}
+
+const ServiceLimits& Service::limits() const noexcept { return s_->options.limits; }
+
+bool Service::recovered() const { return s_->recovered; }
+
+bool Service::ready() const { return not_ready_reason().empty(); }
+
+std::string Service::not_ready_reason() const {
+  if (!s_->recovered) return "the server is recovering its namespaces";
+  if (s_->wal) {
+    if (auto f = s_->wal->failure(); !f.empty()) return "the write-ahead log failed: " + f;
+  }
+  return "";
+}
+
+std::string Service::warnings() const {
+  std::lock_guard lock(s_->metrics_mu);
+  return s_->checkpoint_error.empty() ? "" : "checkpoints are failing (writes are still logged): " + s_->checkpoint_error;
+}
+
+Commit Service::ingest(const IngestRequest& req) {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (req.events.size() != req.namespaces.size()) throw std::logic_error("ingest: one namespace per event");
+  if (req.events.empty()) return {};
+  auto at_event = [&](std::size_t i) {
+    std::string at = "events[" + std::to_string(i) + "]";
+    if (i < req.lines.size()) at += " (line " + std::to_string(req.lines[i]) + ")";
+    return at;
+  };
+  if (req.events.size() > s.options.limits.max_batch_events) {
+    throw ServiceError(ErrorKind::too_large, "batch_too_large",
+                       "events: more than " + std::to_string(s.options.limits.max_batch_events) + " events in one batch (--max-batch-events)");
+  }
+  if (s.inflight.load(std::memory_order_relaxed) >= s.options.limits.max_inflight_batches) {
+    ++s.overloaded;
+    throw ServiceError(ErrorKind::overloaded, "overloaded",
+                       "more than " + std::to_string(s.options.limits.max_inflight_batches) +
+                           " batches are waiting for the disk (--max-inflight-batches); retry shortly");
+  }
+  if (req.idempotency_key && (req.idempotency_key->empty() || req.idempotency_key->size() > s.options.limits.max_idempotency_key_bytes)) {
+    throw invalid("bad_idempotency_key", "Idempotency-Key: must be 1 to " + std::to_string(s.options.limits.max_idempotency_key_bytes) + " bytes");
+  }
+
+  // Group by namespace (the common case, one namespace, without copying).
+  struct Target {
+    EntryPtr entry;
+    std::vector<std::size_t> indices;  // empty: every event
+    std::vector<engine::Event> events;
+  };
+  std::vector<Target> targets;
+  const std::string_view first_ns = req.namespaces.front();
+  const bool single = std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
+  if (single) {
+    targets.push_back({s.require(first_ns, at_event(0) + ".namespace"), {}, {}});
+  } else {
+    std::map<std::string_view, std::vector<std::size_t>> groups;  // name order: a fixed lock order
+    for (std::size_t i = 0; i < req.events.size(); ++i) groups[req.namespaces[i]].push_back(i);
+    for (auto& [name, indices] : groups) {
+      Target t{s.require(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}};
+      t.events.reserve(t.indices.size());
+      for (std::size_t i : t.indices) t.events.push_back(req.events[i]);
+      targets.push_back(std::move(t));
+    }
+  }
+  auto events_of = [&](const Target& t) { return t.indices.empty() ? req.events : std::span<const engine::Event>(t.events); };
+
+  // The record is built before any lock is taken.
+  BatchRecord record;
+  record.received_at = req.received_at;
+  if (req.idempotency_key) record.key = IdempotencyStamp{*req.idempotency_key, req.body_hash};
+  for (const auto& t : targets) record.groups.push_back({t.entry->name, {events_of(t).begin(), events_of(t).end()}});
+  thread_local std::string payload;
+  if (s.wal) encode_batch(payload, record);
+
+  std::vector<std::unique_lock<std::shared_mutex>> locks;
+  locks.reserve(targets.size());
+  for (auto& t : targets) locks.emplace_back(t.entry->mu);
+  for (auto& t : targets) {
+    if (t.entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + t.entry->name + "' was deleted");
+    try {
+      t.entry->ns.stage(events_of(t), req.received_at);
+    } catch (const BatchError& e) {
+      const std::size_t index = t.indices.empty() ? e.index() : t.indices[e.index()];
+      throw invalid("invalid_event", at_event(index) + "." + e.field() + ": " + e.message());
+    }
+  }
+  // Every event is valid: log, then count (which cannot fail now).
+  std::uint64_t lsn = 0;
+  {
+    std::unique_lock<std::mutex> key_lock;
+    if (req.idempotency_key) {
+      key_lock = std::unique_lock(s.keys.mutex());
+      if (auto seen = s.keys.find(*req.idempotency_key, req.received_at)) {
+        if (seen->body_hash != req.body_hash) {
+          throw ServiceError(ErrorKind::unprocessable, "idempotency_key_reused",
+                             "Idempotency-Key: '" + std::string(*req.idempotency_key) + "' was used for a different batch");
+        }
+        ++s.idempotent_replays;
+        return Commit{seen->lsn};  // counted once already; the caller waits for that record
+      }
+    }
+    lsn = s.wal ? s.append(payload) : 0;
+    if (req.idempotency_key) s.keys.insert(*req.idempotency_key, req.body_hash, lsn, req.received_at);
+  }
+  for (auto& t : targets) {
+    t.entry->ns.apply_staged();
+    t.entry->applied_lsn = lsn;
+    t.entry->ingest_bytes += req.body_bytes * events_of(t).size() / req.events.size();
+  }
+  return Commit{lsn};
+}
+
+void Service::when_durable(Commit commit, std::function<void(const std::string& error)> done) {
+  State& s = *s_;
+  if (!s.wal || commit.lsn == 0) return done("");
+  ++s.inflight;
+  s.wal->when_durable(commit.lsn, [&s, done = std::move(done)](const std::string& error) {
+    --s.inflight;
+    if (!error.empty()) ++s.persist_failures;
+    done(error.empty() ? error : "the server cannot persist writes now: " + error);
+  });
+}
+
+void Service::wait_durable(Commit commit) { s_->wait(commit.lsn); }
+
+NamespaceSpec Service::create(NamespaceSpec spec) {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  const std::string name = spec.config.name;
+  auto exists = [&] { return ServiceError(ErrorKind::conflict, "namespace_exists", "name: namespace '" + name + "' already exists"); };
+  if (s.find(name)) throw exists();
+  if (size() >= s.options.limits.max_namespaces) {
+    throw invalid("namespace_limit",
+                  "name: the server holds its limit of " + std::to_string(s.options.limits.max_namespaces) + " namespaces (--max-namespaces)");
+  }
+  // Reserve the memory before allocating it, so concurrent creates cannot
+  // overshoot the budget together.
+  const std::uint64_t need = State::planned_bytes(spec.config);
+  const std::uint64_t budget = s.options.limits.max_memory;
+  std::uint64_t have = s.reserved.load();
+  do {
+    if (budget != 0 && have + need > budget) {
+      throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
+                         "the namespace needs " + std::to_string(need >> 20) + " MiB; " + std::to_string(have >> 20) + " MiB of the " +
+                             std::to_string(budget >> 20) + " MiB budget (--max-memory) are taken");
+    }
+  } while (!s.reserved.compare_exchange_weak(have, have + need));
+  std::shared_ptr<NamespaceEntry> entry;
+  try {
+    // The allocation (up to --max-namespace-bytes) happens here, outside
+    // every lock; front ends call create() off their event loops.
+    entry = std::make_shared<NamespaceEntry>(spec, 0, need);
+    const std::string payload = encode_admin({RecordType::create, {}, write_namespace_spec(entry->spec, true)});
+    std::uint64_t lsn = 0;
+    {
+      std::unique_lock lock(s.map_mu);
+      if (s.entries.contains(name)) throw exists();
+      lsn = s.append(payload);  // under the map lock: the log orders creates and deletes of a name as the map does
+      entry->applied_lsn = lsn;
+      s.entries.emplace(name, entry);
+    }
+    s.wait(lsn);
+  } catch (...) {
+    if (!entry || !s.find(name) || s.find(name) != entry) s.reserved -= need;
+    throw;
+  }
+  return entry->spec;
+}
+
+NamespaceSpec Service::patch(const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit) {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto entry = s.require(name, "name");
+  std::uint64_t lsn = 0;
+  NamespaceSpec next;
+  {
+    std::unique_lock lock(entry->mu);
+    if (entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
+    next = edit(entry->spec);
+    // The engine must accept the whole new configuration before it is
+    // logged, so the log and memory cannot disagree.
+    try {
+      next.config.validate();
+    } catch (const InvalidArgument& e) {
+      throw invalid("invalid_field", e.what());
+    }
+    if (next.config.k > entry->ns.config().candidates) {
+      throw invalid("invalid_field", "k: must be at most the namespace's " + std::to_string(entry->ns.config().candidates) + " candidates");
+    }
+    lsn = s.append(encode_admin({RecordType::patch, name, write_namespace_spec(next, true)}));
+    entry->ns.set_k(next.config.k);
+    entry->ns.set_exclude(next.config.exclude);
+    entry->spec = next;
+    entry->applied_lsn = lsn;
+  }
+  s.wait(lsn);
+  return next;
+}
+
+void Service::remove(const std::string& name) {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  std::uint64_t lsn = 0;
+  {
+    std::unique_lock map_lock(s.map_mu);
+    auto it = s.entries.find(name);
+    if (it == s.entries.end()) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
+    EntryPtr entry = it->second;
+    // Marked under its own lock before the record is logged: a batch that
+    // found this namespace earlier then sees it deleted instead of logging
+    // after the delete (where a replay would give it to a new namespace of
+    // the same name).
+    std::unique_lock ns_lock(entry->mu);
+    lsn = s.append(encode_admin({RecordType::remove, name, {}}));
+    entry->deleted = true;
+    s.entries.erase(it);
+    s.reserved -= entry->reserved_bytes;
+  }
+  s.wait(lsn);
+}
+
+NamespaceInfo Service::describe(const std::string& name) const {
+  auto e = s_->require(name, "name");
+  std::shared_lock lock(e->mu);
+  return {e->spec, e->ns.stats(), e->ingest_bytes.load()};
+}
+
+std::vector<NamespaceInfo> Service::list() const {
+  std::vector<EntryPtr> entries;
+  {
+    std::shared_lock lock(s_->map_mu);
+    for (const auto& [_, e] : s_->entries) entries.push_back(e);
+  }
+  std::vector<NamespaceInfo> out;
+  out.reserve(entries.size());
+  for (const auto& e : entries) {
+    std::shared_lock lock(e->mu);
+    out.push_back({e->spec, e->ns.stats(), e->ingest_bytes.load()});
+  }
+  return out;
+}
+
+std::size_t Service::size() const {
+  std::shared_lock lock(s_->map_mu);
+  return s_->entries.size();
+}
+
+engine::TopKAnswer Service::top(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) const {
+  auto e = s_->require(name, "namespace");
+  std::shared_lock lock(e->mu);
+  return on_query([&] { return e->ns.top(view, k); });
+}
+
+engine::PointAnswer Service::count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const {
+  auto e = s_->require(name, "namespace");
+  std::shared_lock lock(e->mu);
+  return on_query([&] { return e->ns.count(item, view); });
+}
+
+std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::span<const std::string> items,
+                                                 const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer) const {
+  auto e = s_->require(name, "namespace");
+  std::vector<engine::PointAnswer> answers;
+  answers.reserve(items.size());
+  std::shared_lock lock(e->mu);
+  const auto max_bytes = e->ns.config().max_item_bytes;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty() || items[i].size() > max_bytes) {
+      throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
+    }
+    answers.push_back(on_query([&] { return e->ns.count(items[i], view); }));
+  }
+  if (answers.empty()) {
+    view_answer = on_query([&] { return e->ns.top(view, 1); });
+  } else {
+    const auto& first = answers.front();
+    view_answer.view = first.view;
+    view_answer.as_of = first.as_of;
+    view_answer.window_start = first.window_start;
+    view_answer.accuracy = first.accuracy;
+  }
+  return answers;
+}
+
+ServiceMetrics Service::metrics() const {
+  ServiceMetrics m;
+  {
+    std::lock_guard lock(s_->metrics_mu);
+    m = s_->counters;
+  }
+  for (auto& info : list()) m.namespaces.push_back({info.spec.config.name, info.stats, info.ingest_bytes});
+  m.persistent = s_->wal != nullptr;
+  if (s_->wal) m.log = s_->wal->stats();
+  m.idempotency_keys = s_->keys.size();
+  m.idempotent_replays = s_->idempotent_replays;
+  m.persist_failures = s_->persist_failures;
+  m.overloaded = s_->overloaded;
+  m.memory_reserved = s_->reserved;
+  m.memory_budget = s_->options.limits.max_memory;
+  return m;
+}
+
+}  // namespace ebb::service

@@ -1,0 +1,19 @@
+#include "ebb/service/service_error.hpp"
+
+namespace ebb::service {
+
+int http_status(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::invalid: return 400;
+    case ErrorKind::not_found: return 404;
+    case ErrorKind::conflict: return 409;
+    case ErrorKind::too_large: return 413;
+    case ErrorKind::unprocessable: return 422;
+    case ErrorKind::overloaded: return 429;
+    case ErrorKind::unavailable: return 503;
+    case ErrorKind::insufficient_storage: return 507;
+  }
+  return 500;
+}
+
+}  // namespace ebb::service

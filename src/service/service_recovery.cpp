@@ -1,0 +1,201 @@
+// Recovery: the newest usable checkpoint, then every log record after it.
+#include <chrono>
+
+#include "ebb/core/clock.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/service/log_records.hpp"
+#include "service_state.hpp"
+
+namespace ebb::service {
+namespace {
+
+using Entries = std::map<std::string, EntryPtr, std::less<>>;
+
+EntryPtr load_namespace(const std::string& config_json, const ServiceLimits& limits, std::uint64_t lsn, const std::string& where) {
+  NamespaceSpec spec;
+  try {
+    spec = parse_namespace_spec(config_json, limits, SpecSource::stored);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("the namespace configuration in " + where + " is damaged: " + e.what());
+  }
+  return std::make_shared<NamespaceEntry>(std::move(spec), lsn, Service::State::planned_bytes(spec.config));
+}
+
+// Applies one log record to the namespaces being rebuilt. A record already
+// in a namespace's checkpointed state (its applied LSN is not older) is
+// skipped, so replay may start before some states' LSNs.
+void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::string_view payload, std::uint64_t& errors) {
+  switch (record_type(payload)) {
+    case RecordType::batch: {
+      const BatchRecord r = decode_batch(payload);
+      for (const auto& g : r.groups) {
+        auto it = entries.find(g.ns);
+        if (it == entries.end() || it->second->applied_lsn >= lsn) continue;  // deleted later, or already counted
+        auto& e = *it->second;
+        try {
+          e.ns.stage(g.events, r.received_at);
+          e.ns.apply_staged();
+        } catch (const BatchError& err) {
+          // It was accepted under the same rules and clock reading: a
+          // record that no longer applies means the rules changed.
+          ++errors;
+          s.log->error("replay: record {} for namespace '{}' no longer applies ({}); skipped", lsn, e.name, err.what());
+        }
+        e.applied_lsn = lsn;
+      }
+      if (r.key) s.keys.insert(r.key->key, r.key->body_hash, lsn, r.received_at);
+      break;
+    }
+    case RecordType::create: {
+      const AdminRecord r = decode_admin(payload);
+      auto entry = load_namespace(std::string(r.config_json), s.options.limits, lsn, "log record " + std::to_string(lsn));
+      auto it = entries.find(entry->name);
+      if (it != entries.end()) {
+        if (it->second->applied_lsn < lsn) s.log->warn("replay: record {} creates namespace '{}' which exists; kept the existing one", lsn, entry->name);
+        break;
+      }
+      entries.emplace(entry->name, std::move(entry));
+      break;
+    }
+    case RecordType::patch: {
+      const AdminRecord r = decode_admin(payload);
+      auto it = entries.find(r.name);
+      if (it == entries.end() || it->second->applied_lsn >= lsn) break;
+      auto next = load_namespace(std::string(r.config_json), s.options.limits, lsn, "log record " + std::to_string(lsn));
+      auto& e = *it->second;
+      e.ns.set_k(next->spec.config.k);
+      e.ns.set_exclude(next->spec.config.exclude);
+      e.spec = next->spec;
+      e.applied_lsn = lsn;
+      break;
+    }
+    case RecordType::remove: {
+      const AdminRecord r = decode_admin(payload);
+      auto it = entries.find(r.name);
+      if (it != entries.end() && it->second->applied_lsn < lsn) entries.erase(it);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+RecoveryReport Service::recover() {
+  State& s = *s_;
+  RecoveryReport report;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!s.options.data_dir) {
+    s.recovered = true;
+    return report;
+  }
+  s.store = std::make_unique<storage::CheckpointStore>(*s.options.data_dir);
+  for (const auto& p : s.store->remove_temporaries()) s.log->warn("removed {} (a write interrupted by a crash)", p.string());
+  for (const auto& p : s.store->foreign_files()) s.log->warn("ignoring {}: not a file ebb writes there", p.string());
+
+  Entries entries;
+  storage::Manifest base;
+  bool have_checkpoint = false;
+  for (const auto& path : s.store->manifests()) {
+    try {
+      base = s.store->read_manifest(path);
+      Entries loaded;
+      for (const auto& n : base.namespaces) {
+        auto entry = load_namespace(n.config_json, s.options.limits, n.state_lsn, path.string());
+        try {
+          entry->ns.restore_state(s.store->read_state(n.state_file));
+        } catch (const std::exception& e) {
+          throw std::runtime_error("state " + n.state_file + " of namespace '" + n.name + "': " + e.what());
+        }
+        loaded.emplace(n.name, std::move(entry));
+      }
+      entries = std::move(loaded);
+      report.checkpoint = path.string();
+      have_checkpoint = true;
+      break;
+    } catch (const std::exception& e) {
+      s.log->error("checkpoint {} cannot be used ({}); trying the one before it", path.string(), e.what());
+      base = {};
+    }
+  }
+  if (!have_checkpoint) {
+    // A data directory from before the log: configurations and states.
+    for (auto& legacy : s.store->legacy_namespaces()) {
+      NamespaceSpec spec;
+      try {
+        spec = parse_namespace_spec(legacy.config_json, s.options.limits, SpecSource::stored);
+      } catch (const std::exception& e) {
+        if (!legacy.state) {  // not a namespace of ours: a stray file
+          s.log->warn("ignoring {}: not a namespace configuration ({})", legacy.config_path.string(), e.what());
+          continue;
+        }
+        throw std::runtime_error("cannot load namespace configuration " + legacy.config_path.string() + ": " + e.what());
+      }
+      if (spec.config.name != legacy.name) {
+        if (!legacy.state) {
+          s.log->warn("ignoring {}: it names namespace '{}'", legacy.config_path.string(), spec.config.name);
+          continue;
+        }
+        throw std::runtime_error("namespace configuration " + legacy.config_path.string() + " names '" + spec.config.name + "'");
+      }
+      auto entry = std::make_shared<NamespaceEntry>(spec, 0, State::planned_bytes(spec.config));
+      if (legacy.state) {
+        try {
+          entry->ns.restore_state(*legacy.state);
+        } catch (const std::exception& e) {
+          throw std::runtime_error("cannot restore namespace state " + legacy.state_path.string() + ": " + e.what());
+        }
+      }
+      entries.emplace(legacy.name, std::move(entry));
+      ++report.migrated_legacy;
+    }
+  }
+  for (const auto& k : base.keys) s.keys.insert(k.key, k.body_hash, k.lsn, k.received_at);
+
+  std::uint64_t replay_errors = 0;
+  storage::LogRecovery log_report;
+  try {
+    s.wal = std::make_unique<storage::SegmentLog>(
+        s.store->wal_dir(), s.options.log, base.start_lsn, base.start_lsn + 1,
+        [&](std::uint64_t lsn, std::string_view payload) { replay_record(s, entries, lsn, payload, replay_errors); }, &log_report);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot recover the write-ahead log in " + s.store->wal_dir().string() + ": " + e.what());
+  }
+  if (!log_report.truncation.empty()) s.log->error("the log had a torn or corrupt tail, cut: {}", log_report.truncation);
+  for (const auto& [name, e] : entries) {
+    s.reserved += e->reserved_bytes;
+    if (e->spec.config.max_item_bytes > s.options.limits.max_item_bytes ||
+        State::planned_bytes(e->spec.config) > s.options.limits.max_namespace_bytes) {
+      s.log->warn("namespace '{}' was created under larger limits than this server's; it loads as it is (limits apply to new requests)", name);
+    }
+  }
+  if (s.options.limits.max_memory != 0 && s.reserved > s.options.limits.max_memory) {
+    s.log->warn("the namespaces hold {} MiB, over the --max-memory budget of {} MiB: new namespaces are refused", s.reserved >> 20,
+                s.options.limits.max_memory >> 20);
+  }
+  {
+    std::unique_lock lock(s.map_mu);
+    s.entries = std::move(entries);
+  }
+  s.last_manifest = base;
+  report.namespaces = size();
+  report.records_replayed = log_report.replayed;
+  report.log_bytes = log_report.bytes;
+  report.truncation = log_report.truncation;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard lock(s.metrics_mu);
+    s.counters.recovery_seconds = report.seconds;
+    s.counters.recovery_records = log_report.replayed;
+    s.counters.truncated_tails = log_report.truncation.empty() ? 0 : 1;
+  }
+  s.recovered = true;
+  if (report.migrated_legacy > 0) {
+    // The old layout is read once: its content now lives in a checkpoint.
+    checkpoint();
+    s.store->remove_legacy();
+    s.log->info("migrated {} namespaces from the pre-log layout", report.migrated_legacy);
+  }
+  return report;
+}
+
+}  // namespace ebb::service

@@ -1,0 +1,78 @@
+#pragma once
+// The service's private state, shared by service.cpp (ingest, queries,
+// admin), service_recovery.cpp and service_checkpoint.cpp.
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+
+#include "ebb/service/service.hpp"
+#include "ebb/storage/checkpoint_store.hpp"
+#include "idempotency_table.hpp"
+
+namespace ebb::service {
+
+struct NamespaceEntry {
+  NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved)
+      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), reserved_bytes(reserved) {}
+
+  const std::string name;
+  mutable std::shared_mutex mu;  // guards everything below but the atomics
+  NamespaceSpec spec;
+  engine::Namespace ns;
+  std::uint64_t applied_lsn;  // the newest log record counted here (checkpoints, replay)
+  bool deleted = false;       // set by remove(): a request that found it before sees 404
+  const std::uint64_t reserved_bytes;
+  std::atomic<std::uint64_t> ingest_bytes{0};
+};
+
+using EntryPtr = std::shared_ptr<NamespaceEntry>;
+
+struct Service::State {
+  ServiceOptions options;
+  std::shared_ptr<spdlog::logger> log;
+  std::unique_ptr<storage::CheckpointStore> store;  // null: not persistent
+  std::unique_ptr<storage::SegmentLog> wal;         // null: not persistent
+
+  mutable std::shared_mutex map_mu;
+  std::map<std::string, EntryPtr, std::less<>> entries;
+  std::atomic<std::uint64_t> reserved{0};
+
+  IdempotencyTable keys{options.limits.idempotency_window, options.limits.max_idempotency_keys};
+  std::atomic<bool> recovered{false};
+  std::atomic<std::size_t> inflight{0};
+
+  // Checkpoints.
+  std::mutex checkpoint_mu;  // one pass at a time
+  storage::Manifest last_manifest;
+  std::mutex thread_mu;
+  std::condition_variable thread_cv;
+  bool stop = false;
+  std::thread checkpointer;
+
+  // Metrics.
+  mutable std::mutex metrics_mu;
+  ServiceMetrics counters;  // namespaces and log filled at read
+  std::string checkpoint_error;
+  std::atomic<std::uint64_t> idempotent_replays{0}, persist_failures{0}, overloaded{0};
+
+  explicit State(ServiceOptions o, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), log(std::move(l)) {}
+
+  EntryPtr find(std::string_view name) const {
+    std::shared_lock lock(map_mu);
+    auto it = entries.find(name);
+    return it == entries.end() ? nullptr : it->second;
+  }
+  EntryPtr require(std::string_view name, const std::string& field) const;
+  // Memory a namespace of this configuration plans to hold (the budget's unit).
+  static std::uint64_t planned_bytes(const engine::NamespaceConfig& c);
+  // Appends an admin record and waits until it is durable (ServiceError).
+  std::uint64_t append(std::string_view payload);
+  void wait(std::uint64_t lsn);
+};
+
+}  // namespace ebb::service

@@ -1,0 +1,425 @@
+#include "ebb/storage/segment_log.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <future>
+
+#include "ebb/core/error.hpp"
+#include "ebb/storage/file_io.hpp"
+
+namespace ebb::storage {
+namespace {
+
+constexpr char kMagic[8] = {'E', 'B', 'B', 'W', 'A', 'L', '0', '1'};
+constexpr std::size_t kSegmentHeader = 16;
+constexpr std::size_t kRecordHeader = 20;
+constexpr std::uint32_t kMaxRecordBytes = 1u << 30;
+
+std::uint64_t record_checksum(std::uint64_t lsn, std::string_view payload) {
+  return XXH3_64bits_withSeed(payload.data(), payload.size(), lsn ^ (static_cast<std::uint64_t>(payload.size()) << 40));
+}
+
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename T>
+void store(std::string& out, T v) {
+  char b[sizeof v];
+  std::memcpy(b, &v, sizeof v);
+  out.append(b, sizeof v);
+}
+
+std::string segment_name(std::uint64_t first_lsn) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%020llu.log", static_cast<unsigned long long>(first_lsn));
+  return buf;
+}
+
+// "00000000000000000042.log" -> 42; 0 for any other name.
+std::uint64_t parse_segment_name(const std::string& name) {
+  if (name.size() != 24 || name.substr(20) != ".log") return 0;
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < 20; ++i) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    v = v * 10 + static_cast<std::uint64_t>(name[i] - '0');
+  }
+  return v;
+}
+
+void observe(auto& buckets, const auto& bounds, double v) {
+  std::size_t i = 0;
+  while (i < bounds.size() && v > bounds[i]) ++i;
+  ++buckets[i];
+}
+
+}  // namespace
+
+const char* fsync_policy_name(FsyncPolicy p) noexcept {
+  switch (p) {
+    case FsyncPolicy::batch: return "batch";
+    case FsyncPolicy::interval: return "interval";
+    case FsyncPolicy::off: return "off";
+  }
+  return "?";
+}
+
+void EventLog::wait_durable(std::uint64_t lsn) {
+  std::promise<std::string> done;
+  auto result = done.get_future();
+  when_durable(lsn, [&done](const std::string& error) { done.set_value(error); });
+  const std::string error = result.get();
+  if (!error.empty()) throw LogUnavailable(error);
+}
+
+SegmentLog::Segment::~Segment() {
+  if (fd >= 0) ::close(fd);
+}
+
+SegmentLog::SegmentLog(std::filesystem::path dir, SegmentLogOptions options, std::uint64_t replay_after, std::uint64_t min_next_lsn,
+                       const ReplayFn& replay, LogRecovery* report)
+    : dir_(std::move(dir)), options_(options) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) throw IoError("cannot create log directory", dir_, ec.value());
+  LogRecovery local;
+  const auto t0 = std::chrono::steady_clock::now();
+  recover(replay_after, min_next_lsn, replay, report ? *report : local);
+  (report ? *report : local).seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  durable_lsn_ = next_lsn_ - 1;  // what recovery read is on disk
+  sync_thread_ = std::thread([this] { sync_loop(); });
+}
+
+SegmentLog::~SegmentLog() {
+  std::multimap<std::uint64_t, DurableCallback> left;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    left.swap(waiters_);
+  }
+  for (auto& [_, cb] : left) cb("the log was closed before the record was synced");
+}
+
+void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn, const ReplayFn& replay, LogRecovery& report) {
+  std::vector<std::pair<std::uint64_t, std::filesystem::path>> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    const std::uint64_t first = parse_segment_name(entry.path().filename().string());
+    if (first != 0 && entry.is_regular_file()) found.emplace_back(first, entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  std::uint64_t expected = found.empty() ? 1 : found.front().first;
+  if (!found.empty() && expected > replay_after + 1) {
+    throw FormatError("the log in " + dir_.string() + " begins at record " + std::to_string(expected) + " but the checkpoint needs every record after " +
+                      std::to_string(replay_after) + ": records are missing");
+  }
+  std::uint64_t last_size = 0;
+  bool cut = false;
+  for (std::size_t s = 0; s < found.size(); ++s) {
+    const auto& [first, path] = found[s];
+    if (cut) {  // everything after a cut is unreachable: keep it aside, out of the log
+      std::filesystem::rename(path, path.string() + ".corrupt");
+      continue;
+    }
+    if (first != expected) {
+      throw FormatError("log segment " + path.string() + " begins at record " + std::to_string(first) + ", expected " + std::to_string(expected) +
+                        ": a segment is missing");
+    }
+    // A segment wholly before the replay point is not read (recovery time);
+    // it is validated when it is the last one (it becomes the open segment).
+    const bool last = s + 1 == found.size();
+    if (!last && found[s + 1].first <= replay_after + 1) {
+      expected = found[s + 1].first;
+      auto seg = std::make_shared<Segment>();
+      seg->path = path;
+      seg->first_lsn = first;
+      closed_.push_back(seg);
+      const auto size = std::filesystem::file_size(path);
+      report.bytes += size;
+      stats_.bytes += size;
+      continue;
+    }
+    const std::string data = read_whole_file(path);
+    std::size_t pos = 0;
+    std::string why;
+    if (data.size() < kSegmentHeader || std::memcmp(data.data(), kMagic, 8) != 0 || load<std::uint64_t>(data.data() + 8) != first) {
+      why = data.size() < kSegmentHeader ? "torn segment header" : "bad segment header";
+    } else {
+      pos = kSegmentHeader;
+      while (pos < data.size()) {
+        if (data.size() - pos < kRecordHeader) {
+          why = "torn record header";
+          break;
+        }
+        const auto n = load<std::uint32_t>(data.data() + pos);
+        const auto lsn = load<std::uint64_t>(data.data() + pos + 4);
+        const auto sum = load<std::uint64_t>(data.data() + pos + 12);
+        if (n > kMaxRecordBytes || data.size() - pos - kRecordHeader < n) {
+          why = "torn record (length past the end of the segment)";
+          break;
+        }
+        if (lsn != expected) {
+          why = "record number " + std::to_string(lsn) + " where " + std::to_string(expected) + " was expected";
+          break;
+        }
+        const std::string_view payload(data.data() + pos + kRecordHeader, n);
+        if (record_checksum(lsn, payload) != sum) {
+          why = "checksum mismatch in record " + std::to_string(lsn);
+          break;
+        }
+        ++report.records;
+        if (lsn > replay_after) {
+          replay(lsn, payload);
+          ++report.replayed;
+        }
+        ++expected;
+        pos += kRecordHeader + n;
+      }
+    }
+    if (!why.empty()) {
+      cut = true;
+      report.truncated_bytes += data.size() - pos;
+      report.truncation = path.string() + " at byte " + std::to_string(pos) + ": " + why + " (" + std::to_string(data.size() - pos) +
+                          " bytes cut, kept in " + path.filename().string() + ".corrupt-" + std::to_string(pos) + ")";
+      write_file_atomically(path.string() + ".corrupt-" + std::to_string(pos), std::string_view(data).substr(pos));
+      if (pos < kSegmentHeader) {
+        std::filesystem::remove(path);
+        continue;  // an empty segment is made again below
+      }
+      if (::truncate(path.c_str(), static_cast<off_t>(pos)) != 0) throw IoError("cannot truncate the torn log tail of", path, errno);
+    }
+    auto seg = std::make_shared<Segment>();
+    seg->path = path;
+    seg->first_lsn = first;
+    closed_.push_back(seg);
+    report.bytes += pos;
+    stats_.bytes += pos;
+    last_size = pos;
+  }
+  next_lsn_ = std::max(expected, min_next_lsn);
+  // The newest segment stays open for appends, unless numbering jumped.
+  if (!closed_.empty() && closed_.back()->first_lsn <= next_lsn_ && expected == next_lsn_) {
+    current_ = closed_.back();
+    closed_.pop_back();
+    current_->fd = ::open(current_->path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (current_->fd < 0) throw IoError("cannot open log segment", current_->path, errno);
+    current_bytes_ = last_size;
+  } else {
+    std::lock_guard lock(mu_);
+    open_new_segment(next_lsn_);
+  }
+  stats_.segments = closed_.size() + 1;
+  fsync_directory(dir_);
+}
+
+void SegmentLog::open_new_segment(std::uint64_t first_lsn) {
+  auto seg = std::make_shared<Segment>();
+  seg->path = dir_ / segment_name(first_lsn);
+  seg->first_lsn = first_lsn;
+  seg->fd = ::open(seg->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (seg->fd < 0) throw IoError("cannot create log segment", seg->path, errno);
+  std::string header(kMagic, 8);
+  store<std::uint64_t>(header, first_lsn);
+  try {
+    write_all(seg->fd, header, seg->path);
+    if (::fdatasync(seg->fd) != 0) throw IoError("cannot sync", seg->path, errno);
+    fsync_directory(dir_);
+  } catch (...) {
+    ::unlink(seg->path.c_str());
+    throw;
+  }
+  if (current_) closed_.push_back(std::move(current_));
+  current_ = std::move(seg);
+  current_bytes_ = kSegmentHeader;
+  std::lock_guard s(stats_mu_);
+  stats_.bytes += kSegmentHeader;
+  stats_.segments = closed_.size() + 1;
+}
+
+void SegmentLog::fail(const std::string& why) {
+  if (failure_.empty()) failure_ = why;
+}
+
+std::uint64_t SegmentLog::append(std::string_view payload) {
+  if (payload.size() > kMaxRecordBytes) throw LogUnavailable("a log record is limited to 1 GiB");
+  std::lock_guard lock(mu_);
+  if (!failure_.empty()) throw LogUnavailable(failure_);
+  try {
+    if (current_bytes_ >= options_.segment_bytes) {
+      // The closed segment must be durable before records in the next one
+      // are acknowledged: the sync thread only syncs the open segment.
+      if (options_.policy != FsyncPolicy::off && ::fdatasync(current_->fd) != 0) {
+        fail("cannot sync log segment '" + current_->path.string() + "': " + std::strerror(errno));
+        throw LogUnavailable(failure_);
+      }
+      open_new_segment(next_lsn_);
+    }
+    const std::uint64_t lsn = next_lsn_;
+    scratch_.clear();
+    store<std::uint32_t>(scratch_, static_cast<std::uint32_t>(payload.size()));
+    store<std::uint64_t>(scratch_, lsn);
+    store<std::uint64_t>(scratch_, record_checksum(lsn, payload));
+    scratch_.append(payload);
+    try {
+      write_all(current_->fd, scratch_, current_->path);
+    } catch (const IoError&) {
+      // Nothing half-written stays: cut back to the last whole record. If
+      // even that fails the log's end is unknown and it takes no more.
+      if (::ftruncate(current_->fd, static_cast<off_t>(current_bytes_)) != 0) {
+        fail("cannot cut a partial record from '" + current_->path.string() + "': " + std::strerror(errno));
+      }
+      throw;
+    }
+    current_bytes_ += scratch_.size();
+    ++next_lsn_;
+    std::lock_guard s(stats_mu_);
+    stats_.bytes += scratch_.size();
+    ++stats_.records;
+    return lsn;
+  } catch (const IoError& e) {
+    std::lock_guard s(stats_mu_);
+    ++stats_.append_errors;
+    throw LogUnavailable(e.what());
+  }
+}
+
+void SegmentLog::when_durable(std::uint64_t lsn, DurableCallback done) {
+  if (options_.policy != FsyncPolicy::batch) return done("");
+  std::unique_lock lock(mu_);
+  if (lsn <= durable_lsn_) {
+    lock.unlock();
+    return done("");
+  }
+  if (!failure_.empty()) {
+    const std::string why = failure_;
+    lock.unlock();
+    return done(why);
+  }
+  waiters_.emplace(lsn, std::move(done));
+  lock.unlock();
+  cv_.notify_one();
+}
+
+std::uint64_t SegmentLog::last_lsn() const {
+  std::lock_guard lock(mu_);
+  return next_lsn_ - 1;
+}
+
+std::string SegmentLog::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
+}
+
+void SegmentLog::sync_loop() {
+  std::unique_lock lock(mu_);
+  const auto interval = std::chrono::duration<double>(options_.fsync_interval);
+  while (!stop_) {
+    if (options_.policy == FsyncPolicy::batch) {
+      cv_.wait(lock, [this] { return stop_ || !waiters_.empty(); });
+    } else if (options_.policy == FsyncPolicy::interval) {
+      cv_.wait_for(lock, interval, [this] { return stop_; });
+    } else {
+      cv_.wait(lock, [this] { return stop_; });
+    }
+    if (stop_) break;
+    const std::uint64_t target = next_lsn_ - 1;
+    std::vector<DurableCallback> ready;
+    std::string error;
+    if (target > durable_lsn_ && failure_.empty()) {
+      auto seg = current_;  // kept alive through the fsync even if a roll closes it
+      lock.unlock();
+      const auto t0 = std::chrono::steady_clock::now();
+      const int rc = ::fdatasync(seg->fd);
+      const int err = errno;
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      lock.lock();
+      if (rc != 0) {
+        // After a failed fsync the page cache can no longer be trusted
+        // (the kernel may have dropped the dirty pages): stop taking records.
+        fail("fsync of log segment '" + seg->path.string() + "' failed: " + std::strerror(err));
+      } else {
+        std::lock_guard s(stats_mu_);
+        ++stats_.fsyncs;
+        stats_.fsync_seconds_sum += dt;
+        observe(stats_.fsync_buckets, LogStats::kFsyncBuckets, dt);
+        const auto group = static_cast<double>(target - durable_lsn_);
+        stats_.group_records_sum += target - durable_lsn_;
+        observe(stats_.group_buckets, LogStats::kGroupBuckets, group);
+        durable_lsn_ = std::max(durable_lsn_, target);
+      }
+    }
+    error = failure_;
+    auto end = error.empty() ? waiters_.upper_bound(durable_lsn_) : waiters_.end();
+    for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second));
+    waiters_.erase(waiters_.begin(), end);
+    if (ready.empty()) continue;
+    lock.unlock();
+    for (auto& cb : ready) cb(error);
+    lock.lock();
+  }
+}
+
+void SegmentLog::sync() {
+  std::unique_lock lock(mu_);
+  if (!failure_.empty()) throw LogUnavailable(failure_);
+  const std::uint64_t target = next_lsn_ - 1;
+  if (target <= durable_lsn_ && options_.policy == FsyncPolicy::batch) return;
+  auto seg = current_;
+  lock.unlock();
+  if (::fdatasync(seg->fd) != 0) {
+    const int err = errno;
+    lock.lock();
+    fail("fsync of log segment '" + seg->path.string() + "' failed: " + std::strerror(err));
+    throw LogUnavailable(failure_);
+  }
+  lock.lock();
+  durable_lsn_ = std::max(durable_lsn_, target);
+  lock.unlock();
+  cv_.notify_all();  // waiters now covered are answered by the sync thread
+}
+
+void SegmentLog::release(std::uint64_t upto) {
+  std::lock_guard lock(mu_);
+  bool removed = false;
+  while (!closed_.empty()) {
+    const std::uint64_t next_first = closed_.size() > 1 ? closed_[1]->first_lsn : current_->first_lsn;
+    if (next_first - 1 > upto) break;  // the oldest segment still holds a record after `upto`
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(closed_.front()->path, ec);
+    std::filesystem::remove(closed_.front()->path, ec);
+    if (ec) break;  // tried again at the next checkpoint
+    {
+      std::lock_guard s(stats_mu_);
+      stats_.bytes -= std::min<std::uint64_t>(stats_.bytes, size);
+      stats_.segments = closed_.size();
+    }
+    closed_.erase(closed_.begin());
+    removed = true;
+  }
+  if (removed) {
+    try {
+      fsync_directory(dir_);
+    } catch (const IoError&) {
+      // Best effort: a segment that comes back after a crash is skipped by LSN.
+    }
+  }
+}
+
+LogStats SegmentLog::stats() const {
+  std::lock_guard s(stats_mu_);
+  return stats_;
+}
+
+}  // namespace ebb::storage
