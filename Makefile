@@ -5,7 +5,7 @@ TEST_BUILD ?= build-test
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all bootstrap build run demo test bench clean
+.PHONY: all bootstrap build run demo test soak bench clean
 
 all: build
 
@@ -30,6 +30,10 @@ test: bootstrap
 	@cmake -S . -B $(TEST_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DEBB_SANITIZE=ON >/dev/null
 	@cmake --build $(TEST_BUILD) -j $(JOBS)
 	@cd $(TEST_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# Long runs kept out of `make test`: the crash harness for 200 SIGKILL rounds.
+soak: test
+	@cd $(TEST_BUILD) && EBB_CRASH_ROUNDS=200 ./tests/ebb_tests --gtest_filter='Durability.CrashHarness*'
 
 # Release benchmarks plus the comparison scripts (figures for closing notes).
 bench: build

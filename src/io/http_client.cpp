@@ -53,7 +53,7 @@ HttpClient::HttpClient(HttpEndpoint endpoint) : impl_(std::make_unique<Impl>(std
 HttpClient::~HttpClient() = default;
 
 HttpResult HttpClient::request(const std::string& method, const std::string& target, const std::string& body,
-                               const std::string& content_type) {
+                               const std::string& content_type, const Headers& headers) {
   for (int attempt = 0;; ++attempt) {
     try {
       if (!impl_->connected) impl_->connect();
@@ -61,6 +61,7 @@ HttpResult HttpClient::request(const std::string& method, const std::string& tar
       req.set(http::field::host, impl_->endpoint.host);
       req.set(http::field::user_agent, "ebb/0.1");
       if (!body.empty()) req.set(http::field::content_type, content_type);
+      for (const auto& [name, value] : headers) req.set(name, value);
       req.body() = body;
       req.keep_alive(true);
       req.prepare_payload();

@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ebb::io {
 
@@ -34,8 +36,9 @@ class HttpClient {
   // Sends one request; a connection the server closed is reopened once.
   // Throws boost::system::system_error (a std::runtime_error) when the
   // server cannot be reached.
+  using Headers = std::vector<std::pair<std::string, std::string>>;
   HttpResult request(const std::string& method, const std::string& target, const std::string& body = "",
-                     const std::string& content_type = "application/json");
+                     const std::string& content_type = "application/json", const Headers& headers = {});
   void close();
 
  private:
