@@ -38,11 +38,14 @@ double parse_duration(std::string_view text) {
   if (ec != std::errc() || end != number.data() + number.size()) {
     throw InvalidArgument("bad duration " + quoted + " (expected a number and a unit: ms, s, m, h, d, w)");
   }
-  const double seconds = value * unit;
-  if (!std::isfinite(seconds) || seconds <= 0) {
-    throw InvalidArgument("bad duration " + quoted + " (must be finite and > 0)");
+  // Durations have millisecond resolution, fixed the moment they are read:
+  // "4.1m" is 246000 ms exactly, not 245.99999999999997 s, so a duration
+  // stored as text and read back is the same number (a half-life names a view).
+  const double ms = value * unit * 1000;
+  if (!std::isfinite(ms) || ms < 0.5 || ms > 9.2e15) {
+    throw InvalidArgument("bad duration " + quoted + " (must be finite and at least 1ms)");
   }
-  return seconds;
+  return static_cast<double>(std::llround(ms)) / 1000;
 }
 
 std::string format_duration(double seconds) {
@@ -53,9 +56,8 @@ std::string format_duration(double seconds) {
       return std::to_string(static_cast<long long>(n)) + std::string(u.suffix);
     }
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%gs", seconds);
-  return buf;
+  // Not a whole number of seconds: whole milliseconds (what parse_duration keeps).
+  return std::to_string(std::llround(seconds * 1000)) + "ms";
 }
 
 }  // namespace ebb

@@ -17,6 +17,9 @@ namespace {
 
 using simdjson::dom::element;
 
+constexpr double kMinHalfLife = 1;
+constexpr double kMaxHalfLife = 36500.0 * 86400;
+
 [[noreturn]] void bad(const std::string& field, const std::string& why) { throw invalid("invalid_field", field + ": " + why); }
 
 element parse_object(simdjson::dom::parser& parser, std::string_view json) {
@@ -143,7 +146,15 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
                                                     "') are not available yet; use \"all\" for all-time or half_lives for decayed views");
       }
     } else if (field == "half_lives") {
-      for (const auto& h : get_strings(value, field, limits.max_views)) c.half_lives.push_back(get_duration(h, field));
+      for (const auto& h : get_strings(value, field, limits.max_views)) {
+        const double half_life = get_duration(h, field);
+        // Shorter than a second forgets within milliseconds (and 1e-300s
+        // reads 0 forever); longer than a century is the all-time view.
+        if (!stored && (half_life < kMinHalfLife || half_life > kMaxHalfLife)) {
+          bad(field, "'" + h + "' is outside [1s, 36500d]; use windows: [\"all\"] for no decay");
+        }
+        c.half_lives.push_back(half_life);
+      }
     } else if (field == "sketch_width") {
       width = get_uint(value, field, CountMinShape::kMinWidth, CountMinShape::kMaxWidth);
     } else if (field == "sketch_depth") {

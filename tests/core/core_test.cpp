@@ -17,6 +17,15 @@ TEST(Duration, ParsesTheUnitsUsersWrite) {
   EXPECT_EQ(parse_duration("250ms"), 0.25);
   EXPECT_EQ(parse_duration("1.5h"), 5400);
   EXPECT_EQ(parse_duration("42"), 42);
+  // Millisecond resolution, fixed at parse time: fractional units round-trip.
+  EXPECT_EQ(parse_duration("4.1m"), 246);
+  EXPECT_EQ(format_duration(parse_duration("4.1m")), "246s");
+  EXPECT_EQ(parse_duration("1.23456789s"), 1.235);
+  EXPECT_EQ(format_duration(parse_duration("1.23456789s")), "1235ms");
+  for (const char* text : {"4.1m", "1.23456789s", "0.1s", "1.7h", "3.3d", "250ms", "1e-3s"}) {
+    const double d = parse_duration(text);
+    EXPECT_EQ(parse_duration(format_duration(d)), d) << text;
+  }
 }
 
 TEST(Duration, RejectsBadTextSayingWhat) {

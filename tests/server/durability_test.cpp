@@ -128,6 +128,28 @@ TEST(Durability, ReplayAcrossAdminOperationsRebuildsTheSameState) {
   std::filesystem::remove_all(dir);
 }
 
+// A fractional half-life is kept as whole milliseconds from the moment it
+// is read, so the stored configuration, the state and queries agree after
+// a restart (it used to brick the server: 246s vs 245.99999999999997).
+TEST(Durability, FractionalHalfLivesSurviveRestarts) {
+  const auto dir = testing::make_temp_dir("ebb-halflife");
+  for (int run = 0; run < 3; ++run) {
+    EbbServer server(dir, {"--checkpoint-interval", run == 0 ? "1h" : "50ms"});
+    HttpClient c(server.port());
+    if (run == 0) {
+      const auto r = c.request("POST", "/namespaces", R"({"name":"f","half_lives":["4.1m","1.23456789s"]})");
+      ASSERT_EQ(r.status, 201) << r.body;
+      EXPECT_NE(r.body.find(R"("half_lives":["246s","1235ms"])"), std::string::npos) << r.body;
+      ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"f","events":[{"item_id":"a"}]})").status, 204);
+    }
+    for (const char* q : {"246s", "4.1m", "1235ms", "1.23456789s"}) {
+      EXPECT_EQ(c.request("GET", std::string("/top-k?namespace=f&half_life=") + q).status, 200) << q << " run " << run;
+    }
+    EXPECT_EQ(server.stop(), 0) << server.log();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Durability, ATornLogTailIsCutAndReported) {
   const auto dir = testing::make_temp_dir("ebb-torn");
   {

@@ -7,7 +7,9 @@
 
 namespace ebb {
 
-// Seconds, > 0 and finite. Throws InvalidArgument naming the text.
+// Seconds, rounded to whole milliseconds (at least 1 ms), so that
+// format_duration(parse_duration(t)) parses back to the same double.
+// Throws InvalidArgument naming the text.
 double parse_duration(std::string_view text);
 
 // The shortest exact spelling of a duration: 300 -> "5m", 90 -> "90s".
