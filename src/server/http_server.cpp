@@ -46,6 +46,7 @@ class HttpServer::Impl {
   class Session;
   using Executor = net::io_context::executor_type;
   using Stream = beast::basic_stream<tcp, Executor, beast::unlimited_rate_policy>;
+  using Timer = net::basic_waitable_timer<std::chrono::steady_clock, net::wait_traits<std::chrono::steady_clock>, Executor>;
 
   Impl(HttpServerOptions o, const Router& r, Metrics& m, std::shared_ptr<spdlog::logger> l)
       : options(std::move(o)), router(r), metrics(m), log(std::move(l)) {
@@ -57,10 +58,12 @@ class HttpServer::Impl {
     acceptor.emplace(contexts[0]->get_executor());
     signals.emplace(*contexts[0], SIGINT, SIGTERM);
     deadline.emplace(*contexts[0]);
+    accept_backoff.emplace(*contexts[0]);
   }
 
   net::io_context& main() { return *contexts[0]; }
   void accept();
+  void on_accept_error(const beast::error_code& ec);
   void begin_shutdown();
   void finish();  // on the main context: let every context run out of work
   void add(Session* s, const std::shared_ptr<Session>& sp);
@@ -75,7 +78,15 @@ class HttpServer::Impl {
   std::size_t next_context = 0;  // round-robin for new sessions (main context only)
   std::optional<net::basic_socket_acceptor<tcp, Executor>> acceptor;
   std::optional<net::basic_signal_set<Executor>> signals;
-  std::optional<net::basic_waitable_timer<std::chrono::steady_clock, net::wait_traits<std::chrono::steady_clock>, Executor>> deadline;
+  std::optional<Timer> deadline;
+  // Accept errors (out of file descriptors, mostly) persist until something
+  // frees resources: retrying at once spins a core and floods the log.
+  // So the listener waits (10 ms doubling to 1 s, reset by a success) and
+  // warns at most every kAcceptWarnEvery, with a count of the rest.
+  std::optional<Timer> accept_backoff;
+  std::chrono::milliseconds accept_delay{0};
+  std::chrono::steady_clock::time_point last_accept_warning{};
+  std::uint64_t accept_errors_unlogged = 0;
   std::atomic<bool> stopping{false};
   bool finished = false;
   std::function<void()> shutdown_callback;
@@ -225,12 +236,45 @@ void HttpServer::Impl::accept() {
   next_context = (next_context + 1) % contexts.size();
   acceptor->async_accept(target.get_executor(), [this](beast::error_code ec, net::basic_stream_socket<tcp, Executor> socket) {
     if (!ec) {
+      accept_delay = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true), ec);
       std::make_shared<Session>(std::move(socket), *this)->start();
     } else if (ec != net::error::operation_aborted) {
-      log->warn("accept failed: {}", ec.message());
+      return on_accept_error(ec);
     }
     if (acceptor->is_open() && !stopping) accept();
+  });
+}
+
+void HttpServer::Impl::on_accept_error(const beast::error_code& ec) {
+  metrics.count_accept_error();
+  if (stopping || !acceptor->is_open()) return;
+  // A client that reset its connection before we took it: nothing is short
+  // of anything, so take the next one at once.
+  if (ec == net::error::connection_aborted) {
+    log->debug("accept: {}", ec.message());
+    return accept();
+  }
+  constexpr std::chrono::milliseconds kFirstDelay(10), kMaxDelay(1000);
+  constexpr std::chrono::seconds kAcceptWarnEvery(5);
+  accept_delay = accept_delay.count() == 0 ? kFirstDelay : std::min(accept_delay * 2, kMaxDelay);
+  const auto now = std::chrono::steady_clock::now();
+  if (last_accept_warning == std::chrono::steady_clock::time_point{} || now - last_accept_warning >= kAcceptWarnEvery) {
+    if (accept_errors_unlogged > 0) {
+      log->warn("accept failed: {}; retrying in {} ms ({} more failures since the last warning were not logged)", ec.message(),
+                accept_delay.count(), accept_errors_unlogged);
+    } else {
+      log->warn("accept failed: {}; retrying in {} ms", ec.message(), accept_delay.count());
+    }
+    last_accept_warning = now;
+    accept_errors_unlogged = 0;
+  } else {
+    ++accept_errors_unlogged;
+  }
+  accept_backoff->expires_after(accept_delay);
+  accept_backoff->async_wait([this](beast::error_code wec) {
+    if (wec || stopping || !acceptor->is_open()) return;
+    accept();
   });
 }
 
@@ -247,6 +291,7 @@ void HttpServer::Impl::begin_shutdown() {
     if (shutdown_callback) shutdown_callback();
     beast::error_code ignored;
     acceptor->close(ignored);
+    accept_backoff->cancel();
     signals->cancel(ignored);
     std::vector<std::shared_ptr<Session>> live;
     {

@@ -88,6 +88,8 @@ std::string Metrics::render(const Registry& registry) const {
     out += "ebb_checkpoints_total{result=\"ok\"} " + std::to_string(checkpoints_ok_) + "\n";
     out += "ebb_checkpoints_total{result=\"error\"} " + std::to_string(checkpoints_failed_) + "\n";
   }
+  header(out, "ebb_accept_errors_total", "counter", "Failed accepts of new connections (e.g. out of file descriptors); the listener backs off meanwhile.");
+  out += "ebb_accept_errors_total " + std::to_string(accept_errors_.load(std::memory_order_relaxed)) + "\n";
   const auto entries = registry.list();
   struct Row {
     std::string name;

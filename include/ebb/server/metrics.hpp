@@ -13,9 +13,11 @@
 //   ebb_namespace_memory_bytes{namespace}                gauge
 //   ebb_namespaces                                       gauge
 //   ebb_checkpoints_total{result}                        counter (ok, error)
+//   ebb_accept_errors_total                              counter (failed accepts on the listener)
 //   ebb_process_resident_memory_bytes                    gauge
 //   ebb_up                                               gauge (1)
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -33,6 +35,7 @@ class Metrics {
   void observe_request(const std::string& route, int status, double seconds);
   void count_error(const std::string& code);
   void count_checkpoint(bool ok);
+  void count_accept_error() { accept_errors_.fetch_add(1, std::memory_order_relaxed); }
 
   std::string render(const Registry& registry) const;
 
@@ -46,6 +49,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, Histogram> requests_;
   std::map<std::string, std::uint64_t> errors_;
   std::uint64_t checkpoints_ok_ = 0, checkpoints_failed_ = 0;
+  std::atomic<std::uint64_t> accept_errors_{0};
 };
 
 }  // namespace ebb::server
