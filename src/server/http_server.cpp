@@ -8,9 +8,11 @@
 #include <chrono>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
+#include "ebb/core/duration.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "ebb/server/metrics.hpp"
 #include "ebb/server/router.hpp"
@@ -96,7 +98,8 @@ class HttpServer::Impl {
 
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(net::basic_stream_socket<tcp, Executor>&& socket, Impl& server) : stream_(std::move(socket)), server_(server) {}
+  Session(net::basic_stream_socket<tcp, Executor>&& socket, Impl& server)
+      : stream_(std::move(socket)), deadline_(stream_.get_executor()), server_(server) {}
   ~Session() { server_.remove(this); }
 
   void start() {
@@ -113,19 +116,39 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  // Three deadlines: a keep-alive connection may wait --idle-timeout for the
+  // first byte of its next request (then it is closed quietly); from that
+  // byte, the whole header must arrive within --header-timeout (a client
+  // trickling a byte a second must not hold a connection for the idle
+  // timeout); then the body within --request-timeout. The last two are
+  // answered 408, which is why they use deadline_ and not the stream's own
+  // timeout: that one closes the socket.
   void read() {
     if (server_.stopping) return close();
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(64 * 1024);
+    if (buffer_.size() > 0) return read_header();  // the next request (pipelined) has begun
     stream_.expires_after(ms(server_.options.idle_timeout));
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      if (ec) return self->close();  // idle timeout, the client left, or shutdown
+      self->buffer_.commit(n);
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    stream_.expires_never();
+    arm_deadline(server_.options.header_timeout, "header", "--header-timeout");
     // The header first: a client that sent "Expect: 100-continue" (curl does
     // for bodies over 1 MB) waits for our go-ahead before sending the body.
     http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->disarm_deadline();
       if (ec) return self->on_read(ec);
       auto& req = self->parser_->get();
       if (beast::iequals(req[http::field::expect], "100-continue")) {
         self->continue_ = {http::status::continue_, req.version()};
+        self->stream_.expires_after(ms(self->server_.options.request_timeout));
         http::async_write(self->stream_, self->continue_, [self](beast::error_code wec, std::size_t) {
           if (wec) return self->close();
           self->read_body();
@@ -137,16 +160,51 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    stream_.expires_after(ms(server_.options.request_timeout));
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    if (parser_->is_done()) return on_read({});  // no body, or all of it came with the header
+    stream_.expires_never();
+    arm_deadline(server_.options.request_timeout, "body", "--request-timeout");
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->disarm_deadline();
+      self->on_read(ec);
+    });
+  }
+
+  void arm_deadline(double seconds, const char* part, const char* option) {
+    timed_out_ = false;
+    deadline_part_ = part;
+    deadline_option_ = option;
+    deadline_seconds_ = seconds;
+    const unsigned generation = ++deadline_generation_;
+    deadline_.expires_after(ms(seconds));
+    deadline_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+      if (ec || generation != self->deadline_generation_) return;  // the read finished first
+      self->timed_out_ = true;
+      // Cancel the read; shutting the receive side as well ends it even if
+      // the read was between two reads of a composed operation (nothing to
+      // cancel at this instant). Sending the 408 still works.
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+      self->stream_.socket().shutdown(net::socket_base::shutdown_receive, ignored);
+    });
+  }
+
+  void disarm_deadline() {
+    ++deadline_generation_;
+    deadline_.cancel();
   }
 
   void on_read(beast::error_code ec) {
+    const auto started = std::chrono::steady_clock::now();
+    if (ec && timed_out_) {
+      busy_ = true;
+      return reply(error_response(408, "request_timeout", std::string("the request ") + deadline_part_ + " did not arrive within " +
+                                                              format_duration(deadline_seconds_) + " (" + deadline_option_ + ")"),
+                   "unmatched", started, 11, true);
+    }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset || ec == net::error::eof || ec == net::error::bad_descriptor) {
       return close();
     }
-    const auto started = std::chrono::steady_clock::now();
     busy_ = true;
     if (ec == http::error::body_limit) {
       return reply(error_response(413, "body_too_large", "request body exceeds " + std::to_string(server_.options.max_body_bytes) +
@@ -207,12 +265,18 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   Stream stream_;
+  Timer deadline_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   http::response<http::empty_body> continue_;
   Impl& server_;
   bool busy_ = false;
+  bool timed_out_ = false;
+  unsigned deadline_generation_ = 0;  // a deadline that fires after its read finished does nothing
+  const char* deadline_part_ = "";
+  const char* deadline_option_ = "";
+  double deadline_seconds_ = 0;
 };
 
 void HttpServer::Impl::add(Session* s, const std::shared_ptr<Session>& sp) {

@@ -100,10 +100,30 @@ class RawConnection {
   bool eof_ = false;
 };
 
+int status_of(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0) return -1;
+  return std::stoi(response.substr(9, 3));
+}
+
+std::string body_of(const std::string& response) {
+  const auto end = response.find("\r\n\r\n");
+  return end == std::string::npos ? "" : response.substr(end + 4);
+}
+
 std::size_t occurrences(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
+}
+
+// error.code and error.message of a JSON error body ("<...>" when it is not one).
+std::pair<std::string, std::string> error_of(const std::string& body) {
+  simdjson::dom::parser p;
+  simdjson::dom::element e;
+  if (p.parse(body).get(e)) return {"<not json: " + body + ">", ""};
+  std::string_view code, message;
+  if (e["error"]["code"].get(code) || e["error"]["message"].get(message)) return {"<no error: " + body + ">", ""};
+  return {std::string(code), std::string(message)};
 }
 
 // utime + stime of a process, in seconds.
@@ -176,6 +196,49 @@ TEST_F(Transport, AcceptErrorsBackOffQuietlyAndRecover) {
   EXPECT_GE(std::stoull(metrics.substr(at + 25)), 1u) << metrics;
   // One warning, maybe two (at most one per 5 s), not one per failure.
   EXPECT_LE(occurrences(server_->log(), accept_failed), 3u) << server_->log().substr(0, 2000);
+}
+
+// Slowloris: one header byte at a time no longer holds a connection for the
+// idle timeout; from the first byte the header has --header-timeout.
+TEST_F(Transport, SlowHeaderIsAnswered408WithinTheHeaderTimeout) {
+  start({"--header-timeout", "1s"});
+  RawConnection slow(server_->port());
+  const auto first_byte = Clock::now();
+  ASSERT_TRUE(slow.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+  while (!slow.readable(250) && seconds_since(first_byte) < 15) {
+    if (!slow.send("a")) break;
+  }
+  const std::string response = slow.read_until_close();
+  EXPECT_LT(seconds_since(first_byte), 10);  // a 1 s deadline, generously
+  EXPECT_EQ(status_of(response), 408) << response;
+  EXPECT_NE(response.find("Connection: close\r\n"), std::string::npos) << response;
+  const auto [code, message] = error_of(body_of(response));
+  EXPECT_EQ(code, "request_timeout");
+  EXPECT_EQ(message, "the request header did not arrive within 1s (--header-timeout)");
+  EXPECT_TRUE(slow.eof());
+
+  // The idle wait before a request is not the header's: a kept-alive
+  // connection quiet for longer than the header timeout is still served.
+  RawConnection idle(server_->port());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_TRUE(idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(status_of(idle.read_response()), 200);
+}
+
+TEST_F(Transport, SlowBodyIsAnswered408WithinTheRequestTimeout) {
+  start({"--request-timeout", "1s"});
+  RawConnection slow(server_->port());
+  const auto sent = Clock::now();
+  ASSERT_TRUE(slow.send("POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"events\":"));
+  const std::string response = slow.read_until_close();
+  EXPECT_LT(seconds_since(sent), 10);
+  EXPECT_EQ(status_of(response), 408) << response;
+  const auto [code, message] = error_of(body_of(response));
+  EXPECT_EQ(code, "request_timeout");
+  EXPECT_EQ(message, "the request body did not arrive within 1s (--request-timeout)");
+  EXPECT_TRUE(slow.eof());
+  HttpClient client(server_->port());
+  EXPECT_NE(client.request("GET", "/metrics").body.find("ebb_errors_total{code=\"request_timeout\"} 1\n"), std::string::npos);
 }
 
 }  // namespace
