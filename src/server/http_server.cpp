@@ -30,6 +30,47 @@ std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
 
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
 
+// A request refused for its framing: 400 with this code and message, then
+// the connection is closed.
+struct FramingProblem {
+  std::string code, message;
+};
+
+FramingProblem conflicting_framing() {
+  return {"conflicting_framing", "Transfer-Encoding and Content-Length together make the body length ambiguous (RFC 9112 6.3); send one of them"};
+}
+
+// RFC 9112 6.3: the body length of a request must be unambiguous, or a
+// proxy in front of us and this server may disagree about where the next
+// request starts (request smuggling). Only "chunked" is supported as a
+// transfer coding, alone, and never together with Content-Length.
+std::optional<FramingProblem> framing_problem(const http::fields& fields, unsigned version) {
+  const auto [first, last] = fields.equal_range(http::field::transfer_encoding);
+  if (first == last) return std::nullopt;
+  if (fields.count(http::field::content_length) > 0) return conflicting_framing();
+  if (version < 11) return FramingProblem{"unsupported_transfer_encoding", "Transfer-Encoding is not allowed in an HTTP/1.0 request"};
+  std::vector<std::string> codings;
+  std::string given;
+  for (auto it = first; it != last; ++it) {
+    const std::string_view value = sv(it->value());
+    given += (given.empty() ? "" : ", ") + std::string(value);
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      const std::size_t comma = std::min(value.find(',', start), value.size());
+      std::string_view coding = value.substr(start, comma - start);
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+      if (!coding.empty()) codings.emplace_back(coding);  // the list syntax allows empty elements
+      start = comma + 1;
+    }
+  }
+  if (codings.size() != 1 || !beast::iequals(codings[0], "chunked")) {
+    return FramingProblem{"unsupported_transfer_encoding",
+                          "Transfer-Encoding: only \"chunked\" is supported, once and alone (got '" + given + "')"};
+  }
+  return std::nullopt;
+}
+
 std::string media_type(std::string_view header) {
   std::string out(header.substr(0, header.find(';')));
   while (!out.empty() && out.back() == ' ') out.pop_back();
@@ -146,6 +187,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       self->disarm_deadline();
       if (ec) return self->on_read(ec);
       auto& req = self->parser_->get();
+      if (auto problem = framing_problem(req, req.version())) return self->refuse_framing(*problem);
       if (beast::iequals(req[http::field::expect], "100-continue")) {
         self->continue_ = {http::status::continue_, req.version()};
         self->stream_.expires_after(ms(self->server_.options.request_timeout));
@@ -193,6 +235,25 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     deadline_.cancel();
   }
 
+  // Beast stops at some framing conflicts itself (a Transfer-Encoding after
+  // Content-Length, a Content-Length after chunked, chunked twice); those
+  // get the same answer as the ones framing_problem() finds.
+  std::optional<FramingProblem> framing_error(beast::error_code ec) {
+    const auto& req = parser_->get();
+    const bool has_length = req.count(http::field::content_length) > 0, has_coding = req.count(http::field::transfer_encoding) > 0;
+    if (ec == http::error::bad_transfer_encoding) {
+      if (has_length) return conflicting_framing();
+      return FramingProblem{"unsupported_transfer_encoding", "Transfer-Encoding: chunked may be applied only once"};
+    }
+    if (ec == http::error::bad_content_length && has_coding) return conflicting_framing();
+    return std::nullopt;
+  }
+
+  void refuse_framing(const FramingProblem& problem) {
+    busy_ = true;
+    reply(error_response(400, problem.code, problem.message), "unmatched", std::chrono::steady_clock::now(), 11, true);
+  }
+
   void on_read(beast::error_code ec) {
     const auto started = std::chrono::steady_clock::now();
     if (ec && timed_out_) {
@@ -212,6 +273,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
                    "unmatched", started, 11, true);
     }
     if (ec) {
+      if (auto problem = framing_error(ec)) return refuse_framing(*problem);
       return reply(error_response(400, "malformed_http", "malformed HTTP request: " + ec.message()), "unmatched", started, 11, true);
     }
     auto& req = parser_->get();

@@ -241,5 +241,71 @@ TEST_F(Transport, SlowBodyIsAnswered408WithinTheRequestTimeout) {
   EXPECT_NE(client.request("GET", "/metrics").body.find("ebb_errors_total{code=\"request_timeout\"} 1\n"), std::string::npos);
 }
 
+// RFC 9112 6.3: a request whose body length is ambiguous is refused (400)
+// and its connection closed, so what follows it is never read as another
+// request. Each case smuggles a DELETE of namespace x behind its body.
+TEST_F(Transport, AmbiguousFramingIsRefusedAndNothingIsSmuggled) {
+  start();
+  HttpClient client(server_->port());
+  ASSERT_EQ(client.request("POST", "/namespaces", R"({"name":"x"})").status, 201);
+  const std::string smuggled = "DELETE /namespaces/x HTTP/1.1\r\nHost: a\r\n\r\n";
+  const std::string head = "POST /events HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n";
+  struct Case {
+    std::string request, code;
+  };
+  const Case cases[] = {
+      {head + "Transfer-Encoding: gzip\r\n\r\n" + smuggled, "unsupported_transfer_encoding"},
+      {head + "Transfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + smuggled, "unsupported_transfer_encoding"},
+      {head + "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + smuggled, "unsupported_transfer_encoding"},
+      {head + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, "unsupported_transfer_encoding"},
+      {head + "Transfer-Encoding: identity\r\n\r\n" + smuggled, "unsupported_transfer_encoding"},
+      {"POST /events HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, "unsupported_transfer_encoding"},
+      {head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, "conflicting_framing"},
+      {head + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + smuggled, "conflicting_framing"},
+      {head + "Transfer-Encoding: gzip\r\nContent-Length: 0\r\n\r\n" + smuggled, "conflicting_framing"},
+  };
+  for (const auto& c : cases) {
+    RawConnection raw(server_->port());
+    ASSERT_TRUE(raw.send(c.request));
+    const std::string response = raw.read_until_close();
+    EXPECT_TRUE(raw.eof()) << c.request;
+    EXPECT_EQ(occurrences(response, "HTTP/1.1 "), 1u) << c.request << "\n->\n" << response;
+    EXPECT_EQ(status_of(response), 400) << c.request << "\n->\n" << response;
+    EXPECT_NE(response.find("Connection: close\r\n"), std::string::npos) << response;
+    EXPECT_EQ(error_of(body_of(response)).first, c.code) << c.request << "\n->\n" << response;
+    ASSERT_EQ(client.request("GET", "/namespaces/x").status, 200) << "smuggled DELETE ran after:\n" << c.request;
+  }
+
+  // Chunked alone is fine, and the connection stays open.
+  RawConnection raw(server_->port());
+  const std::string body = R"({"namespace":"x","events":[{"item_id":"a","weight":2}]})";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  ASSERT_TRUE(raw.send(head + "Transfer-Encoding: Chunked\r\n\r\n" + size + "\r\n" + body + "\r\n0\r\n\r\n"));
+  EXPECT_EQ(status_of(raw.read_response()), 204);
+  ASSERT_TRUE(raw.send("GET /count?namespace=x&item_id=a&window=all HTTP/1.1\r\nHost: a\r\n\r\n"));
+  const std::string count = raw.read_response();
+  EXPECT_EQ(status_of(count), 200) << count;
+  EXPECT_NE(count.find(R"("estimated_count":2,)"), std::string::npos) << count;
+}
+
+// Absolute-form targets (RFC 9112 3.2.2) answer like origin-form ones.
+TEST_F(Transport, AbsoluteFormTargetsWorkLikeOriginForm) {
+  start();
+  HttpClient client(server_->port());
+  ASSERT_EQ(client.request("POST", "/namespaces", R"({"name":"x"})").status, 201);
+  ASSERT_EQ(client.request("POST", "/events", R"({"namespace":"x","events":[{"item_id":"a","timestamp":1}]})").status, 204);
+  const std::string authority = "127.0.0.1:" + std::to_string(server_->port());
+  RawConnection raw(server_->port());
+  ASSERT_TRUE(raw.send("GET http://" + authority + "/count?namespace=x&item_id=a&window=all HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"));
+  const std::string response = raw.read_response();
+  EXPECT_EQ(status_of(response), 200) << response;
+  EXPECT_NE(response.find(R"("item_id":"a","estimated_count":1,)"), std::string::npos) << response;
+  ASSERT_TRUE(raw.send("GET HTTP://" + authority + "/namespaces/x HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"));
+  EXPECT_EQ(body_of(raw.read_response()), client.request("GET", "/namespaces/x").body);
+  ASSERT_TRUE(raw.send("GET http://" + authority + "?k=1 HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"));
+  EXPECT_EQ(error_of(body_of(raw.read_response())).second, "no route for GET /");
+}
+
 }  // namespace
 }  // namespace ebb
