@@ -307,5 +307,51 @@ TEST_F(Transport, AbsoluteFormTargetsWorkLikeOriginForm) {
   EXPECT_EQ(error_of(body_of(raw.read_response())).second, "no route for GET /");
 }
 
+// Percent-decoded bytes that are not UTF-8, echoed in answers and errors:
+// every body is still valid JSON (simdjson validates UTF-8), with each
+// ill-formed sequence replaced by U+FFFD.
+TEST_F(Transport, BytesThatAreNotUtf8AreNeverEchoedRaw) {
+  start();
+  HttpClient client(server_->port());
+  ASSERT_EQ(client.request("POST", "/namespaces", R"({"name":"t","half_lives":["5m"],"windows":["all"]})").status, 201);
+  ASSERT_EQ(client.request("POST", "/events", R"({"namespace":"t","events":[{"item_id":"a"}]})").status, 204);
+  const std::string fffd = "\xEF\xBF\xBD";
+  const std::pair<std::string, std::string> bad[] = {{"%ff", fffd}, {"%c3%28", fffd + "("}, {"%ed%a0%80", fffd + fffd + fffd}};
+  simdjson::dom::parser parser;
+  for (const auto& [encoded, shown] : bad) {
+    struct Probe {
+      std::string method, target;
+      int status;
+      std::string code;
+    };
+    const Probe probes[] = {
+        {"GET", "/count?namespace=t&item_id=" + encoded, 200, ""},
+        {"GET", "/count?namespace=t&item_id=a&half_life=" + encoded, 400, "bad_parameter"},
+        {"GET", "/top-k?namespace=" + encoded, 404, "namespace_not_found"},
+        {"GET", "/top-k?namespace=t&k=" + encoded, 400, "bad_parameter"},
+        {"GET", "/top-k?namespace=t&half_life=" + encoded, 400, "bad_parameter"},
+        {"GET", "/top-k?namespace=t&window=" + encoded, 400, "bad_parameter"},
+        {"GET", "/" + encoded, 404, "not_found"},
+        {"GET", "/namespaces/" + encoded, 404, "namespace_not_found"},
+        {"DELETE", "/namespaces/" + encoded, 404, "namespace_not_found"},
+        {"PUT", "/top-k" + encoded, 404, "not_found"},
+    };
+    for (const auto& p : probes) {
+      const auto r = client.request(p.method, p.target);
+      simdjson::dom::element doc;
+      ASSERT_EQ(parser.parse(r.body).get(doc), simdjson::SUCCESS) << p.method << " " << p.target << " -> " << r.body;
+      EXPECT_EQ(r.status, p.status) << p.target << " -> " << r.body;
+      if (p.status == 200) {
+        EXPECT_EQ(std::string_view(doc["item_id"]), shown);
+        EXPECT_EQ(double(doc["estimated_count"]), 0);
+      } else {
+        EXPECT_EQ(std::string_view(doc["error"]["code"]), p.code) << r.body;
+      }
+    }
+    const auto r = client.request("GET", "/top-k?namespace=" + encoded);
+    EXPECT_EQ(error_of(r.body).second, "namespace: no namespace '" + shown + "'");
+  }
+}
+
 }  // namespace
 }  // namespace ebb
