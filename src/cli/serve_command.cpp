@@ -84,6 +84,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(duration_validator());
   cmd->add_option("--idle-timeout", o.idle_timeout, "Close keep-alive connections idle this long")->capture_default_str()->check(duration_validator());
+  cmd->add_option("--header-timeout", o.header_timeout, "From the first byte of a request, time allowed for its whole header (408 beyond)")
+      ->capture_default_str()
+      ->check(duration_validator());
+  cmd->add_option("--request-timeout", o.request_timeout, "Once the header is in, time allowed for the body (408 beyond); also to send an answer")
+      ->capture_default_str()
+      ->check(duration_validator());
   cmd->add_option("--shutdown-timeout", o.shutdown_timeout, "On SIGTERM/SIGINT, how long in-flight requests may take")
       ->capture_default_str()
       ->check(duration_validator());
@@ -106,6 +112,8 @@ int run_serve(ServeOptions o) {
     return 2;
   }
   o.http.idle_timeout = parse_duration(o.idle_timeout);
+  o.http.header_timeout = parse_duration(o.header_timeout);
+  o.http.request_timeout = parse_duration(o.request_timeout);
   o.http.shutdown_timeout = parse_duration(o.shutdown_timeout);
   o.http.max_body_bytes = o.limits.max_body_bytes;
   so.limits = o.limits;

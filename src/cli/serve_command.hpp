@@ -19,6 +19,8 @@ struct ServeOptions {
   std::string log_level = "info";
   std::string max_future_skew = "60s";
   std::string idle_timeout = "60s";
+  std::string header_timeout = "10s";
+  std::string request_timeout = "30s";
   std::string shutdown_timeout = "30s";
   std::string fsync = "batch";
   std::string fsync_interval = "1s";

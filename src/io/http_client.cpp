@@ -1,10 +1,15 @@
 #include "ebb/io/http_client.hpp"
 
+#include <poll.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <stdexcept>
+
+#include "ebb/core/duration.hpp"
 
 namespace ebb::io {
 
@@ -36,51 +41,119 @@ HttpEndpoint parse_http_url(const std::string& url) {
   return e;
 }
 
+namespace {
+
+bool has_header(const HttpHeaders& headers, const char* name) {
+  for (const auto& [k, v] : headers) {
+    if (beast::iequals(k, name)) return true;
+  }
+  return false;
+}
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
 struct HttpClient::Impl {
-  explicit Impl(HttpEndpoint e) : endpoint(std::move(e)), resolver(ioc), stream(ioc) {}
+  Impl(HttpEndpoint e, HttpClientOptions o) : endpoint(std::move(e)), options(o), resolver(ioc), stream(ioc) {}
+
+  std::string where() const { return endpoint.host + ":" + std::to_string(endpoint.port); }
+
+  // The blocking calls are asynchronous operations run to completion, so
+  // the stream's deadline (expires_after) applies to them.
+  void run() {
+    ioc.restart();
+    ioc.run();
+  }
+
   void connect() {
-    stream.connect(resolver.resolve(endpoint.host, std::to_string(endpoint.port)));
+    boost::system::error_code ec;
+    const auto endpoints = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
+    if (ec) throw HttpClientError("cannot resolve " + where() + ": " + ec.message());
+    stream.expires_after(seconds(options.connect_timeout));
+    stream.async_connect(endpoints, [&ec](boost::system::error_code e, const net::ip::tcp::endpoint&) { ec = e; });
+    run();
+    if (ec == beast::error::timeout) {
+      throw HttpClientError("connecting to " + where() + " timed out after " + format_duration(options.connect_timeout) + " (connect timeout)");
+    }
+    if (ec) throw HttpClientError("cannot connect to " + where() + ": " + ec.message());
     connected = true;
   }
+
+  // A kept-alive connection the server has closed since (idle timeout,
+  // restart) is readable: end of stream, a reset, or an answer nobody asked
+  // for (a 408). Found before writing, it is replaced and nothing was sent.
+  bool unusable() {
+    pollfd p{stream.socket().native_handle(), POLLIN | POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) != 0;
+  }
+
   HttpEndpoint endpoint;
+  HttpClientOptions options;
   net::io_context ioc;
   net::ip::tcp::resolver resolver;
   beast::tcp_stream stream;
   bool connected = false;
 };
 
-HttpClient::HttpClient(HttpEndpoint endpoint) : impl_(std::make_unique<Impl>(std::move(endpoint))) {}
+HttpClient::HttpClient(HttpEndpoint endpoint, HttpClientOptions options) : impl_(std::make_unique<Impl>(std::move(endpoint), options)) {}
 HttpClient::~HttpClient() = default;
 
 HttpResult HttpClient::request(const std::string& method, const std::string& target, const std::string& body,
-                               const std::string& content_type, const Headers& headers) {
+                               const std::string& content_type, const HttpHeaders& headers) {
+  auto& impl = *impl_;
+  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  req.set(http::field::host, impl.endpoint.host);
+  req.set(http::field::user_agent, "ebb/0.1");
+  if (!body.empty()) req.set(http::field::content_type, content_type);
+  for (const auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  req.keep_alive(true);
+  req.prepare_payload();
+  const bool may_resend = method == "GET" || method == "HEAD" || method == "OPTIONS" || has_header(headers, "Idempotency-Key");
+  const std::string what = method + " " + target + " to " + impl.where();
   for (int attempt = 0;; ++attempt) {
-    try {
-      if (!impl_->connected) impl_->connect();
-      http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-      req.set(http::field::host, impl_->endpoint.host);
-      req.set(http::field::user_agent, "ebb/0.1");
-      if (!body.empty()) req.set(http::field::content_type, content_type);
-      for (const auto& [name, value] : headers) req.set(name, value);
-      req.body() = body;
-      req.keep_alive(true);
-      req.prepare_payload();
-      http::write(impl_->stream, req);
-      beast::flat_buffer buffer;
-      http::response_parser<http::string_body> parser;
-      parser.body_limit(std::uint64_t{1} << 32);
-      http::read(impl_->stream, buffer, parser);
-      auto& res = parser.get();
-      HttpResult out;
-      out.status = static_cast<int>(res.result_int());
-      out.body = std::move(res.body());
-      for (const auto& f : res) out.headers[std::string(f.name_string())] = std::string(f.value());
-      if (!res.keep_alive()) close();
-      return out;
-    } catch (const boost::system::system_error&) {
+    if (impl.connected && impl.unusable()) close();
+    if (!impl.connected) impl.connect();
+    boost::system::error_code ec;
+    std::size_t sent = 0;
+    impl.stream.expires_after(seconds(impl.options.request_timeout));
+    http::async_write(impl.stream, req, [&](boost::system::error_code e, std::size_t n) {
+      ec = e;
+      sent = n;
+    });
+    impl.run();
+    if (ec) {
       close();
-      if (attempt >= 1) throw;  // a stale keep-alive connection gets one retry
+      if (ec == beast::error::timeout) {
+        throw HttpClientError(what + " timed out after " + format_duration(impl.options.request_timeout) + " sending it (request timeout)");
+      }
+      if (attempt == 0 && (sent == 0 || may_resend)) continue;  // sent == 0: nothing of it reached the server
+      throw HttpClientError(what + " failed while sending: " + ec.message());
     }
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(std::uint64_t{1} << 32);
+    http::async_read(impl.stream, buffer, parser, [&ec](boost::system::error_code e, std::size_t) { ec = e; });
+    impl.run();
+    if (ec) {
+      close();
+      if (ec == beast::error::timeout) {
+        throw HttpClientError(what + " timed out: no answer within " + format_duration(impl.options.request_timeout) + " (request timeout)");
+      }
+      if (attempt == 0 && may_resend) continue;
+      throw HttpClientError(impl.where() + " closed the connection without answering " + method + " " + target + " (" + ec.message() +
+                            ")" + (may_resend ? "" : "; not sent again, as the server may have received it"));
+    }
+    auto& res = parser.get();
+    HttpResult out;
+    out.status = static_cast<int>(res.result_int());
+    out.body = std::move(res.body());
+    for (const auto& f : res) out.headers[std::string(f.name_string())] = std::string(f.value());
+    if (!res.keep_alive()) close();
+    return out;
   }
 }
 

@@ -8,10 +8,12 @@
 #include <chrono>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
 #include "ebb/core/clock.hpp"
+#include "ebb/core/duration.hpp"
 #include "ebb/server/metrics.hpp"
 #include "ebb/server/router.hpp"
 
@@ -27,6 +29,47 @@ namespace {
 std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
 
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+// A request refused for its framing: 400 with this code and message, then
+// the connection is closed.
+struct FramingProblem {
+  std::string code, message;
+};
+
+FramingProblem conflicting_framing() {
+  return {"conflicting_framing", "Transfer-Encoding and Content-Length together make the body length ambiguous (RFC 9112 6.3); send one of them"};
+}
+
+// RFC 9112 6.3: the body length of a request must be unambiguous, or a
+// proxy in front of us and this server may disagree about where the next
+// request starts (request smuggling). Only "chunked" is supported as a
+// transfer coding, alone, and never together with Content-Length.
+std::optional<FramingProblem> framing_problem(const http::fields& fields, unsigned version) {
+  const auto [first, last] = fields.equal_range(http::field::transfer_encoding);
+  if (first == last) return std::nullopt;
+  if (fields.count(http::field::content_length) > 0) return conflicting_framing();
+  if (version < 11) return FramingProblem{"unsupported_transfer_encoding", "Transfer-Encoding is not allowed in an HTTP/1.0 request"};
+  std::vector<std::string> codings;
+  std::string given;
+  for (auto it = first; it != last; ++it) {
+    const std::string_view value = sv(it->value());
+    given += (given.empty() ? "" : ", ") + std::string(value);
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      const std::size_t comma = std::min(value.find(',', start), value.size());
+      std::string_view coding = value.substr(start, comma - start);
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+      if (!coding.empty()) codings.emplace_back(coding);  // the list syntax allows empty elements
+      start = comma + 1;
+    }
+  }
+  if (codings.size() != 1 || !beast::iequals(codings[0], "chunked")) {
+    return FramingProblem{"unsupported_transfer_encoding",
+                          "Transfer-Encoding: only \"chunked\" is supported, once and alone (got '" + given + "')"};
+  }
+  return std::nullopt;
+}
 
 std::string media_type(std::string_view header) {
   std::string out(header.substr(0, header.find(';')));
@@ -46,6 +89,7 @@ class HttpServer::Impl {
   class Session;
   using Executor = net::io_context::executor_type;
   using Stream = beast::basic_stream<tcp, Executor, beast::unlimited_rate_policy>;
+  using Timer = net::basic_waitable_timer<std::chrono::steady_clock, net::wait_traits<std::chrono::steady_clock>, Executor>;
 
   Impl(HttpServerOptions o, const Router& r, Metrics& m, std::shared_ptr<spdlog::logger> l)
       : options(std::move(o)), router(r), metrics(m), log(std::move(l)) {
@@ -57,10 +101,12 @@ class HttpServer::Impl {
     acceptor.emplace(contexts[0]->get_executor());
     signals.emplace(*contexts[0], SIGINT, SIGTERM);
     deadline.emplace(*contexts[0]);
+    accept_backoff.emplace(*contexts[0]);
   }
 
   net::io_context& main() { return *contexts[0]; }
   void accept();
+  void on_accept_error(const beast::error_code& ec);
   void begin_shutdown();
   void finish();  // on the main context: let every context run out of work
   void add(Session* s, const std::shared_ptr<Session>& sp);
@@ -75,7 +121,15 @@ class HttpServer::Impl {
   std::size_t next_context = 0;  // round-robin for new sessions (main context only)
   std::optional<net::basic_socket_acceptor<tcp, Executor>> acceptor;
   std::optional<net::basic_signal_set<Executor>> signals;
-  std::optional<net::basic_waitable_timer<std::chrono::steady_clock, net::wait_traits<std::chrono::steady_clock>, Executor>> deadline;
+  std::optional<Timer> deadline;
+  // Accept errors (out of file descriptors, mostly) persist until something
+  // frees resources: retrying at once spins a core and floods the log.
+  // So the listener waits (10 ms doubling to 1 s, reset by a success) and
+  // warns at most every kAcceptWarnEvery, with a count of the rest.
+  std::optional<Timer> accept_backoff;
+  std::chrono::milliseconds accept_delay{0};
+  std::chrono::steady_clock::time_point last_accept_warning{};
+  std::uint64_t accept_errors_unlogged = 0;
   std::atomic<bool> stopping{false};
   bool finished = false;
   std::function<void()> shutdown_callback;
@@ -85,7 +139,8 @@ class HttpServer::Impl {
 
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(net::basic_stream_socket<tcp, Executor>&& socket, Impl& server) : stream_(std::move(socket)), server_(server) {}
+  Session(net::basic_stream_socket<tcp, Executor>&& socket, Impl& server)
+      : stream_(std::move(socket)), deadline_(stream_.get_executor()), server_(server) {}
   ~Session() { server_.remove(this); }
 
   void start() {
@@ -102,19 +157,40 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  // Three deadlines: a keep-alive connection may wait --idle-timeout for the
+  // first byte of its next request (then it is closed quietly); from that
+  // byte, the whole header must arrive within --header-timeout (a client
+  // trickling a byte a second must not hold a connection for the idle
+  // timeout); then the body within --request-timeout. The last two are
+  // answered 408, which is why they use deadline_ and not the stream's own
+  // timeout: that one closes the socket.
   void read() {
     if (server_.stopping) return close();
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(64 * 1024);
+    if (buffer_.size() > 0) return read_header();  // the next request (pipelined) has begun
     stream_.expires_after(ms(server_.options.idle_timeout));
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      if (ec) return self->close();  // idle timeout, the client left, or shutdown
+      self->buffer_.commit(n);
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    stream_.expires_never();
+    arm_deadline(server_.options.header_timeout, "header", "--header-timeout");
     // The header first: a client that sent "Expect: 100-continue" (curl does
     // for bodies over 1 MB) waits for our go-ahead before sending the body.
     http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->disarm_deadline();
       if (ec) return self->on_read(ec);
       auto& req = self->parser_->get();
+      if (auto problem = framing_problem(req, req.version())) return self->refuse_framing(*problem);
       if (beast::iequals(req[http::field::expect], "100-continue")) {
         self->continue_ = {http::status::continue_, req.version()};
+        self->stream_.expires_after(ms(self->server_.options.request_timeout));
         http::async_write(self->stream_, self->continue_, [self](beast::error_code wec, std::size_t) {
           if (wec) return self->close();
           self->read_body();
@@ -126,16 +202,70 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    stream_.expires_after(ms(server_.options.request_timeout));
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    if (parser_->is_done()) return on_read({});  // no body, or all of it came with the header
+    stream_.expires_never();
+    arm_deadline(server_.options.request_timeout, "body", "--request-timeout");
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->disarm_deadline();
+      self->on_read(ec);
+    });
+  }
+
+  void arm_deadline(double seconds, const char* part, const char* option) {
+    timed_out_ = false;
+    deadline_part_ = part;
+    deadline_option_ = option;
+    deadline_seconds_ = seconds;
+    const unsigned generation = ++deadline_generation_;
+    deadline_.expires_after(ms(seconds));
+    deadline_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+      if (ec || generation != self->deadline_generation_) return;  // the read finished first
+      self->timed_out_ = true;
+      // Cancel the read; shutting the receive side as well ends it even if
+      // the read was between two reads of a composed operation (nothing to
+      // cancel at this instant). Sending the 408 still works.
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+      self->stream_.socket().shutdown(net::socket_base::shutdown_receive, ignored);
+    });
+  }
+
+  void disarm_deadline() {
+    ++deadline_generation_;
+    deadline_.cancel();
+  }
+
+  // Beast stops at some framing conflicts itself (a Transfer-Encoding after
+  // Content-Length, a Content-Length after chunked, chunked twice); those
+  // get the same answer as the ones framing_problem() finds.
+  std::optional<FramingProblem> framing_error(beast::error_code ec) {
+    const auto& req = parser_->get();
+    const bool has_length = req.count(http::field::content_length) > 0, has_coding = req.count(http::field::transfer_encoding) > 0;
+    if (ec == http::error::bad_transfer_encoding) {
+      if (has_length) return conflicting_framing();
+      return FramingProblem{"unsupported_transfer_encoding", "Transfer-Encoding: chunked may be applied only once"};
+    }
+    if (ec == http::error::bad_content_length && has_coding) return conflicting_framing();
+    return std::nullopt;
+  }
+
+  void refuse_framing(const FramingProblem& problem) {
+    busy_ = true;
+    reply(error_response(400, problem.code, problem.message), "unmatched", std::chrono::steady_clock::now(), 11, true);
   }
 
   void on_read(beast::error_code ec) {
+    const auto started = std::chrono::steady_clock::now();
+    if (ec && timed_out_) {
+      busy_ = true;
+      return reply(error_response(408, "request_timeout", std::string("the request ") + deadline_part_ + " did not arrive within " +
+                                                              format_duration(deadline_seconds_) + " (" + deadline_option_ + ")"),
+                   "unmatched", started, 11, true);
+    }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset || ec == net::error::eof || ec == net::error::bad_descriptor) {
       return close();
     }
-    const auto started = std::chrono::steady_clock::now();
     busy_ = true;
     if (ec == http::error::body_limit) {
       return reply(error_response(413, "body_too_large", "request body exceeds " + std::to_string(server_.options.max_body_bytes) +
@@ -143,6 +273,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
                    "unmatched", started, 11, true);
     }
     if (ec) {
+      if (auto problem = framing_error(ec)) return refuse_framing(*problem);
       return reply(error_response(400, "malformed_http", "malformed HTTP request: " + ec.message()), "unmatched", started, 11, true);
     }
     auto& req = parser_->get();
@@ -208,12 +339,18 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   Stream stream_;
+  Timer deadline_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   http::response<http::empty_body> continue_;
   Impl& server_;
   bool busy_ = false;
+  bool timed_out_ = false;
+  unsigned deadline_generation_ = 0;  // a deadline that fires after its read finished does nothing
+  const char* deadline_part_ = "";
+  const char* deadline_option_ = "";
+  double deadline_seconds_ = 0;
 };
 
 void HttpServer::Impl::add(Session* s, const std::shared_ptr<Session>& sp) {
@@ -237,12 +374,45 @@ void HttpServer::Impl::accept() {
   next_context = (next_context + 1) % contexts.size();
   acceptor->async_accept(target.get_executor(), [this](beast::error_code ec, net::basic_stream_socket<tcp, Executor> socket) {
     if (!ec) {
+      accept_delay = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true), ec);
       std::make_shared<Session>(std::move(socket), *this)->start();
     } else if (ec != net::error::operation_aborted) {
-      log->warn("accept failed: {}", ec.message());
+      return on_accept_error(ec);
     }
     if (acceptor->is_open() && !stopping) accept();
+  });
+}
+
+void HttpServer::Impl::on_accept_error(const beast::error_code& ec) {
+  metrics.count_accept_error();
+  if (stopping || !acceptor->is_open()) return;
+  // A client that reset its connection before we took it: nothing is short
+  // of anything, so take the next one at once.
+  if (ec == net::error::connection_aborted) {
+    log->debug("accept: {}", ec.message());
+    return accept();
+  }
+  constexpr std::chrono::milliseconds kFirstDelay(10), kMaxDelay(1000);
+  constexpr std::chrono::seconds kAcceptWarnEvery(5);
+  accept_delay = accept_delay.count() == 0 ? kFirstDelay : std::min(accept_delay * 2, kMaxDelay);
+  const auto now = std::chrono::steady_clock::now();
+  if (last_accept_warning == std::chrono::steady_clock::time_point{} || now - last_accept_warning >= kAcceptWarnEvery) {
+    if (accept_errors_unlogged > 0) {
+      log->warn("accept failed: {}; retrying in {} ms ({} more failures since the last warning were not logged)", ec.message(),
+                accept_delay.count(), accept_errors_unlogged);
+    } else {
+      log->warn("accept failed: {}; retrying in {} ms", ec.message(), accept_delay.count());
+    }
+    last_accept_warning = now;
+    accept_errors_unlogged = 0;
+  } else {
+    ++accept_errors_unlogged;
+  }
+  accept_backoff->expires_after(accept_delay);
+  accept_backoff->async_wait([this](beast::error_code wec) {
+    if (wec || stopping || !acceptor->is_open()) return;
+    accept();
   });
 }
 
@@ -259,6 +429,7 @@ void HttpServer::Impl::begin_shutdown() {
     if (shutdown_callback) shutdown_callback();
     beast::error_code ignored;
     acceptor->close(ignored);
+    accept_backoff->cancel();
     signals->cancel(ignored);
     std::vector<std::shared_ptr<Session>> live;
     {

@@ -3,6 +3,8 @@
 #include <new>
 
 #include "ebb/core/error.hpp"
+#include <cctype>
+
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service_error.hpp"
 
@@ -34,6 +36,23 @@ std::string decode(std::string_view s, bool plus_is_space) {
     }
   }
   return out;
+}
+
+// The absolute-form of a request target (RFC 9112 3.2.2), which clients
+// send to proxies and servers must accept: "http://host:port/top-k?k=5" is
+// "/top-k?k=5" once the scheme and authority are dropped (an empty path is
+// "/"). Any other target comes back as it is.
+std::string_view without_scheme_and_authority(std::string_view target, bool& absolute) {
+  absolute = false;
+  const std::size_t colon = target.find("://");
+  if (colon == std::string_view::npos) return target;
+  std::string scheme(target.substr(0, colon));
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "http" && scheme != "https") return target;
+  absolute = true;
+  const std::string_view rest = target.substr(colon + 3);
+  const std::size_t path = rest.find_first_of("/?");
+  return path == std::string_view::npos ? std::string_view() : rest.substr(path);
 }
 
 }  // namespace
@@ -90,8 +109,11 @@ Response text_response(int status, std::string content_type, std::string body) {
 }
 
 void parse_target(std::string_view target, std::string& path, std::multimap<std::string, std::string>& query) {
+  bool absolute = false;
+  target = without_scheme_and_authority(target, absolute);
   const std::size_t q = target.find('?');
   path = decode(target.substr(0, q), false);
+  if (absolute && path.empty()) path = "/";
   query.clear();
   if (q == std::string_view::npos) return;
   std::string_view rest = target.substr(q + 1);

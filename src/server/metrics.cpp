@@ -104,6 +104,8 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   header(out, "ebb_checkpoints_total", "counter", "Checkpoint passes by result.");
   out += "ebb_checkpoints_total{result=\"ok\"} " + std::to_string(sm.checkpoints_ok) + "\n";
   out += "ebb_checkpoints_total{result=\"error\"} " + std::to_string(sm.checkpoints_failed) + "\n";
+  header(out, "ebb_accept_errors_total", "counter", "Failed accepts of new connections (e.g. out of file descriptors); the listener backs off meanwhile.");
+  out += "ebb_accept_errors_total " + std::to_string(accept_errors_.load(std::memory_order_relaxed)) + "\n";
   single(out, "ebb_checkpoint_duration_seconds", "gauge", "Duration of the last successful checkpoint.", num(sm.last_checkpoint_seconds));
   single(out, "ebb_checkpoint_last_bytes", "gauge", "State bytes the last checkpoint wrote (unchanged namespaces write none).",
          std::to_string(sm.last_checkpoint_bytes));

@@ -4,6 +4,7 @@
 // it with SIGTERM (or SIGKILL) on request or at destruction.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +29,10 @@ inline std::filesystem::path make_temp_dir(const std::string& prefix) {
 class EbbServer {
  public:
   // Starts a server on `data_dir` with extra flags; throws if it does not
-  // become ready (then `log()` has its stderr).
-  EbbServer(std::filesystem::path data_dir, std::vector<std::string> extra = {}) : data_dir_(std::move(data_dir)) {
+  // become ready (then `log()` has its stderr). `max_open_files` > 0 sets
+  // the server's RLIMIT_NOFILE (soft and hard), to run it out of descriptors.
+  EbbServer(std::filesystem::path data_dir, std::vector<std::string> extra = {}, rlim_t max_open_files = 0)
+      : data_dir_(std::move(data_dir)) {
     log_path_ = data_dir_.string() + ".log";
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe failed");
@@ -39,6 +42,10 @@ class EbbServer {
       const int err = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       dup2(err, 2);
       close(out[0]);
+      if (max_open_files > 0) {
+        const rlimit limit{max_open_files, max_open_files};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       std::vector<std::string> args = {EBB_BINARY, "serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir", data_dir_.string(),
                                        "--threads", "2", "--log-level", "info"};
       args.insert(args.end(), extra.begin(), extra.end());
@@ -73,6 +80,7 @@ class EbbServer {
   }
 
   unsigned short port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::filesystem::path& data_dir() const { return data_dir_; }
 
   // SIGTERM and wait; returns the exit code.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,20 +26,43 @@ struct HttpEndpoint {
 };
 HttpEndpoint parse_http_url(const std::string& url);
 
+// Timeouts of one client, in seconds.
+struct HttpClientOptions {
+  double connect_timeout = 5;    // to open a connection (name resolution is the system resolver's)
+  double request_timeout = 30;   // from sending a request to the end of its answer
+};
+
+// Extra request headers, e.g. {{"Idempotency-Key", "..."}}.
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// A request that failed: the message names host:port, the request and what
+// went wrong or timed out.
+class HttpClientError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class HttpClient {
  public:
   explicit HttpClient(std::uint16_t port) : HttpClient(HttpEndpoint{"127.0.0.1", port}) {}
-  explicit HttpClient(HttpEndpoint endpoint);
+  explicit HttpClient(HttpEndpoint endpoint, HttpClientOptions options = {});
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Sends one request; a connection the server closed is reopened once.
-  // Throws boost::system::system_error (a std::runtime_error) when the
-  // server cannot be reached.
-  using Headers = std::vector<std::pair<std::string, std::string>>;
+  // Sends one request and returns the answer, whatever its status. Throws
+  // HttpClientError when there is no answer: the server cannot be reached,
+  // a timeout, or the connection closed before the answer.
+  //
+  // A request is sent again (once) only when that cannot count it twice: a
+  // kept-alive connection found closed before writing is replaced and
+  // nothing was sent; a write that failed before its first byte left is
+  // redone. After that, only GET, HEAD and OPTIONS, and requests carrying an
+  // Idempotency-Key header, are resent; a POST that may have reached the
+  // server is never resent (its batch could count twice). Timeouts are
+  // never retried.
   HttpResult request(const std::string& method, const std::string& target, const std::string& body = "",
-                     const std::string& content_type = "application/json", const Headers& headers = {});
+                     const std::string& content_type = "application/json", const HttpHeaders& headers = {});
   void close();
 
  private:

@@ -1,6 +1,6 @@
 #pragma once
 // The HTTP/1.1 transport (Boost.Beast over Asio): a listener, keep-alive
-// sessions on strands, a pool of threads running the event loop. It turns
+// sessions, one event loop per thread (a session stays on one). It turns
 // wire requests into server::Request, asks the Router, and records every
 // request in Metrics. Graceful shutdown on SIGINT/SIGTERM: stop accepting,
 // finish the requests being handled, close idle connections, return from
@@ -24,8 +24,9 @@ struct HttpServerOptions {
   std::uint16_t port = 8080;  // 0: an ephemeral port (see port())
   unsigned threads = 2;
   std::size_t max_body_bytes = 16u << 20;
-  double idle_timeout = 60;       // seconds a keep-alive connection may sit idle
-  double request_timeout = 30;    // seconds to receive one request
+  double idle_timeout = 60;       // seconds a keep-alive connection may wait for the first byte of a request
+  double header_timeout = 10;     // seconds from that byte to the end of the request header (408)
+  double request_timeout = 30;    // seconds to receive the body once the header is in (408); also to send an answer
   double shutdown_timeout = 30;   // seconds to finish in-flight requests
 };
 

@@ -65,7 +65,8 @@ Response json_response(int status, std::string body);
 Response empty_response(int status);  // 204s
 Response text_response(int status, std::string content_type, std::string body);
 
-// Splits "/top-k?namespace=a%20b&k=5" into a decoded path and parameters.
+// Splits "/top-k?namespace=a%20b&k=5" into a decoded path and parameters;
+// an absolute-form target ("http://host:port/top-k?...") reads the same.
 // Throws ApiError 400 on malformed percent-encoding.
 void parse_target(std::string_view target, std::string& path, std::multimap<std::string, std::string>& query);
 

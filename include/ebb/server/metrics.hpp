@@ -14,9 +14,11 @@
 //   ebb_namespaces                                       gauge
 //   ebb_checkpoints_total{result}                        counter (ok, error)
 //   ebb_checkpoint_*, ebb_wal_*, ebb_recovery_*, ...     the service's (service_metrics.hpp)
+//   ebb_accept_errors_total                              counter (failed accepts on the listener)
 //   ebb_process_resident_memory_bytes                    gauge
 //   ebb_up                                               gauge (1)
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -33,6 +35,7 @@ class Metrics {
 
   void observe_request(const std::string& route, int status, double seconds);
   void count_error(const std::string& code);
+  void count_accept_error() { accept_errors_.fetch_add(1, std::memory_order_relaxed); }
   std::string render(const service::ServiceMetrics& service) const;
 
  private:
@@ -44,6 +47,7 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, Histogram> requests_;
   std::map<std::string, std::uint64_t> errors_;
+  std::atomic<std::uint64_t> accept_errors_{0};
 };
 
 }  // namespace ebb::server
