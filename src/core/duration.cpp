@@ -43,7 +43,7 @@ double parse_duration(std::string_view text) {
   // stored as text and read back is the same number (a half-life names a view).
   const double ms = value * unit * 1000;
   if (!std::isfinite(ms) || ms < 0.5 || ms > 9.2e15) {
-    throw InvalidArgument("bad duration " + quoted + " (must be finite and at least 1ms)");
+    throw InvalidArgument("bad duration " + quoted + " (must be finite and > 0, at least 1ms)");
   }
   return static_cast<double>(std::llround(ms)) / 1000;
 }

@@ -44,7 +44,7 @@ TEST(Duration, FormatsTheShortestExactSpelling) {
   EXPECT_EQ(format_duration(90), "90s");
   EXPECT_EQ(format_duration(3600), "1h");
   EXPECT_EQ(format_duration(7 * 86400), "7d");
-  EXPECT_EQ(format_duration(0.25), "0.25s");
+  EXPECT_EQ(format_duration(0.25), "250ms");  // whole milliseconds below a second
 }
 
 TEST(BinaryEnvelope, RejectsEveryKindOfDamage) {
