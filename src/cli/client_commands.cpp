@@ -11,6 +11,7 @@
 #include "ebb/core/error.hpp"
 #include "ebb/engine/answers.hpp"
 #include "ebb/io/json_writer.hpp"
+#include "ebb/core/percent_encoding.hpp"
 #include "ebb/io/http_client.hpp"
 #include "duration_validator.hpp"
 #include "input_pipeline.hpp"
@@ -28,20 +29,7 @@ std::string server_error(const io::HttpResult& r) {
   return r.body.empty() ? "(no body)" : r.body;
 }
 
-std::string percent_encode(const std::string& s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string url_encode(const std::string& s) { return percent_encode(s, "-_.~"); }
 
 io::HttpResult call(io::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,
                         const std::string& body = "") {
@@ -176,10 +164,10 @@ int run_query(const QueryOptions& o) {
   try {
     io::HttpClient client(io::parse_http_url(o.url));
     std::string view;
-    if (!o.half_life.empty()) view = "&half_life=" + percent_encode(o.half_life);
-    if (!o.window.empty()) view = "&window=" + percent_encode(o.window);
+    if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);
+    if (!o.window.empty()) view = "&window=" + url_encode(o.window);
     if (o.items.empty()) {
-      std::string target = "/top-k?namespace=" + percent_encode(o.ns) + view;
+      std::string target = "/top-k?namespace=" + url_encode(o.ns) + view;
       if (o.k > 0) target += "&k=" + std::to_string(o.k);
       auto r = call(client, o.url, "GET", target);
       if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};

@@ -10,6 +10,7 @@
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/core/percent_encoding.hpp"
 #include "ebb/storage/file_io.hpp"
 
 namespace ebb::storage {
@@ -36,20 +37,7 @@ void make_dir(const std::filesystem::path& p) {
 
 }  // namespace
 
-std::string encode_file_name(std::string_view name) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : name) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string encode_file_name(std::string_view name) { return percent_encode(name, "-_"); }
 
 std::string Manifest::serialize() const {
   BinaryWriter w;
