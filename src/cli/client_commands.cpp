@@ -161,7 +161,7 @@ int run_send(const SendOptions& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "ebb send: %llu events in %llu requests to '%s' at %s (%.0f events/s)\n", static_cast<unsigned long long>(sent),
                  static_cast<unsigned long long>(requests), o.ns.c_str(), o.url.c_str(), secs > 0 ? sent / secs : 0.0);
-    report_input_problems("ebb send", input.tally(), input.problems());
+    report_input_problems("ebb send", input.tally(), input.problems(), input.warnings());
     return 0;
   } catch (const Fatal& f) {
     std::fprintf(stderr, "ebb send: %s\n", f.message.c_str());

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <system_error>
 
 #include "ebb/core/hash.hpp"
@@ -29,7 +30,9 @@ Source open_source(const std::string& path) {
   return {path, fd, true, regular ? static_cast<std::uint64_t>(st.st_size) : 0};
 }
 
-void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems) {
+void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems,
+                           const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) std::fprintf(stderr, "%s: warning: %s\n", program, w.c_str());
   if (tally.malformed > 0) {
     std::fprintf(stderr, "%s: %llu malformed line%s skipped (use --strict to stop at the first):\n", program,
                  static_cast<unsigned long long>(tally.malformed), tally.malformed == 1 ? "" : "s");
@@ -143,7 +146,9 @@ void InputPipeline::malformed(const Source& src, std::uint64_t line_no, const st
 }
 
 void InputPipeline::read_source(const Source& src, Progress& progress, std::uint64_t done_bytes) {
-  io::LineReader reader(src.fd, options_.max_line_bytes);
+  // A regular file is read up to the size it had when it was opened, so a
+  // truncation after that (even before its turn came) is noticed.
+  io::LineReader reader(src.fd, options_.max_line_bytes, src.size > 0 ? std::optional(src.size) : std::nullopt);
   std::vector<io::Line> lines;
   std::uint64_t line_no = 0;
   std::string error;
@@ -161,9 +166,7 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
       recycle(std::move(chunk));
       break;
     }
-    chunk->mapping = reader.keepalive();
-    const std::string_view owned = reader.keepalive() ? reader.mapped_bytes()
-                                                      : std::string_view(chunk->bytes.data(), chunk->bytes.size());
+    const std::string_view owned(chunk->bytes.data(), chunk->bytes.size());
     // Untimed input runs on the wall clock: the time a line was read.
     const double read_time = timed ? 0 : engine::wall_clock_now();
     for (const auto& line : lines) {
@@ -198,6 +201,13 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
     } else {
       publish(std::move(chunk));
     }
+  }
+  if (reader.shrank()) {
+    // logrotate's copytruncate, typically: what was read is counted, and
+    // the run goes on, but the answer covers only part of the file.
+    warnings_.push_back("'" + src.name + "' shrank while it was being read (truncated, e.g. by logrotate's copytruncate): " +
+                        "counted the complete lines of its first " + std::to_string(reader.bytes_read()) + " of " +
+                        std::to_string(reader.expected_bytes()) + " bytes");
   }
 }
 

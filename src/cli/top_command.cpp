@@ -71,7 +71,7 @@ class TopRun {
       input.recycle(std::move(chunk));
     }
     print_all(true, input.tally());
-    report_input_problems("ebb top", input.tally(), input.problems());
+    report_input_problems("ebb top", input.tally(), input.problems(), input.warnings());
     return 0;
   }
 

@@ -3,7 +3,18 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
+#include <thread>
 
 #include "support/run_process.hpp"
 
@@ -36,6 +47,13 @@ std::vector<TopItem> items_of(const std::string& json_line) {
                    double(item["upper_bound"]), std::uint64_t(item["rank"])});
   }
   return out;
+}
+
+double number_at(const std::string& json_line, const char* field) {
+  static simdjson::dom::parser parser;
+  const simdjson::padded_string text(json_line);
+  simdjson::dom::element doc = parser.parse(text);
+  return double(doc[field]);
 }
 
 std::vector<std::string> lines_of(const std::string& s) {
@@ -177,6 +195,91 @@ TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
   r = run_process({kEbb, "top", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--half-life"), std::string::npos);
+}
+
+// logrotate's copytruncate: the file shrinks while ebb top reads it. The
+// test waits until ebb top has begun reading the file (its offset in
+// /proc/PID/fdinfo moved, or, for a reader that maps files, the mapping is
+// in /proc/PID/maps), stops it, checks it has not read past the cut,
+// truncates the file mid-line, and lets it go on: it must exit 0 (not die
+// of SIGBUS), warn naming the file, and count exactly the complete lines
+// before the cut.
+TEST(EbbTop, FileTruncatedWhileReadIsCountedUpToTheCutWithAWarning) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ebb-truncate-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "app.log").string();
+  constexpr std::size_t kLines = 4'000'000, kKept = 3'000'500, kLine = 8;  // "key0042\n"
+  {
+    std::string text;
+    text.reserve(kLines * kLine);
+    char line[16];
+    for (std::size_t i = 0; i < kLines; ++i) {
+      std::snprintf(line, sizeof line, "key%04zu\n", i % 1000);
+      text += line;
+    }
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  const std::string out = (dir / "out").string(), err = (dir / "err").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int in = open("/dev/null", O_RDONLY), fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600),
+              fe = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execl(kEbb.c_str(), kEbb.c_str(), "top", "--json", "-k", "1", "--no-progress", path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  const std::string proc = "/proc/" + std::to_string(pid);
+  auto offset_of = [&](const std::string& fd) -> std::uint64_t {
+    std::ifstream fdinfo(proc + "/fdinfo/" + fd);
+    std::string key;
+    std::uint64_t pos = 0;
+    while (fdinfo >> key && key != "pos:") {
+    }
+    fdinfo >> pos;
+    return pos;
+  };
+  auto mapped = [&] { return testing::slurp(proc + "/maps").find(path) != std::string::npos; };
+  std::string fd_name;
+  bool reading = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!reading && std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(proc + "/fd", ec)) {
+      std::error_code link_ec;
+      if (fs::read_symlink(entry.path(), link_ec) == fs::path(path)) fd_name = entry.path().filename().string();
+    }
+    reading = !fd_name.empty() && (offset_of(fd_name) > 0 || mapped());
+    if (!reading) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  ASSERT_TRUE(reading) << "ebb top never began reading " << path;
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  ASSERT_LE(offset_of(fd_name), kKept * kLine) << "ebb top read past the cut before it could be made";
+  // Cut three bytes into a line: "key" is a fragment, not a key.
+  ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(kKept * kLine + 3)), 0);
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string o = testing::slurp(out), e = testing::slurp(err);
+  fs::remove_all(dir);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << "; stderr: " << e;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << e;
+  EXPECT_EQ(e, "ebb top: warning: '" + path + "' shrank while it was being read (truncated, e.g. by logrotate's copytruncate): " +
+                   "counted the complete lines of its first " + std::to_string(kKept * kLine + 3) + " of " +
+                   std::to_string(kLines * kLine) + " bytes\n");
+  const auto docs = lines_of(o);
+  ASSERT_EQ(docs.size(), 1u) << o;
+  EXPECT_EQ(number_at(docs[0], "total"), static_cast<double>(kKept));
+  // Keys 0..499 appear 3001 times before the cut, the others 3000.
+  const auto items = items_of(docs[0]);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].estimate, 3001);
+  EXPECT_LT(items[0].key, "key0500");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 #include "ebb/core/error.hpp"
@@ -178,16 +179,16 @@ TEST(LineReader, HandlesChunkBoundariesAndOversizedLines) {
   EXPECT_EQ(reader.bytes_read(), input.size());
 }
 
-// The memory-mapped path (regular files): lines longer and shorter than a
-// 64-byte scan block, CRLF, blank lines, an oversized line, and a last line
+// Regular files: lines longer and shorter than a 64-byte scan block and
+// than one read, CRLF, blank lines, an oversized line, and a last line
 // without a terminator that ends off a block boundary.
-TEST(LineReader, MappedFilesGiveTheSameLines) {
+TEST(LineReader, RegularFilesGiveTheSameLines) {
   char path[] = "/tmp/ebb-line-reader-XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   std::vector<std::string> expected;
   std::string input;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 6000; ++i) {
     std::string line(static_cast<std::size_t>(i * 7 % 150), static_cast<char>('a' + i % 26));
     expected.push_back(line);
     input += line + (i % 5 == 0 ? "\r\n" : "\n");
@@ -195,12 +196,13 @@ TEST(LineReader, MappedFilesGiveTheSameLines) {
   input += std::string(5000, 'x') + "\n";
   input += "last-line";
   ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
   LineReader reader(fd, 1000);
-  ASSERT_TRUE(reader.keepalive());
+  EXPECT_EQ(reader.expected_bytes(), input.size());
   std::vector<Line> lines;
-  std::vector<char> unused;
+  std::vector<char> buffer;
   std::vector<std::pair<std::string, bool>> got;
-  while (reader.next(unused, lines)) {
+  while (reader.next(buffer, lines)) {
     for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
   }
   close(fd);
@@ -214,6 +216,46 @@ TEST(LineReader, MappedFilesGiveTheSameLines) {
   EXPECT_EQ(got[expected.size()].first.size(), 1000u);
   EXPECT_EQ(got.back(), std::make_pair(std::string("last-line"), false));
   EXPECT_EQ(reader.bytes_read(), input.size());
+  EXPECT_FALSE(reader.shrank());
+}
+
+// A file truncated while it is read (logrotate's copytruncate) ends at its
+// new size: every complete line before the cut, not the fragment at the
+// cut, and shrank() says so. (A memory-mapped reader died of SIGBUS here.)
+TEST(LineReader, FileTruncatedWhileReadEndsAtTheCutAndSaysSo) {
+  char path[] = "/tmp/ebb-line-reader-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string input;
+  char line[16];
+  for (int i = 0; i < 100000; ++i) {
+    std::snprintf(line, sizeof line, "line-%06d\n", i);  // 12 bytes
+    input += line;
+  }
+  ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+  LineReader reader(fd, 1000);
+  std::vector<Line> lines;
+  std::vector<char> buffer;
+  std::vector<std::string> got;
+  ASSERT_TRUE(reader.next(buffer, lines));
+  for (const auto& l : lines) got.emplace_back(l.text);
+  ASSERT_LT(reader.bytes_read(), 480000u);  // the cut is ahead of what was read
+  // Cut 40000 lines and 5 bytes of the next one in: "line-" is a fragment.
+  ASSERT_EQ(ftruncate(fd, 40000 * 12 + 5), 0);
+  while (reader.next(buffer, lines)) {
+    for (const auto& l : lines) got.emplace_back(l.text);
+  }
+  close(fd);
+  unlink(path);
+  ASSERT_EQ(got.size(), 40000u);
+  for (int i = 0; i < 40000; ++i) {
+    std::snprintf(line, sizeof line, "line-%06d", i);
+    ASSERT_EQ(got[static_cast<std::size_t>(i)], line) << i;
+  }
+  EXPECT_TRUE(reader.shrank());
+  EXPECT_EQ(reader.bytes_read(), 40000u * 12 + 5);
+  EXPECT_EQ(reader.expected_bytes(), input.size());
 }
 
 TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
