@@ -166,7 +166,8 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   cmd->add_option("--exclude", o.exclude, "An item never counted (repeatable)")->allow_extra_args(false);
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed records")->default_val(1024)->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->default_val(1 << 20)->check(CLI::Range(16, 64 << 20));
-  cmd->add_flag("--json", o.json, "Print each view as a JSON document in the /top-k response shape");
+  cmd->add_flag("--json", o.json,
+                "Print each view as a JSON document in the /top-k response shape (in keys, bytes that are not UTF-8 read \\ufffd)");
   cmd->add_option("--every", o.every, "Live mode: print the lists every DUR of stream time")->check(duration_validator());
   cmd->add_flag("--strict", o.strict, "Stop at the first malformed line (exit 1)");
   cmd->add_flag("--no-progress", o.no_progress, "No progress bar on stderr");

@@ -2,13 +2,61 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "ebb/io/utf8.hpp"
 
 namespace ebb::io {
 
+namespace {
+
+constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+
+// Whether any byte of the word is below n (n <= 128; exact as a yes/no).
+constexpr std::uint64_t has_byte_below(std::uint64_t x, unsigned n) noexcept { return (x - kOnes * n) & ~x & kHighs; }
+
+// Whether 8 bytes can be copied as they are: printable ASCII other than
+// the quote and the backslash.
+inline bool plain8(const unsigned char* p) noexcept {
+  std::uint64_t x;
+  std::memcpy(&x, p, 8);
+  return ((x & kHighs) | has_byte_below(x, 0x20) | has_byte_below(x ^ (kOnes * '"'), 1) | has_byte_below(x ^ (kOnes * '\\'), 1)) == 0;
+}
+
+inline bool plain(unsigned char c) noexcept { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
+  // JSON text must be valid UTF-8 (RFC 8259), and a key read from a file
+  // is any bytes: each maximal invalid subpart (utf8_step) becomes one
+  // U+FFFD, written as an escape so the output stays ASCII-safe there.
   static constexpr char kHex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
   out += '"';
-  for (unsigned char c : s) {
+  std::size_t i = 0;
+  while (i < n) {
+    // The common case, printable ASCII, is found 8 bytes at a time and
+    // copied in one append.
+    const std::size_t run = i;
+    while (i + 8 <= n && plain8(p + i)) i += 8;
+    while (i < n && plain(p[i])) ++i;
+    out.append(s.data() + run, i - run);
+    if (i == n) break;
+    const unsigned char c = p[i];
+    if (c >= 0x80) {
+      const Utf8Step step = utf8_step(p + i, n - i);
+      if (step.valid) {
+        out.append(s.data() + i, step.length);
+      } else {
+        out += "\\ufffd";
+      }
+      i += step.length;
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -17,15 +65,12 @@ void append_json_string(std::string& out, std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
+      default:  // the other control characters
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
     }
+    ++i;
   }
   out += '"';
 }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -195,6 +196,29 @@ TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
   r = run_process({kEbb, "top", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--half-life"), std::string::npos);
+}
+
+// Keys are counted as the bytes they are; in JSON, each maximal invalid
+// UTF-8 subpart reads \ufffd, so the output stays valid JSON (simdjson,
+// which validates UTF-8, parses it). Two keys that differ only in invalid
+// bytes stay two items.
+TEST(EbbTop, JsonOutputIsValidForKeysThatAreNotUtf8) {
+  auto r = run_process(top({"--json", "-k", "10"}), "caf\xE9\ncaf\xE9\ncaf\xC3\xA9\nok\xFF\xFE\ncaf\xEA\ncaf\xE9\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const auto docs = lines_of(r.out);
+  ASSERT_EQ(docs.size(), 1u);
+  const auto items = items_of(docs[0]);
+  ASSERT_EQ(items.size(), 4u) << r.out;
+  EXPECT_EQ(items[0].key, "caf\xEF\xBF\xBD");  // caf\xE9, 3 times
+  EXPECT_EQ(items[0].estimate, 3);
+  std::multiset<std::pair<std::string, double>> rest;
+  for (std::size_t i = 1; i < items.size(); ++i) rest.emplace(items[i].key, items[i].estimate);
+  const std::multiset<std::pair<std::string, double>> expected = {
+      {"caf\xC3\xA9", 1}, {"ok\xEF\xBF\xBD\xEF\xBF\xBD", 1}, {"caf\xEF\xBF\xBD", 1}};  // the last: caf\xEA
+  EXPECT_EQ(rest, expected);
+  EXPECT_NE(docs[0].find(R"({"item_id":"caf\ufffd","estimated_count":3,)"), std::string::npos) << docs[0];
+  EXPECT_EQ(number_at(docs[0], "total"), 6);
 }
 
 // logrotate's copytruncate: the file shrinks while ebb top reads it. The
