@@ -141,6 +141,10 @@ int run_send(const SendOptions& o) {
     popts.strict = o.strict;
     popts.max_line_bytes = o.max_line_bytes;
     popts.progress = !o.no_progress && ::isatty(STDERR_FILENO);
+    // A key that is not UTF-8 cannot be put into the batch's JSON as it
+    // is, and the server would refuse the whole batch over it: it is
+    // reported as its own line and left out instead.
+    popts.require_utf8 = true;
     server::HttpClient client(endpoint);
     InputPipeline input(std::move(sources), std::move(parser), arena, rules, popts);
     std::uint64_t sent = 0, requests = 0;

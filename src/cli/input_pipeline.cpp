@@ -13,6 +13,7 @@
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "ebb/io/line_reader.hpp"
+#include "ebb/io/utf8.hpp"
 #include "progress.hpp"
 
 namespace ebb::cli {
@@ -188,6 +189,14 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
       if (auto problem = engine::check_event(ev, rules_)) {
         malformed(src, line_no, problem->field + " " + problem->message);
         continue;
+      }
+      if (options_.require_utf8) {
+        if (const std::size_t valid = io::utf8_valid_prefix(ev.item); valid != ev.item.size()) [[unlikely]] {
+          char byte[8];
+          std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(ev.item[valid]));
+          malformed(src, line_no, "item_id is not valid UTF-8 (byte " + std::string(byte) + " at offset " + std::to_string(valid) + ")");
+          continue;
+        }
       }
       // Keys in the read buffer travel with it; rewritten ones are copied.
       if (ev.item.data() < owned.data() || ev.item.data() >= owned.data() + owned.size()) ev.item = chunk->arena.keep(ev.item);

@@ -3,8 +3,8 @@
 // both cores busy. The producer reads every source in order, parses lines
 // into events (keys point into the chunk's read buffer or its own arena, so
 // a chunk owns all it points to), checks each event with the engine's rules
-// so problems are reported with file:line, and hands chunks over a small
-// bounded queue.
+// and the front end's (UTF-8 keys for ebb send) so problems are
+// reported with file:line, and hands chunks over a small bounded queue.
 // Order is preserved: the consumer sees events exactly as read.
 #include <condition_variable>
 #include <cstdint>
@@ -73,6 +73,10 @@ struct PipelineOptions {
   std::uint32_t max_line_bytes = 1 << 20;
   bool progress = false;                  // draw a bar on stderr (sizes known)
   std::size_t reported_problems = 5;      // how many malformed lines to quote
+  // Keys must be valid UTF-8 (ebb send: the server reads JSON, which is
+  // UTF-8, and refuses a whole batch over one bad key); a key that is not
+  // is a malformed line. ebb top counts keys as the bytes they are.
+  bool require_utf8 = false;
 };
 
 class InputPipeline {
