@@ -99,9 +99,13 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
   cmd->add_option("--key", o.fields.key, "Key field (as for ebb top)");
   cmd->add_option("--time", o.fields.time, "Time field; without one the server stamps events when it receives them");
   cmd->add_option("--weight", o.fields.weight, "Weight field");
-  cmd->add_option("--time-format", o.time_format, "unix, unix_ms, rfc3339, clf or auto")
+  cmd->add_option("--time-format", o.time_format, "unix, unix_ms, rfc3339, clf or auto (each value by its shape, as for ebb top)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "unix", "unix_ms", "rfc3339", "clf"}));
+  cmd->add_option("--max-time-jump", o.max_time_jump,
+                  "With times: an event more than DUR ahead of the newest event time so far is a malformed line")
+      ->capture_default_str()
+      ->check(duration_validator());
   cmd->add_option("--batch", o.batch, "Events per request")->capture_default_str()->check(CLI::Range(1ul, 1'000'000ul));
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed lines (match the server's --max-item-bytes)")
       ->capture_default_str()
@@ -145,6 +149,7 @@ int run_send(const SendOptions& o) {
     // is, and the server would refuse the whole batch over it: it is
     // reported as its own line and left out instead.
     popts.require_utf8 = true;
+    popts.max_time_jump = parse_duration(o.max_time_jump);
     server::HttpClient client(endpoint);
     InputPipeline input(std::move(sources), std::move(parser), arena, rules, popts);
     std::uint64_t sent = 0, requests = 0;

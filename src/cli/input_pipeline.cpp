@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "ebb/core/hash.hpp"
+#include "ebb/core/time_jump.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "ebb/io/line_reader.hpp"
 #include "ebb/io/utf8.hpp"
@@ -197,6 +198,13 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
           malformed(src, line_no, "item_id is not valid UTF-8 (byte " + std::string(byte) + " at offset " + std::to_string(valid) + ")");
           continue;
         }
+      }
+      if (timed) {
+        if (auto jump = check_time_jump(ev.time, newest_time_, options_.max_time_jump)) [[unlikely]] {
+          malformed(src, line_no, *jump + " (--max-time-jump)");
+          continue;
+        }
+        if (!(ev.time <= newest_time_)) newest_time_ = ev.time;  // also the first (newest_time_ NaN)
       }
       // Keys in the read buffer travel with it; rewritten ones are copied.
       if (ev.item.data() < owned.data() || ev.item.data() >= owned.data() + owned.size()) ev.item = chunk->arena.keep(ev.item);

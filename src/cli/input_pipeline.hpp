@@ -3,9 +3,10 @@
 // both cores busy. The producer reads every source in order, parses lines
 // into events (keys point into the chunk's read buffer or its own arena, so
 // a chunk owns all it points to), checks each event with the engine's rules
-// and the front end's (UTF-8 keys for ebb send) so problems are
+// and the front end's (UTF-8 keys, the time-jump guard) so problems are
 // reported with file:line, and hands chunks over a small bounded queue.
 // Order is preserved: the consumer sees events exactly as read.
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -77,6 +78,9 @@ struct PipelineOptions {
   // UTF-8, and refuses a whole batch over one bad key); a key that is not
   // is a malformed line. ebb top counts keys as the bytes they are.
   bool require_utf8 = false;
+  // Timed input: an event more than this many seconds ahead of the newest
+  // event time accepted so far is a malformed line (core/time_jump.hpp).
+  double max_time_jump = 86400;
 };
 
 class InputPipeline {
@@ -114,6 +118,7 @@ class InputPipeline {
   InputTally tally_;
   std::vector<std::string> problems_;
   std::vector<std::string> warnings_;
+  double newest_time_ = NAN;  // the newest event time accepted (NaN before any)
 
   std::mutex mu_;
   std::condition_variable ready_cv_, free_cv_;

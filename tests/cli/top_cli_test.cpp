@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,13 @@ double number_at(const std::string& json_line, const char* field) {
   const simdjson::padded_string text(json_line);
   simdjson::dom::element doc = parser.parse(text);
   return double(doc[field]);
+}
+
+// Each item's count, whatever the order of ties.
+std::map<std::string, double> counts_of(const std::string& json_line) {
+  std::map<std::string, double> out;
+  for (const auto& item : items_of(json_line)) out[item.key] = item.estimate;
+  return out;
 }
 
 std::vector<std::string> lines_of(const std::string& s) {
@@ -219,6 +227,77 @@ TEST(EbbTop, JsonOutputIsValidForKeysThatAreNotUtf8) {
   EXPECT_EQ(rest, expected);
   EXPECT_NE(docs[0].find(R"({"item_id":"caf\ufffd","estimated_count":3,)"), std::string::npos) << docs[0];
   EXPECT_EQ(number_at(docs[0], "total"), 6);
+}
+
+// One event dated far ahead (a date in 2100 among 2023's) is a malformed
+// line, reported with file:line, instead of moving "now" for good: the
+// decayed view stays at the newest good time, and the counts there are
+// exact.
+TEST(EbbTop, AFarFutureTimestampIsRefusedInsteadOfMovingNow) {
+  const std::string input = "1700000000\ta\n1700000001\tb\n4102444800\tfar\n1700000002\ta\n";
+  std::vector<std::string> args = {"--format", "tsv", "--time", "1", "--key", "2", "--half-life", "5m", "--json"};
+  auto r = run_process(top(args), input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 malformed line skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stdin:3: timestamp is 2402444799 s ahead of the newest event time so far (1700000001), "
+                       "more than the 1d allowed (--max-time-jump)"),
+            std::string::npos)
+      << r.err;
+  const auto docs = lines_of(r.out);
+  ASSERT_EQ(docs.size(), 2u) << r.out;
+  EXPECT_NE(docs[0].find(R"("window":{"start":1700000000,"end":1700000002})"), std::string::npos) << docs[0];
+  EXPECT_EQ(counts_of(docs[0]), (std::map<std::string, double>{{"a", 2}, {"b", 1}}));
+  EXPECT_EQ(number_at(docs[1], "as_of"), 1700000002);
+  const auto now = counts_of(docs[1]);
+  ASSERT_EQ(now.size(), 2u) << docs[1];
+  const double a = std::exp2(-2.0 / 300) + 1, b = std::exp2(-1.0 / 300);
+  EXPECT_NEAR(now.at("a"), a, 1e-12 * a);
+  EXPECT_NEAR(now.at("b"), b, 1e-12 * b);
+
+  // --strict: the same line stops the run, exit 1.
+  auto strict_args = args;
+  strict_args.push_back("--strict");
+  r = run_process(top(strict_args), input);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("malformed input at stdin:3: timestamp is"), std::string::npos) << r.err;
+
+  // --max-time-jump sets the limit: 2 h and half a second ahead is too far
+  // for 1h, half an hour ahead is not.
+  args.insert(args.end(), {"--max-time-jump", "1h"});
+  r = run_process(top(args), "1700000000\ta\n1700007200.5\tfar\n1700001800\tb\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stdin:2: timestamp is 7200.5 s ahead of the newest event time so far (1700000000), more than the 1h allowed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(number_at(lines_of(r.out)[1], "as_of"), 1700001800);
+  EXPECT_EQ(counts_of(lines_of(r.out)[0]), (std::map<std::string, double>{{"a", 1}, {"b", 1}}));
+  r = run_process(top({"--max-time-jump", "soon"}), "x\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad duration 'soon'"), std::string::npos) << r.err;
+}
+
+// Each timestamp is read in its own unit: a millisecond time on the first
+// line does not make the later seconds read as milliseconds (1970).
+TEST(EbbTop, EveryTimestampIsReadInItsOwnUnit) {
+  const std::string input =
+      "1700000000000\ta\n"        // ms
+      "1700000001\tb\n"           // s
+      "1700000002000000\ta\n"     // us
+      "1700000003000000000\tc\n"  // ns
+      "2023-11-14T22:13:24Z\tb\n";
+  auto r = run_process(top({"--format", "tsv", "--time", "1", "--key", "2", "--half-life", "5m", "--json"}), input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const auto docs = lines_of(r.out);
+  ASSERT_EQ(docs.size(), 2u) << r.out;
+  EXPECT_NE(docs[0].find(R"("window":{"start":1700000000,"end":1700000004})"), std::string::npos) << docs[0];
+  EXPECT_EQ(number_at(docs[1], "as_of"), 1700000004);
+  const auto now = counts_of(docs[1]);
+  ASSERT_EQ(now.size(), 3u) << docs[1];
+  const double a = std::exp2(-4.0 / 300) + std::exp2(-2.0 / 300), b = std::exp2(-3.0 / 300) + 1, c = std::exp2(-1.0 / 300);
+  EXPECT_NEAR(now.at("a"), a, 1e-12 * a);
+  EXPECT_NEAR(now.at("b"), b, 1e-12 * b);
+  EXPECT_NEAR(now.at("c"), c, 1e-12 * c);
 }
 
 // logrotate's copytruncate: the file shrinks while ebb top reads it. The

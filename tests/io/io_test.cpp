@@ -41,12 +41,34 @@ TEST(TimeFormat, RejectsNonTimestamps) {
   EXPECT_THROW(parse_time_format("iso"), InvalidArgument);
 }
 
-TEST(TimeFormat, DetectsTheFormatFromASample) {
-  EXPECT_EQ(detect_time_format("1708632000"), TimeFormat::unix_seconds);
-  EXPECT_EQ(detect_time_format("1708632000123"), TimeFormat::unix_ms);
-  EXPECT_EQ(detect_time_format("2024-02-22T20:00:00Z"), TimeFormat::rfc3339);
-  EXPECT_EQ(detect_time_format("22/Feb/2024:20:00:00 +0000"), TimeFormat::clf);
-  EXPECT_FALSE(detect_time_format("yesterday"));
+// Auto mode reads each value by its own shape; a number's unit is its
+// magnitude's (10 digits seconds, 13 ms, 16 us, 19 ns).
+TEST(TimeFormat, AutoReadsEachValueByItsShape) {
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000"), 1708632000.0);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000.5"), 1708632000.5);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000123"), 1708632000.123);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000250000"), 1708632000.25);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000500000000"), 1708632000.5);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "99999999999"), 99999999999.0);  // below 1e11: seconds
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "100000000000"), 100000000.0);   // 1e11: milliseconds
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "99999999999999"), 99999999999.999);  // below 1e14: still ms
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "3600"), 3600.0);                  // small numbers are seconds
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "2024-02-22T20:00:00Z"), 1708632000.0);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "22/Feb/2024:20:00:00 +0000"), 1708632000.0);
+  EXPECT_FALSE(parse_time(TimeFormat::auto_detect, "yesterday"));
+  EXPECT_FALSE(parse_time(TimeFormat::auto_detect, ""));
+  // A format given explicitly is not second-guessed.
+  EXPECT_EQ(parse_time(TimeFormat::unix_seconds, "1708632000123"), 1708632000123.0);
+  EXPECT_EQ(parse_time(TimeFormat::unix_ms, "1708632000"), 1708632.0);
+}
+
+TEST(TimeFormat, NumbersTakeTheUnitOfTheirSize) {
+  EXPECT_EQ(unix_seconds_from_number(99999999999), 99999999999.0);
+  EXPECT_EQ(unix_seconds_from_number(1e11), 1e8);
+  EXPECT_EQ(unix_seconds_from_number(1e14), 1e8);
+  EXPECT_EQ(unix_seconds_from_number(1e17), 1e8);
+  EXPECT_EQ(unix_seconds_from_number(1708632000.5), 1708632000.5);
+  EXPECT_EQ(unix_seconds_from_number(-5), -5.0);
 }
 
 struct Parsed {
@@ -75,6 +97,27 @@ TEST(RecordParser, Tsv) {
   EXPECT_EQ(parse_one(*p, "1708632000\tapple\t0").status, ParseStatus::zero_weight);
   EXPECT_EQ(parse_one(*p, "noon\tapple\t1").status, ParseStatus::malformed);
   EXPECT_EQ(parse_one(*p, "").status, ParseStatus::skipped);
+}
+
+// The first timestamp does not fix the unit for the stream: a millisecond
+// time first, then seconds, then micro- and nanoseconds, all read right,
+// in text columns and in JSON numbers alike.
+TEST(RecordParser, EveryTimestampIsReadInItsOwnUnit) {
+  KeyArena arena;
+  auto tsv = make_record_parser(InputFormat::tsv, {"2", "1", ""}, TimeFormat::auto_detect, arena);
+  EXPECT_EQ(parse_one(*tsv, "1708632000000\ta").rec.time, 1708632000.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632001\tb").rec.time, 1708632001.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632002000000\tc").rec.time, 1708632002.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632003000000000\td").rec.time, 1708632003.0);
+  EXPECT_EQ(parse_one(*tsv, "2024-02-22T20:00:04Z\te").rec.time, 1708632004.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632005\tf").rec.time, 1708632005.0);
+  auto json = make_record_parser(InputFormat::json, {"k", "ts", ""}, TimeFormat::auto_detect, arena);
+  EXPECT_EQ(parse_one(*json, R"({"k":"a","ts":1708632000000})").rec.time, 1708632000.0);
+  EXPECT_EQ(parse_one(*json, R"({"k":"a","ts":1708632001})").rec.time, 1708632001.0);
+  EXPECT_EQ(parse_one(*json, R"({"k":"a","ts":"1708632002000"})").rec.time, 1708632002.0);
+  auto r = parse_one(*tsv, "soon\tg");
+  EXPECT_EQ(r.status, ParseStatus::malformed);
+  EXPECT_EQ(r.error, "time 'soon' is not a timestamp (Unix s, ms, us or ns, rfc3339 or clf)");
 }
 
 TEST(RecordParser, TsvKeyOnlyFastPath) {
