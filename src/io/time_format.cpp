@@ -126,7 +126,7 @@ std::optional<double> parse_clf_time(std::string_view s) noexcept {
   int d, y, h, mi, sec, zh, zm;
   if (s.size() != 26 || !digits(s, 0, 2, d) || s[2] != '/' || s[6] != '/' || !digits(s, 7, 4, y) || s[11] != ':' ||
       !digits(s, 12, 2, h) || s[14] != ':' || !digits(s, 15, 2, mi) || s[17] != ':' || !digits(s, 18, 2, sec) ||
-      s[20] != ' ' || (s[21] != '+' && s[21] != '-') || !digits(s, 22, 2, zh) || !digits(s, 24, 2, zm)) {
+      s[20] != ' ' || (s[21] != '+' && s[21] != '-') || !digits(s, 22, 2, zh) || !digits(s, 24, 2, zm) || zh > 23 || zm > 59) {
     return std::nullopt;
   }
   int mo = 0;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -65,6 +66,39 @@ std::map<std::string, double> counts_of(const std::string& json_line) {
   return out;
 }
 
+// The decayed count of every path of a Common Log Format file, computed
+// here from the file (sscanf and timegm): sum of 2^(-(newest - t) / half_life).
+struct DecayedPaths {
+  std::map<std::string, double> by_path;
+  double total = 0;
+};
+DecayedPaths decayed_paths(const std::string& path, double half_life) {
+  static const std::string kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  std::ifstream in(path);
+  std::vector<std::pair<std::string, double>> requests;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::tm tm{};
+    char month[4] = {}, target[256] = {};
+    if (std::sscanf(line.c_str(), "%*s %*s %*s [%2d/%3c/%4d:%2d:%2d:%2d +0000] \"%*s %255s", &tm.tm_mday, month, &tm.tm_year,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, target) != 7) {
+      continue;  // the garbage line
+    }
+    tm.tm_year -= 1900;
+    tm.tm_mon = static_cast<int>(kMonths.find(month) / 3);
+    requests.emplace_back(target, static_cast<double>(timegm(&tm)));
+  }
+  double newest = 0;
+  for (const auto& r : requests) newest = std::max(newest, r.second);
+  DecayedPaths out;
+  for (const auto& [p, t] : requests) {
+    const double w = std::exp2(-(newest - t) / half_life);
+    out.by_path[p] += w;
+    out.total += w;
+  }
+  return out;
+}
+
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
@@ -99,9 +133,21 @@ TEST(EbbTop, AccessLogByPathAndBytesWithHalfLife) {
   EXPECT_NE(docs[0].find(R"("accuracy":{"type":"count_min_sketch")"), std::string::npos);
   EXPECT_NE(docs[0].find(R"("window":{"start":1708632000,"end":1708634740})"), std::string::npos) << docs[0];
   EXPECT_NE(docs[1].find(R"("half_life":"10m")"), std::string::npos);
+  // The decayed counts, from the log itself: each request weighs
+  // 2^(-age / 10m) at the newest request's time.
+  const auto expected = decayed_paths(kData + "/access.log", 600);
   const auto decayed = items_of(docs[1]);
-  ASSERT_FALSE(decayed.empty());
-  EXPECT_LT(decayed[0].estimate, 120);  // old requests have faded
+  ASSERT_EQ(decayed.size(), 3u);
+  const char* paths[] = {"/index.html", "/api/search", "/login"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const double want = expected.by_path.at(paths[i]);
+    EXPECT_EQ(decayed[i].key, paths[i]);
+    EXPECT_NEAR(decayed[i].estimate, want, 1e-12 * want) << paths[i];
+    EXPECT_NEAR(decayed[i].lower, want, 1e-12 * want) << paths[i];
+    EXPECT_NEAR(decayed[i].upper, want, 1e-12 * want) << paths[i];
+  }
+  EXPECT_NEAR(number_at(docs[1], "total"), expected.total, 1e-12 * expected.total);
+  EXPECT_EQ(number_at(docs[1], "as_of"), 1708634740);
   // The trailing garbage line is reported with its line number.
   EXPECT_NE(r.err.find("1 malformed line skipped"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("access.log:276:"), std::string::npos) << r.err;
