@@ -21,7 +21,7 @@ std::string_view trim_cr(std::string_view s) { return !s.empty() && s.back() == 
 constexpr std::size_t kReadBytes = std::size_t{1} << 18;
 
 LineReader::LineReader(int fd, std::size_t max_line_bytes, std::optional<std::uint64_t> size_at_open)
-    : fd_(fd), max_line_(max_line_bytes), buffer_bytes_(std::max<std::size_t>(std::size_t{1} << 20, 2 * max_line_bytes + 1)) {
+    : fd_(fd), max_line_(max_line_bytes) {
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
     const std::uint64_t size = size_at_open.value_or(static_cast<std::uint64_t>(st.st_size));
@@ -45,7 +45,7 @@ std::size_t LineReader::fill(char* dest, std::size_t space) {
   }
   bytes_read_ += static_cast<std::uint64_t>(n);
   if (regular_) {
-    // A regular file ends where it ended when the reader was made; ending
+    // A regular file ends at the size it had when it was opened; ending
     // before that means it was truncated under us.
     if (n == 0 && remaining_ > 0) shrank_ = true;
     remaining_ -= static_cast<std::uint64_t>(n);
@@ -64,8 +64,10 @@ bool LineReader::next(std::vector<char>& buffer, std::vector<Line>& lines) {
   };
   while (lines.empty()) {
     if (eof_ && carry_.empty()) return false;
-    if (buffer.size() < buffer_bytes_) buffer.resize(buffer_bytes_);
-    // The carried line is at most max_line_ bytes, so at least half the buffer is free.
+    // Room for the carried line (at most max_line_ bytes) and one whole
+    // read. Sized to that, not to the worst case: resize() writes every
+    // byte, and first touches of fresh pages are what a buffer costs.
+    if (buffer.size() < carry_.size() + kReadBytes) buffer.resize(carry_.size() + kReadBytes);
     std::memcpy(buffer.data(), carry_.data(), carry_.size());
     std::size_t end = carry_.size();
     carry_.clear();

@@ -33,10 +33,10 @@ class LineReader {
   LineReader(int fd, std::size_t max_line_bytes, std::optional<std::uint64_t> size_at_open = std::nullopt);
 
   // Replaces `lines` with the next complete lines, read into `buffer`
-  // (grown to buffer_bytes() when smaller); false at end of input (then
+  // (grown when it cannot hold the unfinished line carried over and one
+  // read: at most max_line_bytes + 256 KiB); false at end of input (then
   // `lines` is empty). Throws std::system_error on a read error.
   bool next(std::vector<char>& buffer, std::vector<Line>& lines);
-  std::size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
 
   // A regular file that ended before that size: it was truncated while
@@ -52,7 +52,6 @@ class LineReader {
 
   int fd_;
   std::size_t max_line_;
-  std::size_t buffer_bytes_;
   bool regular_ = false;
   std::uint64_t expected_ = 0;
   std::uint64_t remaining_ = 0;  // regular files: bytes still to read
