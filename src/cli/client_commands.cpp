@@ -87,9 +87,13 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
   cmd->add_option("--key", o.fields.key, "Key field (as for ebb top)");
   cmd->add_option("--time", o.fields.time, "Time field; without one the server stamps events when it receives them");
   cmd->add_option("--weight", o.fields.weight, "Weight field");
-  cmd->add_option("--time-format", o.time_format, "unix, unix_ms, rfc3339, clf or auto")
+  cmd->add_option("--time-format", o.time_format, "unix, unix_ms, rfc3339, clf or auto (each value by its shape, as for ebb top)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "unix", "unix_ms", "rfc3339", "clf"}));
+  cmd->add_option("--max-time-jump", o.max_time_jump,
+                  "With times: an event more than DUR ahead of the newest event time so far is a malformed line")
+      ->capture_default_str()
+      ->check(duration_validator());
   cmd->add_option("--batch", o.batch, "Events per request")->capture_default_str()->check(CLI::Range(1ul, 1'000'000ul));
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed lines (match the server's --max-item-bytes)")
       ->capture_default_str()
@@ -129,6 +133,11 @@ int run_send(const SendOptions& o) {
     popts.strict = o.strict;
     popts.max_line_bytes = o.max_line_bytes;
     popts.progress = !o.no_progress && ::isatty(STDERR_FILENO);
+    // A key that is not UTF-8 cannot be put into the batch's JSON as it
+    // is, and the server would refuse the whole batch over it: it is
+    // reported as its own line and left out instead.
+    popts.require_utf8 = true;
+    popts.max_time_jump = parse_duration(o.max_time_jump);
     io::HttpClient client(endpoint);
     InputPipeline input(std::move(sources), std::move(parser), arena, rules, popts);
     std::uint64_t sent = 0, requests = 0;
@@ -149,7 +158,7 @@ int run_send(const SendOptions& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "ebb send: %llu events in %llu requests to '%s' at %s (%.0f events/s)\n", static_cast<unsigned long long>(sent),
                  static_cast<unsigned long long>(requests), o.ns.c_str(), o.url.c_str(), secs > 0 ? sent / secs : 0.0);
-    report_input_problems("ebb send", input.tally(), input.problems());
+    report_input_problems("ebb send", input.tally(), input.problems(), input.warnings());
     return 0;
   } catch (const Fatal& f) {
     std::fprintf(stderr, "ebb send: %s\n", f.message.c_str());

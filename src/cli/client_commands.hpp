@@ -20,6 +20,7 @@ struct SendOptions {
   std::string format = "plain";
   io::FieldSpec fields;
   std::string time_format = "auto";
+  std::string max_time_jump = "1d";
   std::size_t batch = 1000;
   std::uint32_t max_key_bytes = 1024;
   std::uint32_t max_line_bytes = 1 << 20;

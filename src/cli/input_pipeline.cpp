@@ -7,11 +7,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <system_error>
 
 #include "ebb/core/hash.hpp"
+#include "ebb/core/time_jump.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "ebb/io/line_reader.hpp"
+#include "ebb/io/utf8.hpp"
 #include "progress.hpp"
 
 namespace ebb::cli {
@@ -29,7 +32,9 @@ Source open_source(const std::string& path) {
   return {path, fd, true, regular ? static_cast<std::uint64_t>(st.st_size) : 0};
 }
 
-void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems) {
+void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems,
+                           const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) std::fprintf(stderr, "%s: warning: %s\n", program, w.c_str());
   if (tally.malformed > 0) {
     std::fprintf(stderr, "%s: %llu malformed line%s skipped (use --strict to stop at the first):\n", program,
                  static_cast<unsigned long long>(tally.malformed), tally.malformed == 1 ? "" : "s");
@@ -143,7 +148,9 @@ void InputPipeline::malformed(const Source& src, std::uint64_t line_no, const st
 }
 
 void InputPipeline::read_source(const Source& src, Progress& progress, std::uint64_t done_bytes) {
-  io::LineReader reader(src.fd, options_.max_line_bytes);
+  // A regular file is read up to the size it had when it was opened, so a
+  // truncation after that (even before its turn came) is noticed.
+  io::LineReader reader(src.fd, options_.max_line_bytes, src.size > 0 ? std::optional(src.size) : std::nullopt);
   std::vector<io::Line> lines;
   std::uint64_t line_no = 0;
   std::string error;
@@ -161,9 +168,7 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
       recycle(std::move(chunk));
       break;
     }
-    chunk->mapping = reader.keepalive();
-    const std::string_view owned = reader.keepalive() ? reader.mapped_bytes()
-                                                      : std::string_view(chunk->bytes.data(), chunk->bytes.size());
+    const std::string_view owned(chunk->bytes.data(), chunk->bytes.size());
     // Untimed input runs on the wall clock: the time a line was read.
     const double read_time = timed ? 0 : engine::wall_clock_now();
     for (const auto& line : lines) {
@@ -186,6 +191,21 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
         malformed(src, line_no, problem->field + " " + problem->message);
         continue;
       }
+      if (options_.require_utf8) {
+        if (const std::size_t valid = io::utf8_valid_prefix(ev.item); valid != ev.item.size()) [[unlikely]] {
+          char byte[8];
+          std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(ev.item[valid]));
+          malformed(src, line_no, "item_id is not valid UTF-8 (byte " + std::string(byte) + " at offset " + std::to_string(valid) + ")");
+          continue;
+        }
+      }
+      if (timed) {
+        if (auto jump = check_time_jump(ev.time, newest_time_, options_.max_time_jump)) [[unlikely]] {
+          malformed(src, line_no, *jump + " (--max-time-jump)");
+          continue;
+        }
+        if (!(ev.time <= newest_time_)) newest_time_ = ev.time;  // also the first (newest_time_ NaN)
+      }
       // Keys in the read buffer travel with it; rewritten ones are copied.
       if (ev.item.data() < owned.data() || ev.item.data() >= owned.data() + owned.size()) ev.item = chunk->arena.keep(ev.item);
       chunk->events.push_back(ev);
@@ -198,6 +218,13 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
     } else {
       publish(std::move(chunk));
     }
+  }
+  if (reader.shrank()) {
+    // logrotate's copytruncate, typically: what was read is counted, and
+    // the run goes on, but the answer covers only part of the file.
+    warnings_.push_back("'" + src.name + "' shrank while it was being read (truncated, e.g. by logrotate's copytruncate): " +
+                        "counted the complete lines of its first " + std::to_string(reader.bytes_read()) + " of " +
+                        std::to_string(reader.expected_bytes()) + " bytes");
   }
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // Reading and parsing on one thread, counting on another: `ebb top` keeps
 // both cores busy. The producer reads every source in order, parses lines
-// into events (keys copied into the chunk's own arena, so a chunk owns all
-// it points to), checks each event with the engine's rules so problems are
+// into events (keys point into the chunk's read buffer or its own arena, so
+// a chunk owns all it points to), checks each event with the engine's rules
+// and the front end's (UTF-8 keys, the time-jump guard) so problems are
 // reported with file:line, and hands chunks over a small bounded queue.
 // Order is preserved: the consumer sees events exactly as read.
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -33,7 +35,7 @@ struct Source {
   std::string name;  // for messages: the path, or "stdin"
   int fd;
   bool owned;
-  std::uint64_t size;  // 0 when unknown (pipe, terminal)
+  std::uint64_t size;  // a regular file's size when opened (it is read up to that); 0 when unknown (pipe, terminal)
 };
 // Opens a path ("-" = stdin); throws Fatal with the OS's reason.
 Source open_source(const std::string& path);
@@ -47,20 +49,20 @@ struct InputTally {
 };
 
 // Tells stderr what the input had that was not counted: malformed lines
-// (the first few quoted with file:line) and lines of weight 0 or "-".
-void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems);
+// (the first few quoted with file:line), lines of weight 0 or "-", and
+// warnings about whole sources (a file that shrank while it was read).
+void report_input_problems(const char* program, const InputTally& tally, const std::vector<std::string>& problems,
+                           const std::vector<std::string>& warnings);
 
 // What one read of the input became. The chunk owns every byte its events
 // point to: the read buffer itself, and an arena for keys a parser had to
 // rewrite (unescaped CSV fields, JSON strings).
 struct ParsedChunk {
   std::vector<char> bytes;             // the read buffer (unread input)
-  std::shared_ptr<const char> mapping; // the mapped file (regular files)
   std::vector<engine::Event> events;
   std::vector<std::uint64_t> hashes;  // hash_key() of each item, or empty (the engine hashes)
   io::KeyArena arena;
   void clear() {
-    mapping.reset();
     events.clear();
     hashes.clear();
     arena.reset();
@@ -72,6 +74,13 @@ struct PipelineOptions {
   std::uint32_t max_line_bytes = 1 << 20;
   bool progress = false;                  // draw a bar on stderr (sizes known)
   std::size_t reported_problems = 5;      // how many malformed lines to quote
+  // Keys must be valid UTF-8 (ebb send: the server reads JSON, which is
+  // UTF-8, and refuses a whole batch over one bad key); a key that is not
+  // is a malformed line. ebb top counts keys as the bytes they are.
+  bool require_utf8 = false;
+  // Timed input: an event more than this many seconds ahead of the newest
+  // event time accepted so far is a malformed line (core/time_jump.hpp).
+  double max_time_jump = 86400;
 };
 
 class InputPipeline {
@@ -90,9 +99,10 @@ class InputPipeline {
   // Valid once next() returned nullptr.
   const InputTally& tally() const noexcept { return tally_; }
   const std::vector<std::string>& problems() const noexcept { return problems_; }
+  const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
  private:
-  static constexpr std::size_t kInFlight = 4;  // read buffers (1 MiB each by default) in flight
+  static constexpr std::size_t kInFlight = 4;  // read buffers (each one read of up to 256 KiB) in flight
 
   void produce();
   void read_source(const Source& src, Progress& progress, std::uint64_t done_bytes);
@@ -107,6 +117,8 @@ class InputPipeline {
   PipelineOptions options_;
   InputTally tally_;
   std::vector<std::string> problems_;
+  std::vector<std::string> warnings_;
+  double newest_time_ = NAN;  // the newest event time accepted (NaN before any)
 
   std::mutex mu_;
   std::condition_variable ready_cv_, free_cv_;

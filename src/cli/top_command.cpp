@@ -45,6 +45,7 @@ class TopRun {
     event_time_ = parser->has_time();
     ns_.emplace(make_config(o, event_time_));
     if (!o.every.empty()) every_ = parse_duration(o.every);
+    max_time_jump_ = parse_duration(o.max_time_jump);
     live_tty_ = every_ > 0 && ::isatty(STDOUT_FILENO);
     parser_ = std::move(parser);
   }
@@ -65,13 +66,14 @@ class TopRun {
     popts.strict = opts_.strict;
     popts.max_line_bytes = opts_.max_line_bytes;
     popts.progress = !opts_.no_progress && !live_tty_ && ::isatty(STDERR_FILENO);
+    popts.max_time_jump = max_time_jump_;
     InputPipeline input(std::move(sources), std::move(parser_), parser_arena_, ns_->config(), popts);
     while (auto chunk = input.next()) {
       apply(*chunk);
       input.recycle(std::move(chunk));
     }
     print_all(true, input.tally());
-    report_input_problems("ebb top", input.tally(), input.problems());
+    report_input_problems("ebb top", input.tally(), input.problems(), input.warnings());
     return 0;
   }
 
@@ -127,6 +129,7 @@ class TopRun {
   std::optional<engine::Namespace> ns_;
   bool event_time_ = false;
   double every_ = 0;
+  double max_time_jump_ = 0;
   bool live_tty_ = false;
   double next_print_ = NAN;
   int frames_ = 0;
@@ -145,9 +148,16 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   cmd->add_option("--key", o.fields.key, "Key field: 1-based column or header name (tsv, csv; default 1), dotted path (json; default item_id), clf field (default path)");
   cmd->add_option("--time", o.fields.time, "Time field, same syntax (clf default: time). With times, \"now\" is the newest event time");
   cmd->add_option("--weight", o.fields.weight, "Weight field, same syntax (default: every record weighs 1)");
-  cmd->add_option("--time-format", o.time_format, "unix, unix_ms, rfc3339, clf or auto (detected from the first timestamp)")
+  cmd->add_option("--time-format", o.time_format,
+                  "unix, unix_ms, rfc3339, clf or auto (each value by its own shape; a number's unit by its size: "
+                  "< 1e11 s, < 1e14 ms, < 1e17 us, else ns)")
       ->default_val("auto")
       ->check(CLI::IsMember({"auto", "unix", "unix_ms", "rfc3339", "clf"}));
+  cmd->add_option("--max-time-jump", o.max_time_jump,
+                  "With times: an event more than DUR ahead of the newest event time so far is a malformed line "
+                  "(instead of moving \"now\" for good)")
+      ->default_val("1d")
+      ->check(duration_validator());
   cmd->add_option("--half-life", o.half_lives, "Add a decayed view with this half-life (e.g. 5m, 1h); repeatable")
       ->allow_extra_args(false)
       ->check(duration_validator());
@@ -166,7 +176,8 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   cmd->add_option("--exclude", o.exclude, "An item never counted (repeatable)")->allow_extra_args(false);
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed records")->default_val(1024)->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->default_val(1 << 20)->check(CLI::Range(16, 64 << 20));
-  cmd->add_flag("--json", o.json, "Print each view as a JSON document in the /top-k response shape");
+  cmd->add_flag("--json", o.json,
+                "Print each view as a JSON document in the /top-k response shape (in keys, bytes that are not UTF-8 read \\ufffd)");
   cmd->add_option("--every", o.every, "Live mode: print the lists every DUR of stream time")->check(duration_validator());
   cmd->add_flag("--strict", o.strict, "Stop at the first malformed line (exit 1)");
   cmd->add_flag("--no-progress", o.no_progress, "No progress bar on stderr");

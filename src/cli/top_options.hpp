@@ -21,6 +21,7 @@ struct TopOptions {
   std::string format = "plain";
   io::FieldSpec fields;
   std::string time_format = "auto";
+  std::string max_time_jump = "1d";
   std::vector<std::string> half_lives;
   std::vector<std::string> windows;
   std::optional<double> epsilon, delta;

@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the record parsers: reading a time and a weight out of
-// a field's text with the stream's time format (auto-detected once).
+// a field's text with the stream's time format (auto: each value by its shape).
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -16,26 +16,22 @@ class TimeReader {
  public:
   explicit TimeReader(TimeFormat format) : format_(format) {}
 
-  // Converts text to seconds or explains why not.
-  std::optional<double> read(std::string_view text, std::string& error) {
-    if (format_ == TimeFormat::auto_detect) {
-      auto detected = detect_time_format(text);
-      if (!detected) {
-        error = "time '" + std::string(text.substr(0, 64)) + "' is not a timestamp (unix, unix_ms, rfc3339 or clf)";
-        return std::nullopt;
-      }
-      format_ = *detected;  // the first timestamp fixes the stream's format
-    }
+  // Converts text to seconds or explains why not. In auto mode each value
+  // is read by its own shape (parse_time), never by the first one's.
+  std::optional<double> read(std::string_view text, std::string& error) const {
     auto t = parse_time(format_, text);
-    if (!t) error = "time '" + std::string(text.substr(0, 64)) + "' is not a " + time_format_name(format_) + " timestamp";
+    if (!t) {
+      error = "time '" + std::string(text.substr(0, 64)) + "' is not a " +
+              (format_ == TimeFormat::auto_detect ? std::string("timestamp (Unix s, ms, us or ns, rfc3339 or clf)")
+                                                  : time_format_name(format_) + std::string(" timestamp"));
+    }
     return t;
   }
-  // Numeric JSON times: seconds or milliseconds by format (or magnitude when auto).
-  double from_number(double v) {
-    if (format_ == TimeFormat::auto_detect) format_ = v > 1e11 ? TimeFormat::unix_ms : TimeFormat::unix_seconds;
+  // Numeric JSON times: seconds or milliseconds by format, by magnitude when auto.
+  double from_number(double v) const noexcept {
+    if (format_ == TimeFormat::auto_detect) return unix_seconds_from_number(v);
     return format_ == TimeFormat::unix_ms ? v / 1000.0 : v;
   }
-  TimeFormat format() const noexcept { return format_; }
 
  private:
   TimeFormat format_;

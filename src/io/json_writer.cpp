@@ -2,65 +2,59 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "ebb/io/utf8.hpp"
 
 namespace ebb::io {
 
 namespace {
 
-// Length of the well-formed UTF-8 sequence at s[i] (Unicode Table 3-7), or
-// 0 with `bad` set to the length of its maximal ill-formed prefix (at least
-// 1), which is replaced by one U+FFFD as Unicode recommends. Overlongs,
-// surrogates (ED A0..BF) and code points past U+10FFFF are ill-formed.
-std::size_t utf8_sequence(std::string_view s, std::size_t i, std::size_t& bad) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    bad = 1;  // a continuation byte without a lead, C0, C1, F5..FF
-    return 0;
-  }
-  for (std::size_t k = 1; k < n; ++k) {
-    const std::size_t at = i + k;
-    const unsigned char min = k == 1 ? lo : 0x80, max = k == 1 ? hi : 0xBF;
-    if (at >= s.size() || byte(at) < min || byte(at) > max) {
-      bad = k;
-      return 0;
-    }
-  }
-  return n;
+constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+
+// Whether any byte of the word is below n (n <= 128; exact as a yes/no).
+constexpr std::uint64_t has_byte_below(std::uint64_t x, unsigned n) noexcept { return (x - kOnes * n) & ~x & kHighs; }
+
+// Whether 8 bytes can be copied as they are: printable ASCII other than
+// the quote and the backslash.
+inline bool plain8(const unsigned char* p) noexcept {
+  std::uint64_t x;
+  std::memcpy(&x, p, 8);
+  return ((x & kHighs) | has_byte_below(x, 0x20) | has_byte_below(x ^ (kOnes * '"'), 1) | has_byte_below(x ^ (kOnes * '\\'), 1)) == 0;
 }
+
+inline bool plain(unsigned char c) noexcept { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
 
 }  // namespace
 
-// Strings reach here from requests (percent-decoded parameters, paths) and
-// files: bytes that are not UTF-8 would make the document invalid JSON, so
-// each ill-formed sequence is written as \ufffd (the replacement character).
 void append_json_string(std::string& out, std::string_view s) {
+  // JSON text must be valid UTF-8 (RFC 8259), and a key read from a file
+  // is any bytes: each maximal invalid subpart (utf8_step) becomes one
+  // U+FFFD, written as an escape so the output stays ASCII-safe there.
   static constexpr char kHex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
   out += '"';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
+  std::size_t i = 0;
+  while (i < n) {
+    // The common case, printable ASCII, is found 8 bytes at a time and
+    // copied in one append.
+    const std::size_t run = i;
+    while (i + 8 <= n && plain8(p + i)) i += 8;
+    while (i < n && plain(p[i])) ++i;
+    out.append(s.data() + run, i - run);
+    if (i == n) break;
+    const unsigned char c = p[i];
     if (c >= 0x80) {
-      std::size_t bad = 0;
-      const std::size_t n = utf8_sequence(s, i, bad);
-      if (n > 0) {
-        out.append(s.data() + i, n);
-        i += n - 1;
+      const Utf8Step step = utf8_step(p + i, n - i);
+      if (step.valid) {
+        out.append(s.data() + i, step.length);
       } else {
         out += "\\ufffd";
-        i += bad - 1;
       }
+      i += step.length;
       continue;
     }
     switch (c) {
@@ -71,15 +65,12 @@ void append_json_string(std::string& out, std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
+      default:  // the other control characters
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
     }
+    ++i;
   }
   out += '"';
 }

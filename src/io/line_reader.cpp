@@ -2,7 +2,7 @@
 
 #include "ebb/io/find_byte.hpp"
 
-#include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,106 +16,88 @@ namespace {
 std::string_view trim_cr(std::string_view s) { return !s.empty() && s.back() == '\r' ? s.substr(0, s.size() - 1) : s; }
 }  // namespace
 
-// How many bytes of a mapping one call hands out: ~9k short lines, a chunk
-// small enough to stay in cache between the parsing and the counting thread.
-constexpr std::size_t kMappedWindow = std::size_t{1} << 18;
+// How many bytes one read asks for: ~9k short lines, a chunk small enough
+// to stay in cache between the parsing and the counting thread.
+constexpr std::size_t kReadBytes = std::size_t{1} << 18;
 
-LineReader::LineReader(int fd, std::size_t max_line_bytes)
-    : fd_(fd), max_line_(max_line_bytes), buffer_bytes_(std::max<std::size_t>(std::size_t{1} << 20, 2 * max_line_bytes + 1)) {
+LineReader::LineReader(int fd, std::size_t max_line_bytes, std::optional<std::uint64_t> size_at_open)
+    : fd_(fd), max_line_(max_line_bytes) {
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    const auto size = static_cast<std::size_t>(st.st_size);
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    // Not MAP_POPULATE: a multi-GB log must not be faulted in up front; with
-    // MADV_SEQUENTIAL the kernel reads ahead and maps around each fault.
-    if (p != MAP_FAILED) {  // otherwise fall back to read(2)
-      ::madvise(p, size, MADV_SEQUENTIAL);
-      map_size_ = size;
-      mapped_ = std::shared_ptr<const char>(static_cast<const char*>(p), [size](const char* q) {
-        ::munmap(const_cast<char*>(q), size);
-      });
-    }
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const std::uint64_t size = size_at_open.value_or(static_cast<std::uint64_t>(st.st_size));
+    const off_t at = ::lseek(fd, 0, SEEK_CUR);
+    regular_ = true;
+    expected_ = remaining_ = at >= 0 && static_cast<std::uint64_t>(at) < size ? size - static_cast<std::uint64_t>(at) : 0;
+    // Twice the default read-ahead: the file is read once, front to back.
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   }
 }
 
-bool LineReader::next_mapped(std::vector<Line>& lines) {
-  // The file's size was taken at open: a file that grows while it is read
-  // is read up to that size. Newlines are found 64 bytes at a time as a
-  // bitmask, so short lines cost a few instructions each.
-  const char* data = mapped_.get();
-  const std::size_t limit = std::min(map_size_, pos_ + kMappedWindow);
-  auto emit = [&](std::size_t begin, std::size_t stop) {
-    const std::string_view text = trim_cr(std::string_view(data + begin, stop - begin));
-    lines.push_back({text.substr(0, std::min(text.size(), max_line_)), text.size() > max_line_});
-  };
-  std::size_t line_start = pos_;
-  std::size_t scan = pos_;
-  while (scan < map_size_ && line_start < limit) {
-    std::uint64_t mask;
-    std::size_t block;
-    if (map_size_ - scan >= 64) {
-      block = 64;
-      mask = byte_mask64(data + scan, '\n');
-    } else {  // the last bytes: never read past the mapping
-      block = map_size_ - scan;
-      mask = 0;
-      for (std::size_t i = 0; i < block; ++i) mask |= static_cast<std::uint64_t>(data[scan + i] == '\n') << i;
-    }
-    while (mask != 0) {
-      const std::size_t nl = scan + static_cast<std::size_t>(__builtin_ctzll(mask));
-      mask &= mask - 1;
-      emit(line_start, nl);
-      line_start = nl + 1;
-    }
-    scan += block;
+std::size_t LineReader::fill(char* dest, std::size_t space) {
+  std::size_t want = std::min(space, kReadBytes);
+  if (regular_) want = static_cast<std::size_t>(std::min<std::uint64_t>(want, remaining_));
+  ssize_t n = 0;
+  if (want > 0) {
+    do {
+      n = ::read(fd_, dest, want);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) throw std::system_error(errno, std::generic_category(), "read");
   }
-  if (scan >= map_size_ && line_start < map_size_) {  // the last line had no terminator
-    emit(line_start, map_size_);
-    line_start = map_size_;
+  bytes_read_ += static_cast<std::uint64_t>(n);
+  if (regular_) {
+    // A regular file ends at the size it had when it was opened; ending
+    // before that means it was truncated under us.
+    if (n == 0 && remaining_ > 0) shrank_ = true;
+    remaining_ -= static_cast<std::uint64_t>(n);
+    if (remaining_ == 0 || shrank_) eof_ = true;
+  } else if (n == 0) {
+    eof_ = true;
   }
-  pos_ = line_start;
-  return !lines.empty();
+  return static_cast<std::size_t>(n);
 }
 
 bool LineReader::next(std::vector<char>& buffer, std::vector<Line>& lines) {
   lines.clear();
-  if (mapped_) return next_mapped(lines);
+  auto emit = [&](std::string_view raw) {
+    const std::string_view text = trim_cr(raw);
+    lines.push_back({text.substr(0, std::min(text.size(), max_line_)), text.size() > max_line_});
+  };
   while (lines.empty()) {
     if (eof_ && carry_.empty()) return false;
-    if (buffer.size() < buffer_bytes_) buffer.resize(buffer_bytes_);
-    // The carried line is at most max_line_ bytes, so at least half the buffer is free.
+    // Room for the carried line (at most max_line_ bytes) and one whole
+    // read. Sized to that, not to the worst case: resize() writes every
+    // byte, and first touches of fresh pages are what a buffer costs.
+    if (buffer.size() < carry_.size() + kReadBytes) buffer.resize(carry_.size() + kReadBytes);
     std::memcpy(buffer.data(), carry_.data(), carry_.size());
     std::size_t end = carry_.size();
     carry_.clear();
-    if (!eof_) {
-      ssize_t n;
-      do {
-        n = ::read(fd_, buffer.data() + end, buffer.size() - end);
-      } while (n < 0 && errno == EINTR);
-      if (n < 0) throw std::system_error(errno, std::generic_category(), "read");
-      if (n == 0) eof_ = true;
-      end += static_cast<std::size_t>(n);
-      bytes_read_ += static_cast<std::uint64_t>(n);
-    }
+    if (!eof_) end += fill(buffer.data() + end, buffer.size() - end);
+    // Newlines are found 64 bytes at a time as a bitmask, so short lines
+    // cost a few instructions each.
     const char* base = buffer.data();
-    std::size_t pos = 0;
-    while (pos < end) {
-      const std::size_t stop = pos + find_byte(base + pos, end - pos, '\n');
-      if (stop == end) break;
+    std::size_t line_start = 0;
+    auto line_at = [&](std::size_t nl) {
       if (skipping_) {
         skipping_ = false;  // the tail of an oversized line ends here
       } else {
-        const std::string_view text = trim_cr(std::string_view(base + pos, stop - pos));
-        lines.push_back({text.substr(0, std::min(text.size(), max_line_)), text.size() > max_line_});
+        emit(std::string_view(base + line_start, nl - line_start));
       }
-      pos = stop + 1;
+      line_start = nl + 1;
+    };
+    std::size_t scan = 0;
+    for (; scan + 64 <= end; scan += 64) {
+      for (std::uint64_t mask = byte_mask64(base + scan, '\n'); mask != 0; mask &= mask - 1) {
+        line_at(scan + static_cast<std::size_t>(__builtin_ctzll(mask)));
+      }
     }
-    const std::string_view tail(base + pos, end - pos);
+    for (; scan < end; ++scan) {
+      if (base[scan] == '\n') line_at(scan);
+    }
+    const std::string_view tail(base + line_start, end - line_start);
     if (eof_) {
-      if (!tail.empty() && !skipping_) {  // the last line had no terminator
-        const std::string_view text = trim_cr(tail);
-        lines.push_back({text.substr(0, std::min(text.size(), max_line_)), text.size() > max_line_});
-      }
+      // The last line had no terminator; after a truncation it is a
+      // fragment cut off at the new end, not a line.
+      if (!tail.empty() && !skipping_ && !shrank_) emit(tail);
       skipping_ = false;
     } else if (skipping_) {
       // still inside an oversized line: drop what was read of it

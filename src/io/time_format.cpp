@@ -126,7 +126,7 @@ std::optional<double> parse_clf_time(std::string_view s) noexcept {
   int d, y, h, mi, sec, zh, zm;
   if (s.size() != 26 || !digits(s, 0, 2, d) || s[2] != '/' || s[6] != '/' || !digits(s, 7, 4, y) || s[11] != ':' ||
       !digits(s, 12, 2, h) || s[14] != ':' || !digits(s, 15, 2, mi) || s[17] != ':' || !digits(s, 18, 2, sec) ||
-      s[20] != ' ' || (s[21] != '+' && s[21] != '-') || !digits(s, 22, 2, zh) || !digits(s, 24, 2, zm)) {
+      s[20] != ' ' || (s[21] != '+' && s[21] != '-') || !digits(s, 22, 2, zh) || !digits(s, 24, 2, zm) || zh > 23 || zm > 59) {
     return std::nullopt;
   }
   int mo = 0;
@@ -139,11 +139,12 @@ std::optional<double> parse_clf_time(std::string_view s) noexcept {
   return *base - (s[21] == '+' ? 1 : -1) * (zh * 3600.0 + zm * 60.0);
 }
 
-std::optional<TimeFormat> detect_time_format(std::string_view sample) noexcept {
-  if (parse_clf_time(sample)) return TimeFormat::clf;
-  if (parse_rfc3339(sample)) return TimeFormat::rfc3339;
-  if (auto v = parse_number(sample)) return *v > 1e11 ? TimeFormat::unix_ms : TimeFormat::unix_seconds;
-  return std::nullopt;
+double unix_seconds_from_number(double v) noexcept {
+  const double magnitude = v < 0 ? -v : v;
+  if (magnitude < 1e11) return v;
+  if (magnitude < 1e14) return v / 1e3;
+  if (magnitude < 1e17) return v / 1e6;
+  return v / 1e9;
 }
 
 std::optional<double> parse_time(TimeFormat format, std::string_view text) noexcept {
@@ -154,7 +155,10 @@ std::optional<double> parse_time(TimeFormat format, std::string_view text) noexc
     case TimeFormat::clf: return parse_clf_time(text);
     case TimeFormat::auto_detect: break;
   }
-  return std::nullopt;
+  // Each attempt gives up at the first character that does not fit.
+  if (auto v = parse_number(text)) return unix_seconds_from_number(*v);
+  if (auto t = parse_rfc3339(text)) return t;
+  return parse_clf_time(text);
 }
 
 }  // namespace ebb::io

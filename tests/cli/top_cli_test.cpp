@@ -3,7 +3,21 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "support/run_process.hpp"
 
@@ -34,6 +48,53 @@ std::vector<TopItem> items_of(const std::string& json_line) {
   for (auto item : doc["items"].get_array()) {
     out.push_back({std::string(std::string_view(item["item_id"])), double(item["estimated_count"]), double(item["lower_bound"]),
                    double(item["upper_bound"]), std::uint64_t(item["rank"])});
+  }
+  return out;
+}
+
+double number_at(const std::string& json_line, const char* field) {
+  static simdjson::dom::parser parser;
+  const simdjson::padded_string text(json_line);
+  simdjson::dom::element doc = parser.parse(text);
+  return double(doc[field]);
+}
+
+// Each item's count, whatever the order of ties.
+std::map<std::string, double> counts_of(const std::string& json_line) {
+  std::map<std::string, double> out;
+  for (const auto& item : items_of(json_line)) out[item.key] = item.estimate;
+  return out;
+}
+
+// The decayed count of every path of a Common Log Format file, computed
+// here from the file (sscanf and timegm): sum of 2^(-(newest - t) / half_life).
+struct DecayedPaths {
+  std::map<std::string, double> by_path;
+  double total = 0;
+};
+DecayedPaths decayed_paths(const std::string& path, double half_life) {
+  static const std::string kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  std::ifstream in(path);
+  std::vector<std::pair<std::string, double>> requests;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::tm tm{};
+    char month[4] = {}, target[256] = {};
+    if (std::sscanf(line.c_str(), "%*s %*s %*s [%2d/%3c/%4d:%2d:%2d:%2d +0000] \"%*s %255s", &tm.tm_mday, month, &tm.tm_year,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, target) != 7) {
+      continue;  // the garbage line
+    }
+    tm.tm_year -= 1900;
+    tm.tm_mon = static_cast<int>(kMonths.find(month) / 3);
+    requests.emplace_back(target, static_cast<double>(timegm(&tm)));
+  }
+  double newest = 0;
+  for (const auto& r : requests) newest = std::max(newest, r.second);
+  DecayedPaths out;
+  for (const auto& [p, t] : requests) {
+    const double w = std::exp2(-(newest - t) / half_life);
+    out.by_path[p] += w;
+    out.total += w;
   }
   return out;
 }
@@ -72,9 +133,21 @@ TEST(EbbTop, AccessLogByPathAndBytesWithHalfLife) {
   EXPECT_NE(docs[0].find(R"("accuracy":{"type":"count_min_sketch")"), std::string::npos);
   EXPECT_NE(docs[0].find(R"("window":{"start":1708632000,"end":1708634740})"), std::string::npos) << docs[0];
   EXPECT_NE(docs[1].find(R"("half_life":"10m")"), std::string::npos);
+  // The decayed counts, from the log itself: each request weighs
+  // 2^(-age / 10m) at the newest request's time.
+  const auto expected = decayed_paths(kData + "/access.log", 600);
   const auto decayed = items_of(docs[1]);
-  ASSERT_FALSE(decayed.empty());
-  EXPECT_LT(decayed[0].estimate, 120);  // old requests have faded
+  ASSERT_EQ(decayed.size(), 3u);
+  const char* paths[] = {"/index.html", "/api/search", "/login"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const double want = expected.by_path.at(paths[i]);
+    EXPECT_EQ(decayed[i].key, paths[i]);
+    EXPECT_NEAR(decayed[i].estimate, want, 1e-12 * want) << paths[i];
+    EXPECT_NEAR(decayed[i].lower, want, 1e-12 * want) << paths[i];
+    EXPECT_NEAR(decayed[i].upper, want, 1e-12 * want) << paths[i];
+  }
+  EXPECT_NEAR(number_at(docs[1], "total"), expected.total, 1e-12 * expected.total);
+  EXPECT_EQ(number_at(docs[1], "as_of"), 1708634740);
   // The trailing garbage line is reported with its line number.
   EXPECT_NE(r.err.find("1 malformed line skipped"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("access.log:276:"), std::string::npos) << r.err;
@@ -177,6 +250,185 @@ TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
   r = run_process({kEbb, "top", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--half-life"), std::string::npos);
+}
+
+// Keys are counted as the bytes they are; in JSON, each maximal invalid
+// UTF-8 subpart reads \ufffd, so the output stays valid JSON (simdjson,
+// which validates UTF-8, parses it). Two keys that differ only in invalid
+// bytes stay two items.
+TEST(EbbTop, JsonOutputIsValidForKeysThatAreNotUtf8) {
+  auto r = run_process(top({"--json", "-k", "10"}), "caf\xE9\ncaf\xE9\ncaf\xC3\xA9\nok\xFF\xFE\ncaf\xEA\ncaf\xE9\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const auto docs = lines_of(r.out);
+  ASSERT_EQ(docs.size(), 1u);
+  const auto items = items_of(docs[0]);
+  ASSERT_EQ(items.size(), 4u) << r.out;
+  EXPECT_EQ(items[0].key, "caf\xEF\xBF\xBD");  // caf\xE9, 3 times
+  EXPECT_EQ(items[0].estimate, 3);
+  std::multiset<std::pair<std::string, double>> rest;
+  for (std::size_t i = 1; i < items.size(); ++i) rest.emplace(items[i].key, items[i].estimate);
+  const std::multiset<std::pair<std::string, double>> expected = {
+      {"caf\xC3\xA9", 1}, {"ok\xEF\xBF\xBD\xEF\xBF\xBD", 1}, {"caf\xEF\xBF\xBD", 1}};  // the last: caf\xEA
+  EXPECT_EQ(rest, expected);
+  EXPECT_NE(docs[0].find(R"({"item_id":"caf\ufffd","estimated_count":3,)"), std::string::npos) << docs[0];
+  EXPECT_EQ(number_at(docs[0], "total"), 6);
+}
+
+// One event dated far ahead (a date in 2100 among 2023's) is a malformed
+// line, reported with file:line, instead of moving "now" for good: the
+// decayed view stays at the newest good time, and the counts there are
+// exact.
+TEST(EbbTop, AFarFutureTimestampIsRefusedInsteadOfMovingNow) {
+  const std::string input = "1700000000\ta\n1700000001\tb\n4102444800\tfar\n1700000002\ta\n";
+  std::vector<std::string> args = {"--format", "tsv", "--time", "1", "--key", "2", "--half-life", "5m", "--json"};
+  auto r = run_process(top(args), input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 malformed line skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stdin:3: timestamp is 2402444799 s ahead of the newest event time so far (1700000001), "
+                       "more than the 1d allowed (--max-time-jump)"),
+            std::string::npos)
+      << r.err;
+  const auto docs = lines_of(r.out);
+  ASSERT_EQ(docs.size(), 2u) << r.out;
+  EXPECT_NE(docs[0].find(R"("window":{"start":1700000000,"end":1700000002})"), std::string::npos) << docs[0];
+  EXPECT_EQ(counts_of(docs[0]), (std::map<std::string, double>{{"a", 2}, {"b", 1}}));
+  EXPECT_EQ(number_at(docs[1], "as_of"), 1700000002);
+  const auto now = counts_of(docs[1]);
+  ASSERT_EQ(now.size(), 2u) << docs[1];
+  const double a = std::exp2(-2.0 / 300) + 1, b = std::exp2(-1.0 / 300);
+  EXPECT_NEAR(now.at("a"), a, 1e-12 * a);
+  EXPECT_NEAR(now.at("b"), b, 1e-12 * b);
+
+  // --strict: the same line stops the run, exit 1.
+  auto strict_args = args;
+  strict_args.push_back("--strict");
+  r = run_process(top(strict_args), input);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("malformed input at stdin:3: timestamp is"), std::string::npos) << r.err;
+
+  // --max-time-jump sets the limit: 2 h and half a second ahead is too far
+  // for 1h, half an hour ahead is not.
+  args.insert(args.end(), {"--max-time-jump", "1h"});
+  r = run_process(top(args), "1700000000\ta\n1700007200.5\tfar\n1700001800\tb\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stdin:2: timestamp is 7200.5 s ahead of the newest event time so far (1700000000), more than the 1h allowed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(number_at(lines_of(r.out)[1], "as_of"), 1700001800);
+  EXPECT_EQ(counts_of(lines_of(r.out)[0]), (std::map<std::string, double>{{"a", 1}, {"b", 1}}));
+  r = run_process(top({"--max-time-jump", "soon"}), "x\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad duration 'soon'"), std::string::npos) << r.err;
+}
+
+// Each timestamp is read in its own unit: a millisecond time on the first
+// line does not make the later seconds read as milliseconds (1970).
+TEST(EbbTop, EveryTimestampIsReadInItsOwnUnit) {
+  const std::string input =
+      "1700000000000\ta\n"        // ms
+      "1700000001\tb\n"           // s
+      "1700000002000000\ta\n"     // us
+      "1700000003000000000\tc\n"  // ns
+      "2023-11-14T22:13:24Z\tb\n";
+  auto r = run_process(top({"--format", "tsv", "--time", "1", "--key", "2", "--half-life", "5m", "--json"}), input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const auto docs = lines_of(r.out);
+  ASSERT_EQ(docs.size(), 2u) << r.out;
+  EXPECT_NE(docs[0].find(R"("window":{"start":1700000000,"end":1700000004})"), std::string::npos) << docs[0];
+  EXPECT_EQ(number_at(docs[1], "as_of"), 1700000004);
+  const auto now = counts_of(docs[1]);
+  ASSERT_EQ(now.size(), 3u) << docs[1];
+  const double a = std::exp2(-4.0 / 300) + std::exp2(-2.0 / 300), b = std::exp2(-3.0 / 300) + 1, c = std::exp2(-1.0 / 300);
+  EXPECT_NEAR(now.at("a"), a, 1e-12 * a);
+  EXPECT_NEAR(now.at("b"), b, 1e-12 * b);
+  EXPECT_NEAR(now.at("c"), c, 1e-12 * c);
+}
+
+// logrotate's copytruncate: the file shrinks while ebb top reads it. The
+// test waits until ebb top has begun reading the file (its offset in
+// /proc/PID/fdinfo moved, or, for a reader that maps files, the mapping is
+// in /proc/PID/maps), stops it, checks it has not read past the cut,
+// truncates the file mid-line, and lets it go on: it must exit 0 (not die
+// of SIGBUS), warn naming the file, and count exactly the complete lines
+// before the cut.
+TEST(EbbTop, FileTruncatedWhileReadIsCountedUpToTheCutWithAWarning) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ebb-truncate-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "app.log").string();
+  constexpr std::size_t kLines = 4'000'000, kKept = 3'000'500, kLine = 8;  // "key0042\n"
+  {
+    std::string text;
+    text.reserve(kLines * kLine);
+    char line[16];
+    for (std::size_t i = 0; i < kLines; ++i) {
+      std::snprintf(line, sizeof line, "key%04zu\n", i % 1000);
+      text += line;
+    }
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  const std::string out = (dir / "out").string(), err = (dir / "err").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int in = open("/dev/null", O_RDONLY), fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600),
+              fe = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execl(kEbb.c_str(), kEbb.c_str(), "top", "--json", "-k", "1", "--no-progress", path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  const std::string proc = "/proc/" + std::to_string(pid);
+  auto offset_of = [&](const std::string& fd) -> std::uint64_t {
+    std::ifstream fdinfo(proc + "/fdinfo/" + fd);
+    std::string key;
+    std::uint64_t pos = 0;
+    while (fdinfo >> key && key != "pos:") {
+    }
+    fdinfo >> pos;
+    return pos;
+  };
+  auto mapped = [&] { return testing::slurp(proc + "/maps").find(path) != std::string::npos; };
+  std::string fd_name;
+  bool reading = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!reading && std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(proc + "/fd", ec)) {
+      std::error_code link_ec;
+      if (fs::read_symlink(entry.path(), link_ec) == fs::path(path)) fd_name = entry.path().filename().string();
+    }
+    reading = !fd_name.empty() && (offset_of(fd_name) > 0 || mapped());
+    if (!reading) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  ASSERT_TRUE(reading) << "ebb top never began reading " << path;
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  ASSERT_LE(offset_of(fd_name), kKept * kLine) << "ebb top read past the cut before it could be made";
+  // Cut three bytes into a line: "key" is a fragment, not a key.
+  ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(kKept * kLine + 3)), 0);
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string o = testing::slurp(out), e = testing::slurp(err);
+  fs::remove_all(dir);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << "; stderr: " << e;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << e;
+  EXPECT_EQ(e, "ebb top: warning: '" + path + "' shrank while it was being read (truncated, e.g. by logrotate's copytruncate): " +
+                   "counted the complete lines of its first " + std::to_string(kKept * kLine + 3) + " of " +
+                   std::to_string(kLines * kLine) + " bytes\n");
+  const auto docs = lines_of(o);
+  ASSERT_EQ(docs.size(), 1u) << o;
+  EXPECT_EQ(number_at(docs[0], "total"), static_cast<double>(kKept));
+  // Keys 0..499 appear 3001 times before the cut, the others 3000.
+  const auto items = items_of(docs[0]);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].estimate, 3001);
+  EXPECT_LT(items[0].key, "key0500");
 }
 
 }  // namespace

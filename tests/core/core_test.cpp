@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/core/time_jump.hpp"
 
 namespace ebb {
 namespace {
@@ -45,6 +48,20 @@ TEST(Duration, FormatsTheShortestExactSpelling) {
   EXPECT_EQ(format_duration(3600), "1h");
   EXPECT_EQ(format_duration(7 * 86400), "7d");
   EXPECT_EQ(format_duration(0.25), "250ms");  // whole milliseconds below a second
+}
+
+// The event clock's guard: refused only beyond the allowed jump ahead of
+// the newest accepted time; the first time (no newest yet) and any time
+// behind are taken.
+TEST(TimeJump, RefusesOnlyTimesTooFarAheadOfTheNewest) {
+  EXPECT_FALSE(check_time_jump(1e18, NAN, 86400));       // the first event: nothing to compare with
+  EXPECT_FALSE(check_time_jump(1000 + 86400, 1000, 86400));  // exactly the allowed jump
+  EXPECT_FALSE(check_time_jump(5, 1000, 86400));         // behind: out of order is fine
+  EXPECT_EQ(check_time_jump(1000 + 86400.5, 1000, 86400),
+            "timestamp is 86400.5 s ahead of the newest event time so far (1000), more than the 1d allowed");
+  EXPECT_EQ(check_time_jump(4102444800, 1700000002, 3600),
+            "timestamp is 2402444798 s ahead of the newest event time so far (1700000002), more than the 1h allowed");
+  EXPECT_TRUE(check_time_jump(INFINITY, 1000, 86400));
 }
 
 TEST(BinaryEnvelope, RejectsEveryKindOfDamage) {

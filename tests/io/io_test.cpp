@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <simdjson.h>
+
 #include <cmath>
+#include <cstdio>
+#include <optional>
+#include <random>
 #include <thread>
 
 #include "ebb/core/error.hpp"
@@ -10,6 +15,7 @@
 #include "ebb/io/line_reader.hpp"
 #include "ebb/io/record_parser.hpp"
 #include "ebb/io/time_format.hpp"
+#include "ebb/io/utf8.hpp"
 
 namespace ebb::io {
 namespace {
@@ -35,12 +41,34 @@ TEST(TimeFormat, RejectsNonTimestamps) {
   EXPECT_THROW(parse_time_format("iso"), InvalidArgument);
 }
 
-TEST(TimeFormat, DetectsTheFormatFromASample) {
-  EXPECT_EQ(detect_time_format("1708632000"), TimeFormat::unix_seconds);
-  EXPECT_EQ(detect_time_format("1708632000123"), TimeFormat::unix_ms);
-  EXPECT_EQ(detect_time_format("2024-02-22T20:00:00Z"), TimeFormat::rfc3339);
-  EXPECT_EQ(detect_time_format("22/Feb/2024:20:00:00 +0000"), TimeFormat::clf);
-  EXPECT_FALSE(detect_time_format("yesterday"));
+// Auto mode reads each value by its own shape; a number's unit is its
+// magnitude's (10 digits seconds, 13 ms, 16 us, 19 ns).
+TEST(TimeFormat, AutoReadsEachValueByItsShape) {
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000"), 1708632000.0);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000.5"), 1708632000.5);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000123"), 1708632000.123);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000250000"), 1708632000.25);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "1708632000500000000"), 1708632000.5);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "99999999999"), 99999999999.0);  // below 1e11: seconds
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "100000000000"), 100000000.0);   // 1e11: milliseconds
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "99999999999999"), 99999999999.999);  // below 1e14: still ms
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "3600"), 3600.0);                  // small numbers are seconds
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "2024-02-22T20:00:00Z"), 1708632000.0);
+  EXPECT_EQ(parse_time(TimeFormat::auto_detect, "22/Feb/2024:20:00:00 +0000"), 1708632000.0);
+  EXPECT_FALSE(parse_time(TimeFormat::auto_detect, "yesterday"));
+  EXPECT_FALSE(parse_time(TimeFormat::auto_detect, ""));
+  // A format given explicitly is not second-guessed.
+  EXPECT_EQ(parse_time(TimeFormat::unix_seconds, "1708632000123"), 1708632000123.0);
+  EXPECT_EQ(parse_time(TimeFormat::unix_ms, "1708632000"), 1708632.0);
+}
+
+TEST(TimeFormat, NumbersTakeTheUnitOfTheirSize) {
+  EXPECT_EQ(unix_seconds_from_number(99999999999), 99999999999.0);
+  EXPECT_EQ(unix_seconds_from_number(1e11), 1e8);
+  EXPECT_EQ(unix_seconds_from_number(1e14), 1e8);
+  EXPECT_EQ(unix_seconds_from_number(1e17), 1e8);
+  EXPECT_EQ(unix_seconds_from_number(1708632000.5), 1708632000.5);
+  EXPECT_EQ(unix_seconds_from_number(-5), -5.0);
 }
 
 struct Parsed {
@@ -69,6 +97,27 @@ TEST(RecordParser, Tsv) {
   EXPECT_EQ(parse_one(*p, "1708632000\tapple\t0").status, ParseStatus::zero_weight);
   EXPECT_EQ(parse_one(*p, "noon\tapple\t1").status, ParseStatus::malformed);
   EXPECT_EQ(parse_one(*p, "").status, ParseStatus::skipped);
+}
+
+// The first timestamp does not fix the unit for the stream: a millisecond
+// time first, then seconds, then micro- and nanoseconds, all read right,
+// in text columns and in JSON numbers alike.
+TEST(RecordParser, EveryTimestampIsReadInItsOwnUnit) {
+  KeyArena arena;
+  auto tsv = make_record_parser(InputFormat::tsv, {"2", "1", ""}, TimeFormat::auto_detect, arena);
+  EXPECT_EQ(parse_one(*tsv, "1708632000000\ta").rec.time, 1708632000.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632001\tb").rec.time, 1708632001.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632002000000\tc").rec.time, 1708632002.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632003000000000\td").rec.time, 1708632003.0);
+  EXPECT_EQ(parse_one(*tsv, "2024-02-22T20:00:04Z\te").rec.time, 1708632004.0);
+  EXPECT_EQ(parse_one(*tsv, "1708632005\tf").rec.time, 1708632005.0);
+  auto json = make_record_parser(InputFormat::json, {"k", "ts", ""}, TimeFormat::auto_detect, arena);
+  EXPECT_EQ(parse_one(*json, R"({"k":"a","ts":1708632000000})").rec.time, 1708632000.0);
+  EXPECT_EQ(parse_one(*json, R"({"k":"a","ts":1708632001})").rec.time, 1708632001.0);
+  EXPECT_EQ(parse_one(*json, R"({"k":"a","ts":"1708632002000"})").rec.time, 1708632002.0);
+  auto r = parse_one(*tsv, "soon\tg");
+  EXPECT_EQ(r.status, ParseStatus::malformed);
+  EXPECT_EQ(r.error, "time 'soon' is not a timestamp (Unix s, ms, us or ns, rfc3339 or clf)");
 }
 
 TEST(RecordParser, TsvKeyOnlyFastPath) {
@@ -178,16 +227,16 @@ TEST(LineReader, HandlesChunkBoundariesAndOversizedLines) {
   EXPECT_EQ(reader.bytes_read(), input.size());
 }
 
-// The memory-mapped path (regular files): lines longer and shorter than a
-// 64-byte scan block, CRLF, blank lines, an oversized line, and a last line
+// Regular files: lines longer and shorter than a 64-byte scan block and
+// than one read, CRLF, blank lines, an oversized line, and a last line
 // without a terminator that ends off a block boundary.
-TEST(LineReader, MappedFilesGiveTheSameLines) {
+TEST(LineReader, RegularFilesGiveTheSameLines) {
   char path[] = "/tmp/ebb-line-reader-XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   std::vector<std::string> expected;
   std::string input;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 6000; ++i) {
     std::string line(static_cast<std::size_t>(i * 7 % 150), static_cast<char>('a' + i % 26));
     expected.push_back(line);
     input += line + (i % 5 == 0 ? "\r\n" : "\n");
@@ -195,12 +244,13 @@ TEST(LineReader, MappedFilesGiveTheSameLines) {
   input += std::string(5000, 'x') + "\n";
   input += "last-line";
   ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
   LineReader reader(fd, 1000);
-  ASSERT_TRUE(reader.keepalive());
+  EXPECT_EQ(reader.expected_bytes(), input.size());
   std::vector<Line> lines;
-  std::vector<char> unused;
+  std::vector<char> buffer;
   std::vector<std::pair<std::string, bool>> got;
-  while (reader.next(unused, lines)) {
+  while (reader.next(buffer, lines)) {
     for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
   }
   close(fd);
@@ -214,6 +264,46 @@ TEST(LineReader, MappedFilesGiveTheSameLines) {
   EXPECT_EQ(got[expected.size()].first.size(), 1000u);
   EXPECT_EQ(got.back(), std::make_pair(std::string("last-line"), false));
   EXPECT_EQ(reader.bytes_read(), input.size());
+  EXPECT_FALSE(reader.shrank());
+}
+
+// A file truncated while it is read (logrotate's copytruncate) ends at its
+// new size: every complete line before the cut, not the fragment at the
+// cut, and shrank() says so. (A memory-mapped reader died of SIGBUS here.)
+TEST(LineReader, FileTruncatedWhileReadEndsAtTheCutAndSaysSo) {
+  char path[] = "/tmp/ebb-line-reader-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string input;
+  char line[16];
+  for (int i = 0; i < 100000; ++i) {
+    std::snprintf(line, sizeof line, "line-%06d\n", i);  // 12 bytes
+    input += line;
+  }
+  ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+  LineReader reader(fd, 1000);
+  std::vector<Line> lines;
+  std::vector<char> buffer;
+  std::vector<std::string> got;
+  ASSERT_TRUE(reader.next(buffer, lines));
+  for (const auto& l : lines) got.emplace_back(l.text);
+  ASSERT_LT(reader.bytes_read(), 480000u);  // the cut is ahead of what was read
+  // Cut 40000 lines and 5 bytes of the next one in: "line-" is a fragment.
+  ASSERT_EQ(ftruncate(fd, 40000 * 12 + 5), 0);
+  while (reader.next(buffer, lines)) {
+    for (const auto& l : lines) got.emplace_back(l.text);
+  }
+  close(fd);
+  unlink(path);
+  ASSERT_EQ(got.size(), 40000u);
+  for (int i = 0; i < 40000; ++i) {
+    std::snprintf(line, sizeof line, "line-%06d", i);
+    ASSERT_EQ(got[static_cast<std::size_t>(i)], line) << i;
+  }
+  EXPECT_TRUE(reader.shrank());
+  EXPECT_EQ(reader.bytes_read(), 40000u * 12 + 5);
+  EXPECT_EQ(reader.expected_bytes(), input.size());
 }
 
 TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
@@ -238,6 +328,159 @@ TEST(JsonWriter, EscapesAndFormats) {
   w.begin_object().key("s").value("a\"b\\c\n\x01").key("n").value(3.0).key("f").value(0.1).key("x").value(NAN);
   w.key("a").begin_array().value(true).null().end_array().end_object();
   EXPECT_EQ(w.str(), R"({"s":"a\"b\\c\n\u0001","n":3,"f":0.1,"x":null,"a":[true,null]})");
+}
+
+std::string json_string(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+// The Unicode Standard's examples of maximal subparts (section 3.9, tables
+// 3-8 to 3-11): one U+FFFD per maximal invalid subpart, as \ufffd.
+TEST(JsonWriter, InvalidUtf8BecomesOneReplacementPerMaximalSubpart) {
+  EXPECT_EQ(json_string("a\xFF" "b"), R"("a\ufffdb")");
+  EXPECT_EQ(json_string("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64"),
+            R"("a\ufffd\ufffd\ufffdb\ufffdc\ufffd\ufffdd")");
+  EXPECT_EQ(json_string("\xC0\xAF\xE0\x80\xBF\xF0\x81\x82\x41"), R"("\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffdA")");  // overlong
+  EXPECT_EQ(json_string("\xED\xA0\x80\xED\xBF\xBF\xED\xAF\x41"), R"("\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffdA")");  // surrogates
+  EXPECT_EQ(json_string("\xF4\x91\x92\x93\xFF\x41\x80\xBF\x42"), R"("\ufffd\ufffd\ufffd\ufffd\ufffdA\ufffd\ufffdB")");  // > U+10FFFF
+  EXPECT_EQ(json_string("\xE1\x80\xE2\xF0\x91\x92\xF1\xBF\x41"), R"("\ufffd\ufffd\ufffd\ufffdA")");  // truncated sequences
+  EXPECT_EQ(json_string("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x94\xA5 \xF4\x8F\xBF\xBF"), "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x94\xA5 \xF4\x8F\xBF\xBF\"");
+  EXPECT_EQ(json_string("x\xE2\x82"), R"("x\ufffd")");  // cut off at the end
+  EXPECT_EQ(json_string("\x7F\x1F"), "\"\x7F\\u001f\"");
+}
+
+// The reference: decode by arithmetic (lead byte's length, payload bits,
+// then the range rules), independently of utf8_step's table of byte ranges.
+std::optional<std::size_t> reference_sequence(const unsigned char* p, std::size_t n) {
+  const unsigned c = p[0];
+  const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (len == 0 || len > n) return std::nullopt;
+  std::uint32_t cp = len == 1 ? c : c & (0x7Fu >> len);
+  for (std::size_t i = 1; i < len; ++i) {
+    if ((p[i] & 0xC0) != 0x80) return std::nullopt;
+    cp = (cp << 6) | (p[i] & 0x3F);
+  }
+  static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return std::nullopt;
+  return len;
+}
+// Whether p[0, k) begins some well-formed sequence: try every second byte,
+// complete with 0x80 (the later bytes of a sequence have no range rule).
+bool reference_prefix(const unsigned char* p, std::size_t k) {
+  unsigned char buf[4];
+  for (unsigned second = 0x80; second <= 0xBF; ++second) {
+    for (std::size_t i = 0; i < 4; ++i) buf[i] = i < k ? p[i] : i == 1 ? static_cast<unsigned char>(second) : 0x80;
+    auto len = reference_sequence(buf, 4);
+    if (len && *len > k) return true;
+  }
+  return false;
+}
+std::string reference_sanitized(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::string out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    if (auto len = reference_sequence(p + i, s.size() - i)) {
+      out.append(s.substr(i, *len));
+      i += *len;
+      continue;
+    }
+    std::size_t k = 1;  // the maximal subpart: the longest proper prefix of a well-formed sequence
+    while (k < 3 && i + k < s.size() && reference_prefix(p + i, k + 1)) ++k;
+    out += "\xEF\xBF\xBD";
+    i += k;
+  }
+  return out;
+}
+
+// Random strings made of the bytes near the edges of the rules: ASCII,
+// quotes and controls, every kind of lead byte, continuation bytes at the
+// range limits; most of them are not UTF-8.
+std::string random_edge_bytes(std::mt19937_64& rng) {
+  static constexpr unsigned char kEdges[] = {'a', '"', '\\', 0x01, 0x1F, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1,
+                                             0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF};
+  std::string s(rng() % 40, '\0');
+  for (auto& c : s) c = static_cast<char>(rng() % 3 == 0 ? rng() % 256 : kEdges[rng() % sizeof kEdges]);
+  return s;
+}
+
+// Valid UTF-8: random code points (surrogates excluded) of every length.
+std::string random_utf8(std::mt19937_64& rng) {
+  std::string s;
+  for (int n = static_cast<int>(rng() % 20); n > 0; --n) {
+    std::uint32_t cp;
+    do {
+      static constexpr std::uint32_t kTop[] = {0x80, 0x800, 0x10000, 0x110000};
+      cp = static_cast<std::uint32_t>(rng() % kTop[rng() % 4]);
+    } while (cp >= 0xD800 && cp <= 0xDFFF);
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      s += static_cast<char>(0xE0 | (cp >> 12));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      s += static_cast<char>(0xF0 | (cp >> 18));
+      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+  return s;
+}
+
+// Property: whatever the bytes, the output is JSON that simdjson (which
+// validates UTF-8) parses, to exactly the input with each maximal invalid
+// subpart replaced by U+FFFD; valid UTF-8 comes back unchanged.
+TEST(JsonWriter, AnyBytesGiveValidJsonAndValidUtf8RoundTrips) {
+  std::mt19937_64 rng(2024);
+  simdjson::dom::parser parser;
+  int invalid = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const std::string s = random_edge_bytes(rng);
+    const std::string json = json_string(s);
+    std::string_view parsed;
+    ASSERT_EQ(parser.parse(json).get(parsed), simdjson::SUCCESS) << json;
+    const std::string expected = reference_sanitized(s);
+    ASSERT_EQ(parsed, expected) << json;
+    invalid += expected != s;
+  }
+  EXPECT_GT(invalid, 10000);  // the generator does make invalid input most of the time
+  for (int round = 0; round < 5000; ++round) {
+    const std::string s = random_utf8(rng);
+    const std::string json = json_string(s);
+    std::string_view parsed;
+    ASSERT_EQ(parser.parse(json).get(parsed), simdjson::SUCCESS) << json;
+    ASSERT_EQ(parsed, s);
+  }
+}
+
+TEST(Utf8, ValidPrefixEndsAtTheFirstInvalidSequence) {
+  EXPECT_EQ(utf8_valid_prefix("abc\xC3\xA9"), 5u);
+  EXPECT_EQ(utf8_valid_prefix("abcdefgh\xC3\xA9\xFFxyz"), 10u);
+  EXPECT_EQ(utf8_valid_prefix("abcdefghijklmnop\xE2\x82"), 16u);  // truncated after an 8-byte block
+  EXPECT_EQ(utf8_valid_prefix("\xED\xA0\x80"), 0u);  // a surrogate
+  EXPECT_EQ(utf8_valid_prefix("\xF4\x8F\xBF\xBF\xF4\x90\x80\x80"), 4u);  // U+10FFFF, then beyond
+  EXPECT_EQ(utf8_valid_prefix(""), 0u);
+  // Against the reference: the prefix is valid, and no well-formed
+  // sequence starts where it ends (decoding from the start stops there).
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    const std::string s = round % 2 ? random_edge_bytes(rng) : random_utf8(rng);
+    const std::size_t cut = utf8_valid_prefix(s);
+    ASSERT_LE(cut, s.size());
+    ASSERT_EQ(reference_sanitized(s.substr(0, cut)), s.substr(0, cut)) << round;
+    if (cut < s.size()) {
+      ASSERT_FALSE(reference_sequence(reinterpret_cast<const unsigned char*>(s.data()) + cut, s.size() - cut)) << round;
+    } else {
+      ASSERT_EQ(reference_sanitized(s), s) << round;
+    }
+  }
 }
 
 }  // namespace

@@ -58,5 +58,34 @@ TEST(EbbClients, SendAFileThenQueryIt) {
   std::filesystem::remove_all(dir);
 }
 
+// A line whose key is not UTF-8 cannot go into the batch's JSON as it is
+// (the server would refuse the whole batch): ebb send reports it like any
+// malformed line, with file:line, and sends the rest.
+TEST(EbbClients, SendReportsAndSkipsLinesWhoseKeyIsNotUtf8) {
+  const auto dir = testing::make_temp_dir("ebb-clients-utf8");
+  EbbServer server(dir);
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  testing::HttpClient admin(server.port());
+  ASSERT_EQ(admin.request("POST", "/namespaces", R"({"name":"keys","windows":["all"]})").status, 201);
+
+  std::string input = "a\nb\xFF\nc\xC3\xA9\na\n";
+  for (int i = 0; i < 6; ++i) input += "bad\xED\xA0\x80\n";  // a surrogate
+  auto r = run_process({kEbb, "send", "-n", "keys", "--url", url}, input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ebb send: 3 events in 1 requests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ebb send: 7 malformed lines skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  stdin:2: item_id is not valid UTF-8 (byte 0xFF at offset 1)\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  stdin:5: item_id is not valid UTF-8 (byte 0xED at offset 3)\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  ... and 2 more\n"), std::string::npos) << r.err;
+
+  auto counts = admin.request("POST", "/counts", R"({"namespace":"keys","item_ids":["a","c\u00e9"],"window":"all"})");
+  ASSERT_EQ(counts.status, 200) << counts.body;
+  EXPECT_NE(counts.body.find(R"("item_id":"a","estimated_count":2,)"), std::string::npos) << counts.body;
+  EXPECT_NE(counts.body.find("\"item_id\":\"c\xC3\xA9\",\"estimated_count\":1,"), std::string::npos) << counts.body;
+  EXPECT_NE(admin.request("GET", "/top-k?namespace=keys&window=all").body.find(R"("total":3,)"), std::string::npos);
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ebb

@@ -35,7 +35,9 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-// Appends s to out as a JSON string literal.
+// Appends s to out as a JSON string literal. Valid UTF-8 is copied as it
+// is; each maximal invalid subpart (io/utf8.hpp) becomes \ufffd (U+FFFD),
+// so whatever bytes s holds, the output is valid JSON.
 void append_json_string(std::string& out, std::string_view s);
 
 }  // namespace ebb::io

@@ -21,12 +21,17 @@ std::optional<double> parse_rfc3339(std::string_view text) noexcept;
 // 10/Oct/2000:13:55:36 -0700 (the Common Log Format's bracketed date).
 std::optional<double> parse_clf_time(std::string_view text) noexcept;
 
-// Which format a sample looks like (auto-detection on the first timestamp
-// of a stream): clf, rfc3339, or a number (> 1e11 reads as milliseconds:
-// 1e11 seconds is the year 5138).
-std::optional<TimeFormat> detect_time_format(std::string_view sample) noexcept;
+// A Unix time given as a bare number, in the unit its magnitude says:
+// below 1e11 seconds (1e11 s is the year 5138), below 1e14 milliseconds,
+// below 1e17 microseconds, above that nanoseconds. So a 10-digit time is
+// seconds, 13 digits milliseconds, 16 microseconds, 19 nanoseconds, for
+// any date from 1973 to 5138 whatever unit it is written in.
+double unix_seconds_from_number(double v) noexcept;
 
-// Parses one timestamp of a known (not auto) format.
+// Parses one timestamp. auto_detect reads each value by its own shape: a
+// number by its magnitude (unix_seconds_from_number), else rfc3339, else
+// clf. Deciding per value, not once from the first timestamp, means a
+// stream mixing seconds and milliseconds is read right throughout.
 std::optional<double> parse_time(TimeFormat format, std::string_view text) noexcept;
 
 }  // namespace ebb::io

@@ -1,0 +1,32 @@
+#include "ebb/io/utf8.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace ebb::io {
+
+std::size_t utf8_valid_prefix(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    // Keys are mostly ASCII: skip 8 bytes at a time while no high bit is set.
+    while (i + 8 <= n) {
+      std::uint64_t block;
+      std::memcpy(&block, p + i, 8);
+      if ((block & 0x8080808080808080ULL) != 0) break;
+      i += 8;
+    }
+    if (i == n) break;
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    const Utf8Step step = utf8_step(p + i, n - i);
+    if (!step.valid) return i;
+    i += step.length;
+  }
+  return n;
+}
+
+}  // namespace ebb::io
