@@ -83,6 +83,14 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--max-future-skew", o.max_future_skew, "Default for wall-clock namespaces: how far ahead of the clock an event may be")
       ->capture_default_str()
       ->check(duration_validator());
+  cmd->add_option("--max-event-age", o.max_event_age,
+                  "Default max_event_age of new namespaces: an event older than this behind now is refused (400)")
+      ->capture_default_str()
+      ->check(duration_validator());
+  cmd->add_option("--max-time-jump", o.max_time_jump,
+                  "Default max_time_jump of new event-clock namespaces: an event this far ahead of the newest is refused (400)")
+      ->capture_default_str()
+      ->check(duration_validator());
   cmd->add_option("--idle-timeout", o.idle_timeout, "Close keep-alive connections idle this long")->capture_default_str()->check(duration_validator());
   cmd->add_option("--header-timeout", o.header_timeout, "From the first byte of a request, time allowed for its whole header (408 beyond)")
       ->capture_default_str()
@@ -105,6 +113,8 @@ int run_serve(ServeOptions o) {
   service::ServiceOptions so;
   try {
     o.limits.default_max_future_skew = parse_duration(o.max_future_skew);
+    o.limits.default_max_event_age = parse_duration(o.max_event_age);
+    o.limits.default_max_time_jump = parse_duration(o.max_time_jump);
     o.limits.idempotency_window = parse_duration(o.idempotency_window);
     o.limits.max_memory = o.max_memory.empty() ? default_max_memory() : parse_byte_size(o.max_memory);
   } catch (const InvalidArgument& e) {

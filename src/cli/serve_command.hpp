@@ -18,6 +18,8 @@ struct ServeOptions {
   std::string checkpoint_interval = "10s";
   std::string log_level = "info";
   std::string max_future_skew = "60s";
+  std::string max_event_age = "7d";
+  std::string max_time_jump = "1d";
   std::string idle_timeout = "60s";
   std::string header_timeout = "10s";
   std::string request_timeout = "30s";

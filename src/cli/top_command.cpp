@@ -33,6 +33,10 @@ engine::NamespaceConfig make_config(const TopOptions& o, bool event_time) {
   c.exclude = o.exclude;
   c.max_item_bytes = o.max_key_bytes;
   c.clock = event_time ? engine::ClockMode::event : engine::ClockMode::wall;
+  // The input pipeline guards event time itself (--max-time-jump, reported
+  // per line); a file is history, so no age limit here.
+  c.max_event_age = INFINITY;
+  c.max_time_jump = INFINITY;
   c.validate();
   return c;
 }

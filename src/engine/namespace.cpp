@@ -57,6 +57,18 @@ void Namespace::reject(const Event& e, std::size_t index) const {
   throw BatchError(index, problem ? problem->field : "event", problem ? problem->message : "is invalid");
 }
 
+void Namespace::reject_old(const Event& e, std::size_t index, double now, const char* what_now) const {
+  throw BatchError(index, "timestamp", "is " + number(now - e.time) + " s older than " + what_now + " (" + number(now) +
+                                           "), more than the namespace's max_event_age of " + format_duration(config_.max_event_age));
+}
+
+void Namespace::reject_jump(const Event& e, std::size_t index, double newest) const {
+  throw BatchError(index, "timestamp", "is " + number(e.time - newest) + " s ahead of the newest event time so far (" + number(newest) +
+                                           "), more than the namespace's max_time_jump of " + format_duration(config_.max_time_jump));
+}
+
+double Namespace::newest_before_batch() const noexcept { return seen_event_ ? stats_.newest_time : NAN; }
+
 double Namespace::clamp_future(const Event& e, std::size_t index, double wall_now) const {
   // Within the skew tolerance a clock a little ahead is clamped to now;
   // beyond it the event would be over-weighted forever: refuse it.
@@ -68,7 +80,8 @@ double Namespace::clamp_future(const Event& e, std::size_t index, double wall_no
 }
 
 void Namespace::validate(std::span<const Event> events, double wall_now) const {
-  for (std::size_t i = 0; i < events.size(); ++i) (void)checked_time(events[i], i, wall_now);
+  double newest = newest_before_batch();
+  for (std::size_t i = 0; i < events.size(); ++i) (void)checked_time(events[i], i, wall_now, newest);
 }
 
 void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
@@ -78,10 +91,11 @@ void Namespace::prepare(std::span<const Event> events, std::span<const std::uint
   batch_.reserve(n);
   std::size_t kept = 0;
   double min_t = INFINITY, max_t = -INFINITY;
+  double newest = newest_before_batch();
   // Validate everything before anything is counted.
   for (std::size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
-    const double t = checked_time(e, i, wall_now);
+    const double t = checked_time(e, i, wall_now, newest);
     if (!exclude_.empty() && exclude_.contains(e.item)) continue;
     batch_.items[kept] = e.item;
     batch_.times[kept] = t;
@@ -153,6 +167,15 @@ void Namespace::set_exclude(std::vector<std::string> exclude) {
   next.validate();
   config_.exclude = std::move(next.exclude);
   rebuild_exclude();
+}
+
+void Namespace::set_time_guards(double max_event_age, double max_time_jump) {
+  NamespaceConfig next = config_;
+  next.max_event_age = max_event_age;
+  next.max_time_jump = max_time_jump;
+  next.validate();
+  config_.max_event_age = max_event_age;
+  config_.max_time_jump = max_time_jump;
 }
 
 void Namespace::rebuild_exclude() {

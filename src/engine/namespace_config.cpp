@@ -39,6 +39,8 @@ void NamespaceConfig::validate() const {
                           std::to_string(candidates) + ")");
   }
   if (!(max_future_skew >= 0) || !std::isfinite(max_future_skew)) bad("max_future_skew", "must be a finite number of seconds >= 0");
+  if (!(max_event_age > 0)) bad("max_event_age", "must be a duration > 0");
+  if (!(max_time_jump > 0)) bad("max_time_jump", "must be a duration > 0");
   if (max_item_bytes < 1 || max_item_bytes > (1u << 20)) bad("max_item_bytes", "must be in [1, 1048576]");
   for (std::size_t i = 0; i < exclude.size(); ++i) {
     if (exclude[i].empty() || exclude[i].size() > max_item_bytes) {

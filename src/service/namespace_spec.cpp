@@ -87,6 +87,13 @@ std::vector<std::string> get_exclude(element v, const engine::NamespaceConfig& c
   return items;
 }
 
+// A time guard: a duration string, or null for none (stored as infinity).
+double get_guard(element v, const std::string& field) {
+  if (v.is_null()) return INFINITY;
+  if (!v.is_string()) bad(field, "must be a duration string such as \"7d\", or null for no limit");
+  return get_duration(std::string(v.get_string().value_unsafe()), field);
+}
+
 std::optional<double> get_threshold(element v) {
   if (v.is_null()) return std::nullopt;
   const double t = get_number(v, "hot_key_threshold");
@@ -115,6 +122,10 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   engine::NamespaceConfig& c = spec.config;
   c.max_item_bytes = limits.max_item_bytes;
   c.max_future_skew = limits.default_max_future_skew;
+  // Written before the guards existed: none (its log replays as it was
+  // counted); a new namespace gets the server's defaults.
+  c.max_event_age = stored ? INFINITY : limits.default_max_event_age;
+  c.max_time_jump = stored ? INFINITY : limits.default_max_time_jump;
   c.k = 100;
   c.all_time = false;
   bool has_name = false, has_windows = false;
@@ -123,7 +134,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   static const std::set<std::string_view> kFields = {"name",    "k",       "windows",          "half_lives", "sketch_width",
                                                      "sketch_depth", "epsilon", "delta",         "hot_key_threshold",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
-                                                     "max_future_skew", "max_item_bytes"};
+                                                     "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump"};
   const simdjson::dom::object members = doc.get_object().value_unsafe();
   for (auto [key, value] : members) {
     const std::string field(key);
@@ -192,6 +203,10 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       has_max_item_bytes = true;
     } else if (field == "max_future_skew") {
       c.max_future_skew = get_duration(get_string(value, field), field);
+    } else if (field == "max_event_age") {
+      c.max_event_age = get_guard(value, field);
+    } else if (field == "max_time_jump") {
+      c.max_time_jump = get_guard(value, field);
     }
   }
   if (!has_name) bad("name", "is required");
@@ -248,10 +263,14 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
       next.hot_key_threshold = get_threshold(value);
     } else if (field == "exclude") {
       next.config.exclude = get_exclude(value, next.config, limits);
+    } else if (field == "max_event_age") {
+      next.config.max_event_age = get_guard(value, field);
+    } else if (field == "max_time_jump") {
+      next.config.max_time_jump = get_guard(value, field);
     } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
                field == "summary" || field == "max_future_skew") {
-      bad(field, "cannot be changed at run time (only k, hot_key_threshold and exclude can); create a new namespace");
+      bad(field, "cannot be changed at run time (only k, hot_key_threshold, exclude, max_event_age and max_time_jump can); create a new namespace");
     } else {
       bad(field, "unknown field");
     }
@@ -285,6 +304,11 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
   w.key("clock").value(c.clock == engine::ClockMode::wall ? "wall" : "event");
   w.key("max_future_skew").value(format_duration(c.max_future_skew));
   w.key("max_item_bytes").value(c.max_item_bytes);
+  for (const auto& [key, guard] : {std::pair{"max_event_age", c.max_event_age}, std::pair{"max_time_jump", c.max_time_jump}}) {
+    w.key(key);
+    if (std::isfinite(guard)) w.value(format_duration(guard));
+    else w.null();
+  }
   if (!for_storage) {
     // What those dimensions buy (read-only: derived from the sketch size).
     w.key("accuracy").begin_object();

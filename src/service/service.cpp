@@ -268,6 +268,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     lsn = s.append(encode_admin({RecordType::patch, name, write_namespace_spec(next, true)}));
     entry->ns.set_k(next.config.k);
     entry->ns.set_exclude(next.config.exclude);
+    entry->ns.set_time_guards(next.config.max_event_age, next.config.max_time_jump);
     entry->spec = next;
     entry->applied_lsn = lsn;
   }

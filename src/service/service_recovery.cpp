@@ -65,6 +65,7 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       auto& e = *it->second;
       e.ns.set_k(next->spec.config.k);
       e.ns.set_exclude(next->spec.config.exclude);
+      e.ns.set_time_guards(next->spec.config.max_event_age, next->spec.config.max_time_jump);
       e.spec = next->spec;
       e.applied_lsn = lsn;
       break;

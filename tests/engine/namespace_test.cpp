@@ -150,6 +150,67 @@ TEST(Namespace, WallClockRejectsTheFarFutureAndClampsSmallSkew) {
   EXPECT_LT(ns.count("a", ViewSpec::decayed(60)).item.estimate, 1e-15);
 }
 
+// A wall-clock namespace refuses an event older than max_event_age (a
+// timestamp of 0 would start the all-time window in 1970); the batch is
+// all or nothing and the error names the event.
+TEST(Namespace, WallClockRefusesEventsOlderThanMaxEventAge) {
+  auto config = small_config();
+  config.clock = ClockMode::wall;
+  config.max_event_age = 3600;
+  double wall = 1'000'000;
+  Namespace ns(config, [&] { return wall; });
+  std::vector<Event> batch = {{"a", wall - 10, 1}, {"b", 0, 1}};
+  try {
+    ns.apply(batch);
+    FAIL() << "an event of 1970 was counted";
+  } catch (const BatchError& e) {
+    EXPECT_EQ(e.index(), 1u);
+    EXPECT_EQ(e.field(), "timestamp");
+    EXPECT_EQ(e.message(), "is 1000000 s older than the server clock (1000000), more than the namespace's max_event_age of 1h");
+  }
+  EXPECT_EQ(ns.stats().events, 0u);
+  std::vector<Event> oldest_allowed = {{"a", wall - 3600, 2}};
+  ns.apply(oldest_allowed);
+  EXPECT_EQ(ns.count("a", ViewSpec::all_time()).item.estimate, 2);
+  ns.set_time_guards(INFINITY, INFINITY);  // no guard: history loads
+  ns.apply(batch);
+  EXPECT_EQ(ns.count("b", ViewSpec::all_time()).item.estimate, 1);
+  EXPECT_THROW(ns.set_time_guards(0, 1), InvalidArgument);
+}
+
+// On the event clock one far-future timestamp (a millisecond time among
+// seconds) must not move "now" for good: it is refused, later events count
+// at full weight, and so is an event too far behind the newest.
+TEST(Namespace, EventClockRefusesAJumpAheadAndEventsTooOld) {
+  auto config = small_config();
+  config.max_time_jump = 86400;
+  config.max_event_age = 7 * 86400;
+  Namespace ns(config);
+  std::vector<Event> first = {{"a", 1'700'000'000, 1}};
+  ns.apply(first);
+  std::vector<Event> ms = {{"a", 1'700'000'001, 1}, {"a", 1'700'000'002'000, 1}};
+  try {
+    ns.apply(ms);
+    FAIL() << "a millisecond timestamp moved now";
+  } catch (const BatchError& e) {
+    EXPECT_EQ(e.index(), 1u);
+    EXPECT_EQ(e.field(), "timestamp");
+    EXPECT_EQ(e.message(), "is 1698300001999 s ahead of the newest event time so far (1700000001), more than the namespace's max_time_jump of 1d");
+  }
+  EXPECT_EQ(ns.now(), 1'700'000'000);
+  std::vector<Event> next = {{"a", 1'700'000'060, 1}};
+  ns.apply(next);
+  // 60 s later: the 60 s view holds 1 * 2^-1 + 1 = 1.5.
+  EXPECT_NEAR(ns.count("a", ViewSpec::decayed(60)).item.estimate, 1.5, kTol);
+  // Within a batch the running newest counts: the jump is from the newest so far.
+  std::vector<Event> stairs = {{"b", 1'700'080'000, 1}, {"b", 1'700'160'000, 1}};
+  ns.apply(stairs);
+  EXPECT_EQ(ns.now(), 1'700'160'000);
+  std::vector<Event> stale = {{"c", 1'700'160'000 - 7 * 86400 - 1, 1}};
+  EXPECT_THROW(ns.apply(stale), BatchError);
+  EXPECT_EQ(ns.count("c", ViewSpec::all_time()).item.estimate, 0);
+}
+
 TEST(Namespace, ExcludedItemsAreNeverCounted) {
   auto config = small_config();
   config.exclude = {"the", "a"};

@@ -103,9 +103,9 @@ TEST(Durability, ReplayAcrossAdminOperationsRebuildsTheSameState) {
     ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"o"})").status, 201);
     ASSERT_EQ(c.request("POST", "/events", R"({"events":[{"namespace":"r","item_id":"gone","weight":9},{"namespace":"o","item_id":"z"}]})").status, 204);
     ASSERT_EQ(c.request("DELETE", "/namespaces/r").status, 204);
-    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"r","half_lives":["30s"],"windows":["all"]})").status, 201);
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"r","half_lives":["30s"],"windows":["all"],"max_event_age":null})").status, 201);
     ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"r","events":[{"item_id":"a","weight":3,"timestamp":1000},{"item_id":"b","timestamp":1001}]})").status, 204);
-    ASSERT_EQ(c.request("PATCH", "/namespaces/r", R"({"exclude":["b"],"k":5})").status, 200);
+    ASSERT_EQ(c.request("PATCH", "/namespaces/r", R"({"exclude":["b"],"k":5,"max_time_jump":"2h"})").status, 200);
     ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"r","events":[{"item_id":"b","weight":7},{"item_id":"c","weight":1.5}]})").status, 204);
     live_all = items_of(c.request("GET", "/top-k?namespace=r&window=all").body);
     live_decayed = c.request("GET", "/count?namespace=r&item_id=a&half_life=30s").body;
@@ -124,6 +124,7 @@ TEST(Durability, ReplayAcrossAdminOperationsRebuildsTheSameState) {
   const auto ns = c.request("GET", "/namespaces/r").body;
   EXPECT_NE(ns.find(R"("exclude":["b"])"), std::string::npos) << ns;
   EXPECT_NE(ns.find(R"("k":5)"), std::string::npos) << ns;
+  EXPECT_NE(ns.find(R"("max_event_age":null,"max_time_jump":"2h")"), std::string::npos) << ns;
   (void)live_decayed;
   std::filesystem::remove_all(dir);
 }

@@ -294,7 +294,7 @@ TEST_F(Transport, AbsoluteFormTargetsWorkLikeOriginForm) {
   start();
   HttpClient client(server_->port());
   ASSERT_EQ(client.request("POST", "/namespaces", R"({"name":"x"})").status, 201);
-  ASSERT_EQ(client.request("POST", "/events", R"({"namespace":"x","events":[{"item_id":"a","timestamp":1}]})").status, 204);
+  ASSERT_EQ(client.request("POST", "/events", R"({"namespace":"x","events":[{"item_id":"a"}]})").status, 204);
   const std::string authority = "127.0.0.1:" + std::to_string(server_->port());
   RawConnection raw(server_->port());
   ASSERT_TRUE(raw.send("GET http://" + authority + "/count?namespace=x&item_id=a&window=all HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"));

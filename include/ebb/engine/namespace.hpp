@@ -89,6 +89,9 @@ class Namespace {
   // exclusion list. Validated like the configuration; nothing changes on error.
   void set_k(std::uint32_t k);
   void set_exclude(std::vector<std::string> exclude);
+  // The time guards are run-time settings (PATCH): a backfill of older data
+  // raises max_event_age for a while.
+  void set_time_guards(double max_event_age, double max_time_jump);
 
   // The namespace's whole counting state (views and stats; not the
   // configuration) for checkpoints, and its restoration into a namespace
@@ -112,12 +115,28 @@ class Namespace {
   void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   // The adjusted time of a valid event (clamped within the skew tolerance);
   // throws BatchError. Inline: it runs for every event of every batch.
-  double checked_time(const Event& e, std::size_t index, double wall_now) const {
+  // `newest` is the event clock's running newest time over the batch so
+  // far (NaN before any event): a batch is checked in order.
+  double checked_time(const Event& e, std::size_t index, double wall_now, double& newest) const {
     if (!event_is_valid(e, config_)) [[unlikely]] reject(e, index);
-    if (config_.clock == ClockMode::wall && e.time > wall_now) [[unlikely]] return clamp_future(e, index, wall_now);
+    if (config_.clock == ClockMode::wall) {
+      if (e.time > wall_now) [[unlikely]] return clamp_future(e, index, wall_now);
+      if (wall_now - e.time > config_.max_event_age) [[unlikely]] reject_old(e, index, wall_now, "the server clock");
+      return e.time;
+    }
+    if (!(e.time <= newest)) {  // ahead of the newest (or the first event)
+      if (e.time - newest > config_.max_time_jump) [[unlikely]] reject_jump(e, index, newest);
+      newest = e.time;
+    } else if (newest - e.time > config_.max_event_age) [[unlikely]] {
+      reject_old(e, index, newest, "the newest event time");
+    }
     return e.time;
   }
+  // The event clock's newest time before this batch (NaN before any event).
+  double newest_before_batch() const noexcept;
   [[noreturn]] void reject(const Event& e, std::size_t index) const;
+  [[noreturn]] void reject_old(const Event& e, std::size_t index, double now, const char* what_now) const;
+  [[noreturn]] void reject_jump(const Event& e, std::size_t index, double newest) const;
   double clamp_future(const Event& e, std::size_t index, double wall_now) const;
   void apply_prepared(std::size_t submitted);
   void rebuild_exclude();

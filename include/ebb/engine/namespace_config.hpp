@@ -28,6 +28,14 @@ struct NamespaceConfig {
   std::vector<std::string> exclude;   // items never counted
   ClockMode clock = ClockMode::wall;
   double max_future_skew = 60;        // seconds an event may be ahead of the wall clock
+  // Guards of "now" against corrupt timestamps (infinity = no guard). An
+  // event older than `max_event_age` behind now (the wall clock, or on the
+  // event clock the newest event time) is refused: a timestamp of 0 would
+  // start the all-time window in 1970. On the event clock an event more
+  // than `max_time_jump` ahead of the newest is refused too: it would move
+  // "now" for good and every later event would decay to nothing.
+  double max_event_age = 7 * 86400.0;
+  double max_time_jump = 86400.0;     // event clock only
   std::uint32_t max_item_bytes = 1024;
 
   // Throws InvalidArgument naming the field ("k: must be in [1, 1000]").

@@ -16,6 +16,8 @@ struct ServiceLimits {
   std::size_t max_views = 8;                     // windows + half_lives of one namespace
   std::size_t max_exclude = 10'000;              // exclusion list entries
   double default_max_future_skew = 60;           // seconds, for wall-clock namespaces
+  double default_max_event_age = 7 * 86400.0;    // seconds; a new namespace's max_event_age
+  double default_max_time_jump = 86400.0;        // seconds; a new event-clock namespace's max_time_jump
   std::uint64_t max_memory = 0;                  // all namespaces' planned memory (507 on create); 0 = no budget
   std::size_t max_inflight_batches = 4096;       // batches waiting for their fsync (429 beyond)
   double idempotency_window = 3600;              // seconds an Idempotency-Key is remembered
