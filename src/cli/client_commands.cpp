@@ -5,7 +5,10 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
@@ -31,10 +34,26 @@ std::string server_error(const io::HttpResult& r) {
 
 std::string url_encode(const std::string& s) { return percent_encode(s, "-_.~"); }
 
+// "Authorization: Bearer <token>" from the first token of a token file (the
+// format of ebb serve --auth-token-file), or nothing without a file.
+io::HttpHeaders auth_headers(const std::string& token_file) {
+  if (token_file.empty()) return {};
+  std::ifstream in(token_file, std::ios::binary);
+  if (!in) throw Fatal{"--auth-token-file " + token_file + ": cannot read it: " + std::strerror(errno)};
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    return {{"Authorization", "Bearer " + line.substr(first, last - first + 1)}};
+  }
+  throw Fatal{"--auth-token-file " + token_file + ": holds no token"};
+}
+
 io::HttpResult call(io::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,
-                        const std::string& body = "") {
+                    const std::string& body, const io::HttpHeaders& headers) {
   try {
-    return client.request(method, target, body);
+    return client.request(method, target, body, "application/json", headers);
   } catch (const std::exception& e) {
     throw Fatal{"cannot reach " + url + ": " + e.what()};
   }
@@ -81,6 +100,7 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
   cmd->add_option("files", o.files, "Input files (stdin when none or \"-\")");
   cmd->add_option("--namespace,-n", o.ns, "Namespace to send to")->required();
   cmd->add_option("--url", o.url, "Server")->capture_default_str();
+  cmd->add_option("--auth-token-file", o.auth_token_file, "Send the first token of this file as 'Authorization: Bearer' (a server with --auth-token-file)");
   cmd->add_option("--format", o.format, "plain, tsv, csv, json, clf (as for ebb top)")
       ->capture_default_str()
       ->check(CLI::IsMember({"plain", "tsv", "csv", "json", "ndjson", "clf"}));
@@ -108,6 +128,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k) or item counts (POST /counts)");
   cmd->add_option("--namespace,-n", o.ns, "Namespace")->required();
   cmd->add_option("--url", o.url, "Server")->capture_default_str();
+  cmd->add_option("--auth-token-file", o.auth_token_file, "Send the first token of this file as 'Authorization: Bearer' (a server with --auth-reads)");
   cmd->add_option("-k", o.k, "Items (default: the namespace's k)")->check(CLI::Range(1, 1000));
   auto* hl = cmd->add_option("--half-life", o.half_life, "A decayed view the namespace keeps")->check(duration_validator());
   auto* win = cmd->add_option("--window", o.window, "all (all-time)");
@@ -139,13 +160,14 @@ int run_send(const SendOptions& o) {
     popts.require_utf8 = true;
     popts.max_time_jump = parse_duration(o.max_time_jump);
     io::HttpClient client(endpoint);
+    const auto headers = auth_headers(o.auth_token_file);
     InputPipeline input(std::move(sources), std::move(parser), arena, rules, popts);
     std::uint64_t sent = 0, requests = 0;
     const auto start = std::chrono::steady_clock::now();
     while (auto chunk = input.next()) {
       for (std::size_t begin = 0; begin < chunk->events.size(); begin += o.batch) {
         const std::size_t end = std::min(chunk->events.size(), begin + o.batch);
-        auto r = call(client, o.url, "POST", "/events", body_of(o.ns, chunk->events, begin, end, timed));
+        auto r = call(client, o.url, "POST", "/events", body_of(o.ns, chunk->events, begin, end, timed), headers);
         if (r.status != 204) {
           throw Fatal{"the server refused a batch (HTTP " + std::to_string(r.status) + "): " + server_error(r) + "; " +
                         std::to_string(sent) + " events sent before it were accepted"};
@@ -172,13 +194,14 @@ int run_send(const SendOptions& o) {
 int run_query(const QueryOptions& o) {
   try {
     io::HttpClient client(io::parse_http_url(o.url));
+    const auto headers = auth_headers(o.auth_token_file);
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);
     if (!o.window.empty()) view = "&window=" + url_encode(o.window);
     if (o.items.empty()) {
       std::string target = "/top-k?namespace=" + url_encode(o.ns) + view;
       if (o.k > 0) target += "&k=" + std::to_string(o.k);
-      auto r = call(client, o.url, "GET", target);
+      auto r = call(client, o.url, "GET", target, "", headers);
       if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
       if (o.json) {
         std::printf("%s\n", r.body.c_str());
@@ -195,7 +218,7 @@ int run_query(const QueryOptions& o) {
     if (!o.half_life.empty()) w.key("half_life").value(o.half_life);
     if (!o.window.empty()) w.key("window").value(o.window);
     w.end_object();
-    auto r = call(client, o.url, "POST", "/counts", w.str());
+    auto r = call(client, o.url, "POST", "/counts", w.str(), headers);
     if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
     if (o.json) {
       std::printf("%s\n", r.body.c_str());

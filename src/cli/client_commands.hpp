@@ -16,6 +16,7 @@ namespace ebb::cli {
 struct SendOptions {
   std::vector<std::string> files;
   std::string url = "http://127.0.0.1:8080";
+  std::string auth_token_file;  // the server's --auth-token-file: its first token is sent
   std::string ns;
   std::string format = "plain";
   io::FieldSpec fields;
@@ -30,6 +31,7 @@ struct SendOptions {
 
 struct QueryOptions {
   std::string url = "http://127.0.0.1:8080";
+  std::string auth_token_file;  // the server's --auth-token-file: its first token is sent
   std::string ns;
   std::uint32_t k = 0;  // 0: the namespace's k
   std::string half_life;

@@ -41,6 +41,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--bind", o.http.bind, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.http.port, "Port to listen on (0: any free port, printed at start)")->capture_default_str();
   cmd->add_option("--data-dir", o.data_dir, "Directory for the write-ahead log and checkpoints")->capture_default_str();
+  cmd->add_option("--auth-token-file", o.auth_token_file,
+                  "Bearer tokens (one per line) that writes and admin routes require: 'Authorization: Bearer TOKEN' or ?access_token=");
+  cmd->add_flag("--auth-reads", o.auth_reads, "With --auth-token-file, require a token for queries, listings and /metrics too (not /healthz, /readyz)");
   cmd->add_option("--fsync", o.fsync,
                   "When a write counts as durable: batch (204 only once it is on disk; concurrent batches share an fsync), "
                   "interval (204 at once, fsync every --fsync-interval: a crash loses at most that), off (the OS decides)")
@@ -133,13 +136,28 @@ int run_serve(ServeOptions o) {
   so.log.fsync_interval = parse_duration(o.fsync_interval);
   so.log.segment_bytes = o.segment_bytes;
 
+  service::AccessTokens tokens;
+  if (!o.auth_token_file.empty()) {
+    try {
+      tokens = service::AccessTokens::from_file(o.auth_token_file, o.auth_reads);
+    } catch (const std::exception& e) {
+      log->error("{}", e.what());
+      return 2;
+    }
+    for (const auto& w : tokens.warnings()) log->warn("{}", w);
+  } else if (o.auth_reads) {
+    log->error("--auth-reads needs --auth-token-file");
+    return 2;
+  }
+
   service::Service service(so, log);
   server::Metrics metrics;
   std::atomic<bool> stopping{false};
   // Admin operations allocate and wait for fsyncs: off the event loops.
   boost::asio::thread_pool blocking(2);
   server::Router router;
-  server::ApiContext ctx{service, metrics, stopping, [&blocking](std::function<void()> work) { boost::asio::post(blocking, std::move(work)); }};
+  server::ApiContext ctx{service, metrics, stopping, [&blocking](std::function<void()> work) { boost::asio::post(blocking, std::move(work)); },
+                         tokens};
   server::add_api_routes(router, ctx);
 
   server::HttpServer http(o.http, router, metrics, log);
@@ -152,7 +170,8 @@ int run_serve(ServeOptions o) {
   // Machine-readable for scripts and tests that ask for --port 0.
   std::printf("ebb serve: listening on http://%s:%u\n", o.http.bind.c_str(), static_cast<unsigned>(http.port()));
   std::fflush(stdout);
-  log->info("listening address={} port={} threads={} data_dir={} fsync={}", o.http.bind, http.port(), o.http.threads, o.data_dir, o.fsync);
+  log->info("listening address={} port={} threads={} data_dir={} fsync={} auth={}", o.http.bind, http.port(), o.http.threads, o.data_dir, o.fsync,
+            !tokens.enabled() ? "off" : tokens.protects_reads() ? "all routes" : "writes and admin");
 
   // Recover before serving anything but /healthz, /readyz and /metrics (503 until then).
   std::atomic<bool> recovery_failed{false};

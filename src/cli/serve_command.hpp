@@ -29,6 +29,8 @@ struct ServeOptions {
   std::string max_memory;  // default: half the machine's memory
   std::string idempotency_window = "1h";
   std::uint64_t segment_bytes = 64u << 20;
+  std::string auth_token_file;  // empty: no tokens, everything open
+  bool auth_reads = false;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);

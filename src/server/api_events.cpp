@@ -130,7 +130,7 @@ void parse_ndjson(const Request& req, std::string_view default_ns, simdjson::dom
 }  // namespace
 
 void add_event_routes(Router& router, ApiContext& ctx) {
-  router.add("POST", "/events", "/events", [&ctx](const Request& req, const std::string&) {
+  router.add("POST", "/events", "/events", Router::Access::write, [&ctx](const Request& req, const std::string&) {
     // NDJSON by its media type; anything else is read as JSON (curl -d sends
     // application/x-www-form-urlencoded, and a parse error says what is wrong).
     const bool ndjson = req.content_type == "application/x-ndjson" || req.content_type == "application/ndjson" ||

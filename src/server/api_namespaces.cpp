@@ -12,7 +12,7 @@ Response run_off_loop(ApiContext& ctx, std::function<Response()> work) {
 }
 
 void add_namespace_routes(Router& router, ApiContext& ctx) {
-  router.add("POST", "/namespaces", "/namespaces", [&ctx](const Request& req, const std::string&) {
+  router.add("POST", "/namespaces", "/namespaces", Router::Access::write, [&ctx](const Request& req, const std::string&) {
     auto spec = service::parse_namespace_spec(req.body, ctx.service.limits());
     // Off the event loop: a large namespace takes a while to allocate, and
     // the create waits for its log record's fsync.
@@ -23,7 +23,7 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
       return r;
     });
   });
-  router.add("GET", "/namespaces", "/namespaces", [&ctx](const Request&, const std::string&) {
+  router.add("GET", "/namespaces", "/namespaces", Router::Access::read, [&ctx](const Request&, const std::string&) {
     std::string body = "{\"namespaces\":[";
     bool first = true;
     for (const auto& info : ctx.service.list()) {
@@ -34,11 +34,11 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
     body += "]}";
     return json_response(200, std::move(body));
   });
-  router.add("GET", "/namespaces/{name}", "/namespaces/{name}", [&ctx](const Request&, const std::string& name) {
+  router.add("GET", "/namespaces/{name}", "/namespaces/{name}", Router::Access::read, [&ctx](const Request&, const std::string& name) {
     const auto info = ctx.service.describe(name);
     return json_response(200, service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes));
   });
-  router.add("PATCH", "/namespaces/{name}", "/namespaces/{name}", [&ctx](const Request& req, const std::string& name) {
+  router.add("PATCH", "/namespaces/{name}", "/namespaces/{name}", Router::Access::write, [&ctx](const Request& req, const std::string& name) {
     return run_off_loop(ctx, [&ctx, name, body = req.body] {
       const auto next = ctx.service.patch(name, [&](const service::NamespaceSpec& current) {
         return service::patch_namespace_spec(current, body, ctx.service.limits());
@@ -46,7 +46,7 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
       return json_response(200, service::write_namespace_spec(next, false));
     });
   });
-  router.add("DELETE", "/namespaces/{name}", "/namespaces/{name}", [&ctx](const Request&, const std::string& name) {
+  router.add("DELETE", "/namespaces/{name}", "/namespaces/{name}", Router::Access::write, [&ctx](const Request&, const std::string& name) {
     return run_off_loop(ctx, [&ctx, name] {
       ctx.service.remove(name);
       return empty_response(204);

@@ -5,12 +5,12 @@
 namespace ebb::server {
 
 void add_ops_routes(Router& router, ApiContext& ctx) {
-  router.add("GET", "/healthz", "/healthz", [](const Request&, const std::string&) {
+  router.add("GET", "/healthz", "/healthz", Router::Access::open, [](const Request&, const std::string&) {
     return json_response(200, R"({"status":"ok"})");
   }, false);
   // Ready = recovered and able to persist writes. Failing checkpoints do
   // not lose data (the log has it) and show as a warning.
-  router.add("GET", "/readyz", "/readyz", [&ctx](const Request&, const std::string&) {
+  router.add("GET", "/readyz", "/readyz", Router::Access::open, [&ctx](const Request&, const std::string&) {
     if (ctx.stopping.load()) return error_response(503, "not_ready", "the server is shutting down");
     if (!ctx.service.ready()) return error_response(503, "not_ready", ctx.service.not_ready_reason());
     io::JsonWriter w;
@@ -19,7 +19,7 @@ void add_ops_routes(Router& router, ApiContext& ctx) {
     w.end_object();
     return json_response(200, w.take());
   }, false);
-  router.add("GET", "/metrics", "/metrics", [&ctx](const Request&, const std::string&) {
+  router.add("GET", "/metrics", "/metrics", Router::Access::read, [&ctx](const Request&, const std::string&) {
     return text_response(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(ctx.service.metrics()));
   }, false);
 }

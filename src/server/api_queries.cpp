@@ -59,7 +59,7 @@ std::string required(const Request& req, const std::string& name) {
 }  // namespace
 
 void add_query_routes(Router& router, ApiContext& ctx) {
-  router.add("GET", "/top-k", "/top-k", [&ctx](const Request& req, const std::string&) {
+  router.add("GET", "/top-k", "/top-k", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));
     const auto view = view_from(req.param("window"), req.param("half_life"));
@@ -70,7 +70,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     return json_response(200, w.take());
   });
 
-  router.add("GET", "/count", "/count", [&ctx](const Request& req, const std::string&) {
+  router.add("GET", "/count", "/count", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const std::string item = required(req, "item_id");
     const auto view = view_from(req.param("window"), req.param("half_life"));
@@ -81,7 +81,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     return json_response(200, w.take());
   });
 
-  router.add("POST", "/counts", "/counts", [&ctx](const Request& req, const std::string&) {
+  router.add("POST", "/counts", "/counts", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     if (auto err = parser.parse(req.body.data(), req.body.size()).get(doc)) {

@@ -5,10 +5,10 @@
 
 namespace ebb::server {
 
-void Router::add(std::string method, std::string pattern, std::string route_name, Handler handler, bool gated) {
+void Router::add(std::string method, std::string pattern, std::string route_name, Access access, Handler handler, bool gated) {
   const bool tail = pattern.ends_with("}");
   if (tail) pattern = pattern.substr(0, pattern.rfind('{'));
-  routes_.push_back(Route{std::move(method), std::move(pattern), std::move(route_name), tail, std::move(handler), gated});
+  routes_.push_back(Route{std::move(method), std::move(pattern), std::move(route_name), tail, access, std::move(handler), gated});
 }
 
 Router::Result Router::dispatch(const Request& request) const {
@@ -25,6 +25,9 @@ Router::Result Router::dispatch(const Request& request) const {
     if (r.method != request.method) {
       allow += (allow.empty() ? "" : ", ") + r.method;
       continue;
+    }
+    if (auth_) {
+      if (auto refused = auth_(request, r.access)) return {std::move(*refused), r.name};
     }
     return {respond([&] {
               if (r.gated && gate_) gate_();

@@ -4,6 +4,7 @@
 // queries is the service's (service/service.hpp).
 #include <atomic>
 #include <functional>
+#include <optional>
 
 #include "ebb/server/metrics.hpp"
 #include "ebb/server/router.hpp"
@@ -17,7 +18,15 @@ struct ApiContext {
   std::atomic<bool>& stopping;  // shutting down: not ready
   // Runs work off the event loop (admin operations allocate and fsync).
   std::function<void(std::function<void()>)> run_blocking;
+  // Who may write (and read, with --auth-reads); empty = everything open.
+  const service::AccessTokens& tokens;
 };
+
+// The refusal (401 with WWW-Authenticate) of a request without an accepted
+// token for `access`: the token comes as "Authorization: Bearer <token>"
+// or, for what a browser opens without headers (SSE, links), as
+// ?access_token=<token>.
+std::optional<Response> authorize(const service::AccessTokens& tokens, const Request& request, service::Access access);
 
 void add_namespace_routes(Router& router, ApiContext& ctx);
 void add_event_routes(Router& router, ApiContext& ctx);
@@ -25,6 +34,7 @@ void add_query_routes(Router& router, ApiContext& ctx);
 void add_ops_routes(Router& router, ApiContext& ctx);
 
 inline void add_api_routes(Router& router, ApiContext& ctx) {
+  router.set_auth([&ctx](const Request& request, service::Access access) { return authorize(ctx.tokens, request, access); });
   router.set_gate([&ctx] {
     if (ctx.stopping.load()) throw ApiError(503, "not_ready", "the server is shutting down; retry shortly");
     if (!ctx.service.recovered()) throw ApiError(503, "not_ready", "the server is recovering its namespaces; retry shortly");
