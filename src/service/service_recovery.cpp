@@ -61,12 +61,19 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       const AdminRecord r = decode_admin(payload);
       auto it = entries.find(r.name);
       if (it == entries.end() || it->second->applied_lsn >= lsn) break;
-      auto next = load_namespace(std::string(r.config_json), s.options.limits, lsn, "log record " + std::to_string(lsn));
+      // Only the configuration: building a namespace to read it would
+      // allocate all its sketches.
+      NamespaceSpec next;
+      try {
+        next = parse_namespace_spec(r.config_json, s.options.limits, SpecSource::stored);
+      } catch (const std::exception& err) {
+        throw std::runtime_error("the namespace configuration in log record " + std::to_string(lsn) + " is damaged: " + err.what());
+      }
       auto& e = *it->second;
-      e.ns.set_k(next->spec.config.k);
-      e.ns.set_exclude(next->spec.config.exclude);
-      e.ns.set_time_guards(next->spec.config.max_event_age, next->spec.config.max_time_jump);
-      e.spec = next->spec;
+      e.ns.set_k(next.config.k);
+      e.ns.set_exclude(next.config.exclude);
+      e.ns.set_time_guards(next.config.max_event_age, next.config.max_time_jump);
+      e.spec = next;
       e.applied_lsn = lsn;
       break;
     }

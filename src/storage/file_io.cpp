@@ -1,8 +1,10 @@
 #include "ebb/storage/file_io.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ebb::storage {
@@ -51,12 +53,23 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 }
 
 std::string read_whole_file(const std::filesystem::path& path) {
+  std::string out;
+  read_whole_file_into(path, out);
+  return out;
+}
+
+void read_whole_file_into(const std::filesystem::path& path, std::string& out) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw IoError("cannot open", path, errno);
-  std::string out;
-  char buf[1 << 16];
+  // Read straight into a buffer of the file's size: a 64 MiB log segment
+  // grown 64 KiB at a time was copied twice over (recovery time). A reused
+  // `out` keeps its pages: no fresh page faults per segment.
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t used = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (used == out.size()) out.resize(std::max<std::size_t>(out.size() * 2, 1 << 16));  // it grew meanwhile
+    const ssize_t n = ::read(fd, out.data() + used, out.size() - used);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
@@ -64,10 +77,10 @@ std::string read_whole_file(const std::filesystem::path& path) {
       throw IoError("cannot read", path, err);
     }
     if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    used += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  return out;
+  out.resize(used);
 }
 
 }  // namespace ebb::storage

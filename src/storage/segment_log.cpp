@@ -127,6 +127,7 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
   }
   std::uint64_t last_size = 0;
   bool cut = false;
+  std::string buffer;  // one for every segment: its pages are faulted in once
   for (std::size_t s = 0; s < found.size(); ++s) {
     const auto& [first, path] = found[s];
     if (cut) {  // everything after a cut is unreachable: keep it aside, out of the log
@@ -151,7 +152,8 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
       stats_.bytes += size;
       continue;
     }
-    const std::string data = read_whole_file(path);
+    read_whole_file_into(path, buffer);
+    const std::string_view data = buffer;
     std::size_t pos = 0;
     std::string why;
     if (data.size() < kSegmentHeader || std::memcmp(data.data(), kMagic, 8) != 0 || load<std::uint64_t>(data.data() + 8) != first) {

@@ -23,6 +23,8 @@ class IoError : public std::runtime_error {
 // never a torn one: temporary file, fsync, rename, fsync of the directory.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 std::string read_whole_file(const std::filesystem::path& path);
+// The same into `out`, reusing its memory (a loop over many large files).
+void read_whole_file_into(const std::filesystem::path& path, std::string& out);
 void fsync_directory(const std::filesystem::path& dir);
 // write(2) until done; EINTR retried.
 void write_all(int fd, std::string_view bytes, const std::filesystem::path& path);
