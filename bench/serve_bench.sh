@@ -6,10 +6,15 @@
 #  2. GET /top-k (k=100) latency at 5000 requests/s while 2M events/s are
 #     ingested: bench/http_load (open loop, latency from the scheduled send
 #     time) and wrk (Debian's, paced with a Lua delay) as a cross-check;
-#  3. resident memory while distinct keys grow from 1M to 50M.
-#   bench/serve_bench.sh [BUILD_DIR]
+#  3. resident memory while distinct keys grow from 1M to 50M;
+#  4. durability: ingest with --fsync batch against --fsync off on the same
+#     stream at 8 and 16 connections (median of 5 each; target: batch at
+#     least 2 M events/s and at least half of off), and recovery time of a
+#     1 GiB log (SIGKILL, restart, time until /readyz answers 200).
+#   bench/serve_bench.sh [BUILD_DIR] [SECTIONS]   (SECTIONS: e.g. "4"; default all)
 set -euo pipefail
 build=${1:-build}
+sections=${2:-1234}
 load="$build/bench/http_load"
 tmp=$(mktemp -d)
 pids=()
@@ -20,6 +25,63 @@ cleanup() {
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# Starts `ebb serve` with the given flags on a data directory; sets $port, $server.
+start_server() {
+  local data=$1
+  shift
+  "$build/ebb" serve --port 0 --data-dir "$data" --log-level info "$@" >"$tmp/serve.out" 2>"$tmp/serve.err" &
+  server=$!
+  pids+=("$server")
+  port=""
+  for _ in $(seq 400); do
+    port=$(grep -o '[0-9]*$' "$tmp/serve.out" 2>/dev/null || true)
+    [ -n "$port" ] && curl -sf "localhost:$port/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "ebb serve did not become ready: $(cat "$tmp/serve.err")" >&2
+  exit 1
+}
+
+if [[ $sections == *4* ]]; then
+  echo "== durability: --fsync batch vs off, 3M events in 1000-event batches, Zipf 1.1 over 1M keys (median of 5)"
+  for mode in off batch; do
+    start_server "$tmp/fsync-$mode" --fsync "$mode"
+    curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
+    "$load" ingest --port "$port" --namespace hot --events 1000000 --connections 8 >/dev/null 2>&1  # warm up
+    for conns in 8 16; do
+      for _ in 1 2 3 4 5; do "$load" ingest --port "$port" --namespace hot --events 3000000 --connections "$conns" 2>/dev/null; done >"$tmp/$mode-$conns.txt"
+      rate=$(grep -o '[0-9.]* M events/s' "$tmp/$mode-$conns.txt" | cut -d' ' -f1 | median)
+      echo "$rate" >"$tmp/$mode-$conns.median"
+      echo "--fsync $mode, $conns connections: $(grep -o '[0-9.]* M events/s' "$tmp/$mode-$conns.txt" | cut -d' ' -f1 | tr '\n' ' ')-> median $rate M events/s"
+    done
+    kill -TERM "$server"
+    wait "$server" || true
+    rm -rf "$tmp/fsync-$mode"
+  done
+  for conns in 8 16; do
+    awk -v b="$(cat "$tmp/batch-$conns.median")" -v o="$(cat "$tmp/off-$conns.median")" -v c="$conns" \
+      'BEGIN {printf "%d connections: batch %.2f M events/s = %.0f%% of off (%.2f)\n", c, b, 100 * b / o, o}'
+  done
+
+  echo "== recovery of a 1 GiB log (no checkpoint: every record replayed)"
+  start_server "$tmp/recovery" --fsync off --checkpoint-interval 100000h
+  curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"windows":["all"],"k":100}' >/dev/null
+  "$load" ingest --port "$port" --namespace hot --events 32500000 --connections 8 2>/dev/null >/dev/null
+  kill -KILL "$server"
+  wait "$server" 2>/dev/null || true
+  echo "log: $(du -sb "$tmp/recovery/wal" | cut -f1) bytes in $(ls "$tmp/recovery/wal" | wc -l) segments"
+  for _ in 1 2 3; do
+    s=$(date +%s%N)
+    start_server "$tmp/recovery" --checkpoint-interval 100000h
+    e=$(date +%s%N)
+    echo "ready after $(( (e - s) / 1000000 )) ms; $(grep -o 'recovered .*' "$tmp/serve.err"); $(curl -s "localhost:$port/namespaces/hot" | grep -o '"events":[0-9]*')"
+    kill -KILL "$server"
+    wait "$server" 2>/dev/null || true
+  done
+  rm -rf "$tmp/recovery"
+fi
+[[ $sections == *[123]* ]] || exit 0
 
 "$build/ebb" serve --port 0 --data-dir "$tmp/data" --log-level warn >"$tmp/serve.out" 2>"$tmp/serve.err" &
 pids+=($!)

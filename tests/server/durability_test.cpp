@@ -6,6 +6,7 @@
 #include <simdjson.h>
 #include <sys/mount.h>
 
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <set>
@@ -271,6 +272,7 @@ TEST(Durability, CrashHarnessLosesNothingAcknowledgedAndCountsOnce) {
   std::set<std::string> acked, unknown;
   std::mutex mu;
   std::atomic<int> next_id{0};
+  std::size_t unknown_seen = 0, unknown_counted = 0;  // for the summary line
   for (int round = 0; round <= rounds; ++round) {  // the last one only checks
     // Some rounds checkpoint often, so recoveries start from checkpoints too.
     std::vector<std::string> flags = {"--checkpoint-interval", round % 3 == 0 ? "50ms" : "1h"};
@@ -311,7 +313,11 @@ TEST(Durability, CrashHarnessLosesNothingAcknowledgedAndCountsOnce) {
       // What is present now is settled: an unknown batch that came back is
       // counted from here on, one that did not never will be.
       for (auto it = unknown.begin(); it != unknown.end();) {
-        if (present.contains(*it)) acked.insert(*it);
+        ++unknown_seen;
+        if (present.contains(*it)) {
+          acked.insert(*it);
+          ++unknown_counted;
+        }
         it = unknown.erase(it);
       }
     }
@@ -345,6 +351,10 @@ TEST(Durability, CrashHarnessLosesNothingAcknowledgedAndCountsOnce) {
     for (auto& t : writers) t.join();
   }
   EXPECT_GT(acked.size(), static_cast<std::size_t>(rounds));
+  const std::size_t acknowledged = acked.size() - unknown_counted;
+  std::printf("crash harness: %d SIGKILL rounds; %zu acknowledged batches (%zu events), every one counted exactly once; "
+              "%zu unanswered at a kill: %zu whole, %zu absent, none partial\n",
+              rounds, acknowledged, 3 * acknowledged, unknown_seen, unknown_counted, unknown_seen - unknown_counted);
   std::filesystem::remove_all(dir);
 }
 
