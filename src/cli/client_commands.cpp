@@ -16,6 +16,7 @@
 #include "ebb/io/json_writer.hpp"
 #include "ebb/core/percent_encoding.hpp"
 #include "ebb/io/http_client.hpp"
+#include "ebb/service/access_tokens.hpp"
 #include "duration_validator.hpp"
 #include "input_pipeline.hpp"
 #include "top_output.hpp"
@@ -38,16 +39,11 @@ std::string url_encode(const std::string& s) { return percent_encode(s, "-_.~");
 // format of ebb serve --auth-token-file), or nothing without a file.
 io::HttpHeaders auth_headers(const std::string& token_file) {
   if (token_file.empty()) return {};
-  std::ifstream in(token_file, std::ios::binary);
-  if (!in) throw Fatal{"--auth-token-file " + token_file + ": cannot read it: " + std::strerror(errno)};
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    const auto last = line.find_last_not_of(" \t\r");
-    return {{"Authorization", "Bearer " + line.substr(first, last - first + 1)}};
+  try {
+    return {{"Authorization", "Bearer " + service::AccessTokens::read_file(token_file).front()}};
+  } catch (const std::runtime_error& e) {
+    throw Fatal{e.what()};
   }
-  throw Fatal{"--auth-token-file " + token_file + ": holds no token"};
 }
 
 io::HttpResult call(io::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,

@@ -41,6 +41,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--bind", o.http.bind, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.http.port, "Port to listen on (0: any free port, printed at start)")->capture_default_str();
   cmd->add_option("--data-dir", o.data_dir, "Directory for the write-ahead log and checkpoints")->capture_default_str();
+  cmd->add_flag("--repair-log", o.repair_log,
+                "Start even when a log segment before the last is damaged, dropping the records from the damage on (set aside as .corrupt files)");
   cmd->add_option("--auth-token-file", o.auth_token_file,
                   "Bearer tokens (one per line) that writes and admin routes require: 'Authorization: Bearer TOKEN' or ?access_token=");
   cmd->add_flag("--auth-reads", o.auth_reads, "With --auth-token-file, require a token for queries, listings and /metrics too (not /healthz, /readyz)");
@@ -74,7 +76,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off (debug logs every request)")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  cmd->add_option("--max-body-bytes", o.limits.max_body_bytes, "Largest request body (413 beyond)")->capture_default_str()->check(CLI::Range(1024ul, 1ul << 32));
+  cmd->add_option("--max-body-bytes", o.limits.max_body_bytes, "Largest request body (413 beyond)")->capture_default_str()->check(CLI::Range(1024ul, 1ul << 29));  // a log record must stay under 1 GiB
   cmd->add_option("--max-batch-events", o.limits.max_batch_events, "Most events in one POST /events, ids in one POST /counts (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1ul, 100'000'000ul));
@@ -114,11 +116,12 @@ int run_serve(ServeOptions o) {
   log->flush_on(spdlog::level::info);
 
   service::ServiceOptions so;
+  // The durations were checked by their validators when parsed; the size is read here.
+  o.limits.default_max_future_skew = parse_duration(o.max_future_skew);
+  o.limits.default_max_event_age = parse_duration(o.max_event_age);
+  o.limits.default_max_time_jump = parse_duration(o.max_time_jump);
+  o.limits.idempotency_window = parse_duration(o.idempotency_window);
   try {
-    o.limits.default_max_future_skew = parse_duration(o.max_future_skew);
-    o.limits.default_max_event_age = parse_duration(o.max_event_age);
-    o.limits.default_max_time_jump = parse_duration(o.max_time_jump);
-    o.limits.idempotency_window = parse_duration(o.idempotency_window);
     o.limits.max_memory = o.max_memory.empty() ? default_max_memory() : parse_byte_size(o.max_memory);
   } catch (const InvalidArgument& e) {
     log->error("--max-memory: {}", e.what());
@@ -135,6 +138,7 @@ int run_serve(ServeOptions o) {
   so.log.policy = o.fsync == "batch" ? storage::FsyncPolicy::batch : o.fsync == "interval" ? storage::FsyncPolicy::interval : storage::FsyncPolicy::off;
   so.log.fsync_interval = parse_duration(o.fsync_interval);
   so.log.segment_bytes = o.segment_bytes;
+  so.log.repair = o.repair_log;
 
   service::AccessTokens tokens;
   if (!o.auth_token_file.empty()) {
@@ -180,9 +184,10 @@ int run_serve(ServeOptions o) {
       const auto r = service.recover();
       log->info("recovered namespaces={} checkpoint={} replayed_records={} log_bytes={} seconds={:.3f}", r.namespaces,
                 r.checkpoint.empty() ? "none" : r.checkpoint, r.records_replayed, r.log_bytes, r.seconds);
+      if (r.records_skipped > 0) log->error("recovery skipped {} batches that no longer applied (see the errors above)", r.records_skipped);
       service.start_checkpoints();
     } catch (const std::exception& e) {
-      log->critical("recovery failed: {}; refusing to serve with missing data", e.what());
+      log->critical("recovery failed: {}; not serving", e.what());
       recovery_failed = true;
       http.shutdown();
     }

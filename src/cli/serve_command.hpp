@@ -31,6 +31,7 @@ struct ServeOptions {
   std::uint64_t segment_bytes = 64u << 20;
   std::string auth_token_file;  // empty: no tokens, everything open
   bool auth_reads = false;
+  bool repair_log = false;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);

@@ -62,8 +62,8 @@ void Namespace::reject_old(const Event& e, std::size_t index, double now, const 
                                            "), more than the namespace's max_event_age of " + format_duration(config_.max_event_age));
 }
 
-void Namespace::reject_jump(const Event& e, std::size_t index, double newest) const {
-  throw BatchError(index, "timestamp", "is " + number(e.time - newest) + " s ahead of the newest event time so far (" + number(newest) +
+void Namespace::reject_jump(const Event& e, std::size_t index, double reference, const char* what_reference) const {
+  throw BatchError(index, "timestamp", "is " + number(e.time - reference) + " s ahead of " + what_reference + " (" + number(reference) +
                                            "), more than the namespace's max_time_jump of " + format_duration(config_.max_time_jump));
 }
 
@@ -81,7 +81,11 @@ double Namespace::clamp_future(const Event& e, std::size_t index, double wall_no
 
 void Namespace::validate(std::span<const Event> events, double wall_now) const {
   double newest = newest_before_batch();
-  for (std::size_t i = 0; i < events.size(); ++i) (void)checked_time(events[i], i, wall_now, newest);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    double unmoved = newest;  // an excluded event does not move the event clock (as in prepare)
+    const bool excluded = !exclude_.empty() && exclude_.contains(events[i].item);
+    (void)checked_time(events[i], i, wall_now, excluded ? unmoved : newest);
+  }
 }
 
 void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
@@ -95,8 +99,14 @@ void Namespace::prepare(std::span<const Event> events, std::span<const std::uint
   // Validate everything before anything is counted.
   for (std::size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
+    if (!exclude_.empty() && exclude_.contains(e.item)) {
+      // Checked like the others, but not counted: it does not move the
+      // event clock (stats' newest time counts kept events only).
+      double unmoved = newest;
+      (void)checked_time(e, i, wall_now, unmoved);
+      continue;
+    }
     const double t = checked_time(e, i, wall_now, newest);
-    if (!exclude_.empty() && exclude_.contains(e.item)) continue;
     batch_.items[kept] = e.item;
     batch_.times[kept] = t;
     batch_.weights[kept] = e.weight;
@@ -119,7 +129,7 @@ void Namespace::apply(std::span<const Event> events, std::span<const std::uint64
   if (!hashes.empty() && hashes.size() != events.size()) {
     throw InvalidArgument("apply: " + std::to_string(hashes.size()) + " hashes for " + std::to_string(events.size()) + " events");
   }
-  prepare(events, hashes, config_.clock == ClockMode::wall ? wall_clock_() : 0);
+  prepare(events, hashes, wall_clock_());  // the event clock checks a first event against it
   apply_prepared(events.size());
 }
 

@@ -155,7 +155,14 @@ void add_event_routes(Router& router, ApiContext& ctx) {
     const auto key = req.header("idempotency-key");
     if (key) {
       in.idempotency_key = *key;
-      in.body_hash = hash_key(req.body);
+      // What the batch is: the body, and what says how to read it (a
+      // retry to another ?namespace= or as NDJSON is another batch).
+      std::string what = default_ns;
+      what += '\0';
+      what += ndjson ? "ndjson" : "json";
+      what += '\0';
+      what += req.body;
+      in.body_hash = hash_key(what);
     }
     const service::Commit commit = ctx.service.ingest(in);
     if (commit.lsn == 0) return empty_response(204);

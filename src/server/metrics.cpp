@@ -125,6 +125,9 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   single(out, "ebb_recovery_duration_seconds", "gauge", "Time the last recovery took (checkpoint load and log replay).",
          num(sm.recovery_seconds));
   single(out, "ebb_recovery_records_replayed", "gauge", "Log records replayed by the last recovery.", std::to_string(sm.recovery_records));
+  single(out, "ebb_recovery_records_skipped", "gauge",
+         "Batches of the last recovery's replay that no longer applied to their namespace (each is logged as an error).",
+         std::to_string(sm.recovery_records_skipped));
   single(out, "ebb_persist_failures_total", "counter", "Writes refused (503) because they could not be persisted.",
          std::to_string(sm.persist_failures));
   single(out, "ebb_overloaded_total", "counter", "Batches refused (429) because too many waited for the disk.", std::to_string(sm.overloaded));

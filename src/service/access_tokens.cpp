@@ -55,7 +55,7 @@ AccessTokens AccessTokens::from_tokens(std::vector<std::string> tokens, bool pro
   return out;
 }
 
-AccessTokens AccessTokens::from_file(const std::filesystem::path& path, bool protect_reads) {
+std::vector<std::string> AccessTokens::read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("--auth-token-file " + path.string() + ": cannot read it: " + std::strerror(errno));
   std::vector<std::string> tokens;
@@ -70,7 +70,11 @@ AccessTokens AccessTokens::from_file(const std::filesystem::path& path, bool pro
   }
   if (in.bad()) throw std::runtime_error("--auth-token-file " + path.string() + ": read error");
   if (tokens.empty()) throw std::runtime_error("--auth-token-file " + path.string() + ": holds no token (one per line; '#' starts a comment)");
-  AccessTokens out = from_tokens(std::move(tokens), protect_reads);
+  return tokens;
+}
+
+AccessTokens AccessTokens::from_file(const std::filesystem::path& path, bool protect_reads) {
+  AccessTokens out = from_tokens(read_file(path), protect_reads);
   struct stat st{};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     out.warnings_.push_back("--auth-token-file " + path.string() + " can be read by other users (chmod 600 it)");

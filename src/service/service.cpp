@@ -118,6 +118,24 @@ Commit Service::ingest(const IngestRequest& req) {
   if (req.idempotency_key && (req.idempotency_key->empty() || req.idempotency_key->size() > s.options.limits.max_idempotency_key_bytes)) {
     throw invalid("bad_idempotency_key", "Idempotency-Key: must be 1 to " + std::to_string(s.options.limits.max_idempotency_key_bytes) + " bytes");
   }
+  // The answer to a batch whose key was seen: the first one's (422 when the
+  // key came with another batch). Needs the key table's lock.
+  auto replay_of = [&](const IdempotencyTable::Seen& seen) {
+    if (seen.body_hash != req.body_hash) {
+      throw ServiceError(ErrorKind::unprocessable, "idempotency_key_reused",
+                         "Idempotency-Key: '" + std::string(*req.idempotency_key) + "' was used for a different batch");
+    }
+    ++s.idempotent_replays;
+    return Commit{seen.lsn};  // counted once already; the caller waits for that record
+  };
+  // A retry answers as the first attempt did, whatever happened since (its
+  // namespace deleted, its events now older than max_event_age): the key is
+  // looked up before the batch is judged again, and once more below under
+  // the namespaces' locks for two copies racing.
+  if (req.idempotency_key) {
+    std::lock_guard key_lock(s.keys.mutex());
+    if (auto seen = s.keys.find(*req.idempotency_key, req.received_at)) return replay_of(*seen);
+  }
 
   // Group by namespace (the common case, one namespace, without copying).
   struct Target {
@@ -168,14 +186,7 @@ Commit Service::ingest(const IngestRequest& req) {
     std::unique_lock<std::mutex> key_lock;
     if (req.idempotency_key) {
       key_lock = std::unique_lock(s.keys.mutex());
-      if (auto seen = s.keys.find(*req.idempotency_key, req.received_at)) {
-        if (seen->body_hash != req.body_hash) {
-          throw ServiceError(ErrorKind::unprocessable, "idempotency_key_reused",
-                             "Idempotency-Key: '" + std::string(*req.idempotency_key) + "' was used for a different batch");
-        }
-        ++s.idempotent_replays;
-        return Commit{seen->lsn};  // counted once already; the caller waits for that record
-      }
+      if (auto seen = s.keys.find(*req.idempotency_key, req.received_at)) return replay_of(*seen);
     }
     lsn = s.wal ? s.append(payload) : 0;
     if (req.idempotency_key) s.keys.insert(*req.idempotency_key, req.body_hash, lsn, req.received_at);
@@ -207,10 +218,11 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
   const std::string name = spec.config.name;
   auto exists = [&] { return ServiceError(ErrorKind::conflict, "namespace_exists", "name: namespace '" + name + "' already exists"); };
   if (s.find(name)) throw exists();
-  if (size() >= s.options.limits.max_namespaces) {
-    throw invalid("namespace_limit",
-                  "name: the server holds its limit of " + std::to_string(s.options.limits.max_namespaces) + " namespaces (--max-namespaces)");
-  }
+  auto over_limit = [&] {
+    return invalid("namespace_limit",
+                   "name: the server holds its limit of " + std::to_string(s.options.limits.max_namespaces) + " namespaces (--max-namespaces)");
+  };
+  if (size() >= s.options.limits.max_namespaces) throw over_limit();
   // Reserve the memory before allocating it, so concurrent creates cannot
   // overshoot the budget together.
   const std::uint64_t need = State::planned_bytes(spec.config);
@@ -224,6 +236,7 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
     }
   } while (!s.reserved.compare_exchange_weak(have, have + need));
   std::shared_ptr<NamespaceEntry> entry;
+  bool inserted = false;  // from then on the reservation is the entry's (remove() returns it)
   try {
     // The allocation (up to --max-namespace-bytes) happens here, outside
     // every lock; front ends call create() off their event loops.
@@ -233,13 +246,15 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
     {
       std::unique_lock lock(s.map_mu);
       if (s.entries.contains(name)) throw exists();
+      if (s.entries.size() >= s.options.limits.max_namespaces) throw over_limit();  // concurrent creates
       lsn = s.append(payload);  // under the map lock: the log orders creates and deletes of a name as the map does
       entry->applied_lsn = lsn;
       s.entries.emplace(name, entry);
+      inserted = true;
     }
     s.wait(lsn);
   } catch (...) {
-    if (!entry || !s.find(name) || s.find(name) != entry) s.reserved -= need;
+    if (!inserted) s.reserved -= need;
     throw;
   }
   return entry->spec;
@@ -285,10 +300,10 @@ void Service::remove(const std::string& name) {
     auto it = s.entries.find(name);
     if (it == s.entries.end()) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
     EntryPtr entry = it->second;
-    // Marked under its own lock before the record is logged: a batch that
-    // found this namespace earlier then sees it deleted instead of logging
-    // after the delete (where a replay would give it to a new namespace of
-    // the same name).
+    // Logged and marked deleted under its own lock: a batch that found
+    // this namespace earlier then sees it deleted instead of logging after
+    // the delete (where a replay would give it to a new namespace of the
+    // same name).
     std::unique_lock ns_lock(entry->mu);
     lsn = s.append(encode_admin({RecordType::remove, name, {}}));
     entry->deleted = true;
@@ -367,6 +382,10 @@ ServiceMetrics Service::metrics() const {
     std::lock_guard lock(s_->metrics_mu);
     m = s_->counters;
   }
+  m.memory_budget = s_->options.limits.max_memory;
+  // /metrics is served while recovery runs: the log, the keys and the
+  // namespaces are the recovery thread's until it publishes them.
+  if (!s_->recovered.load(std::memory_order_acquire)) return m;
   for (auto& info : list()) m.namespaces.push_back({info.spec.config.name, info.stats, info.ingest_bytes});
   m.persistent = s_->wal != nullptr;
   if (s_->wal) m.log = s_->wal->stats();
@@ -375,7 +394,6 @@ ServiceMetrics Service::metrics() const {
   m.persist_failures = s_->persist_failures;
   m.overloaded = s_->overloaded;
   m.memory_reserved = s_->reserved;
-  m.memory_budget = s_->options.limits.max_memory;
   return m;
 }
 

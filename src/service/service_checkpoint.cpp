@@ -53,7 +53,18 @@ std::size_t Service::checkpoint() {
       }
       m.namespaces.push_back(std::move(n));
     }
+    // Nothing logged since the last checkpoint (an idle server): it stands.
+    // (Every change, keys included, comes with a log record.)
+    if (m.start_lsn == s.last_manifest.start_lsn && written == 0 &&
+        m.namespaces.size() == s.last_manifest.namespaces.size()) {
+      return 0;
+    }
     m.keys = s.keys.snapshot(m.written_at);
+    // The states and keys above may include records the log has not made
+    // durable yet (--fsync interval/off, or a batch still waiting for its
+    // group commit): sync first, so a checkpoint never claims a record a
+    // power loss could take from the log (its LSN would then be reused).
+    s.wal->sync();
     const std::uint64_t keep_from = s.store->commit(m);
     s.last_manifest = std::move(m);
     s.wal->release(keep_from);

@@ -159,16 +159,23 @@ RecoveryReport Service::recover() {
   }
   for (const auto& k : base.keys) s.keys.insert(k.key, k.body_hash, k.lsn, k.received_at);
 
+  // New records must never reuse an LSN a checkpoint already names (a state
+  // or a key), even if the log's tail was lost: they would be skipped as
+  // already counted at the next replay.
+  std::uint64_t newest_named = base.start_lsn;
+  for (const auto& n : base.namespaces) newest_named = std::max(newest_named, n.state_lsn);
+  for (const auto& k : base.keys) newest_named = std::max(newest_named, k.lsn);
   std::uint64_t replay_errors = 0;
   storage::LogRecovery log_report;
   try {
     s.wal = std::make_unique<storage::SegmentLog>(
-        s.store->wal_dir(), s.options.log, base.start_lsn, base.start_lsn + 1,
+        s.store->wal_dir(), s.options.log, base.start_lsn, newest_named + 1,
         [&](std::uint64_t lsn, std::string_view payload) { replay_record(s, entries, lsn, payload, replay_errors); }, &log_report);
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot recover the write-ahead log in " + s.store->wal_dir().string() + ": " + e.what());
   }
   if (!log_report.truncation.empty()) s.log->error("the log had a torn or corrupt tail, cut: {}", log_report.truncation);
+  if (!log_report.damage.empty()) s.log->warn("{}", log_report.damage);
   for (const auto& [name, e] : entries) {
     s.reserved += e->reserved_bytes;
     if (e->spec.config.max_item_bytes > s.options.limits.max_item_bytes ||
@@ -187,6 +194,7 @@ RecoveryReport Service::recover() {
   s.last_manifest = base;
   report.namespaces = size();
   report.records_replayed = log_report.replayed;
+  report.records_skipped = replay_errors;
   report.log_bytes = log_report.bytes;
   report.truncation = log_report.truncation;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -194,6 +202,7 @@ RecoveryReport Service::recover() {
     std::lock_guard lock(s.metrics_mu);
     s.counters.recovery_seconds = report.seconds;
     s.counters.recovery_records = log_report.replayed;
+    s.counters.recovery_records_skipped = replay_errors;
     s.counters.truncated_tails = log_report.truncation.empty() ? 0 : 1;
   }
   s.recovered = true;

@@ -102,6 +102,20 @@ CheckpointStore::CheckpointStore(std::filesystem::path dir)
     lock_fd_ = -1;
     throw std::runtime_error("data directory '" + dir_.string() + "' is in use by another ebb server (lock held on " + lock_path.string() + ")");
   }
+  // The directory itself is locked too: a LOCK file deleted as "stale"
+  // must not let a second server write the same log.
+  dir_lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_lock_fd_ < 0) {
+    const int err = errno;
+    ::close(lock_fd_);
+    throw IoError("cannot open", dir_, err);
+  }
+  if (::flock(dir_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(dir_lock_fd_);
+    ::close(lock_fd_);  // no destructor runs for a constructor that throws
+    dir_lock_fd_ = lock_fd_ = -1;
+    throw std::runtime_error("data directory '" + dir_.string() + "' is in use by another ebb server (lock held on the directory)");
+  }
   make_dir(states_);
   // Probe that the directory takes writes now, so a read-only data
   // directory is a startup error naming the path, not a first-request one.
@@ -111,6 +125,7 @@ CheckpointStore::CheckpointStore(std::filesystem::path dir)
 
 CheckpointStore::~CheckpointStore() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+  if (dir_lock_fd_ >= 0) ::close(dir_lock_fd_);
 }
 
 std::vector<std::filesystem::path> CheckpointStore::remove_temporaries() {

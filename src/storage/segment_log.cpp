@@ -38,6 +38,22 @@ void store(std::string& out, T v) {
   out.append(b, sizeof v);
 }
 
+// The offset of the first whole record with a valid checksum at or after
+// `from`, numbered `min_lsn` or later (within 2^32), or npos; its LSN in
+// `lsn`. Recovery asks it only after finding damage.
+std::size_t find_valid_record(std::string_view data, std::size_t from, std::uint64_t min_lsn, std::uint64_t& lsn) {
+  for (std::size_t q = from; q + kRecordHeader <= data.size(); ++q) {
+    const auto n = load<std::uint32_t>(data.data() + q);
+    if (n > kMaxRecordBytes || data.size() - q - kRecordHeader < n) continue;
+    const auto candidate = load<std::uint64_t>(data.data() + q + 4);
+    if (candidate < min_lsn || candidate - min_lsn > (1ull << 32)) continue;
+    if (record_checksum(candidate, data.substr(q + kRecordHeader, n)) != load<std::uint64_t>(data.data() + q + 12)) continue;
+    lsn = candidate;
+    return q;
+  }
+  return std::string_view::npos;
+}
+
 std::string segment_name(std::uint64_t first_lsn) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%020llu.log", static_cast<unsigned long long>(first_lsn));
@@ -154,13 +170,14 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
     }
     read_whole_file_into(path, buffer);
     const std::string_view data = buffer;
-    std::size_t pos = 0;
+    std::size_t pos = kSegmentHeader;
     std::string why;
     if (data.size() < kSegmentHeader || std::memcmp(data.data(), kMagic, 8) != 0 || load<std::uint64_t>(data.data() + 8) != first) {
       why = data.size() < kSegmentHeader ? "torn segment header" : "bad segment header";
-    } else {
-      pos = kSegmentHeader;
-      while (pos < data.size()) {
+      pos = 0;
+    }
+    for (;;) {
+      while (why.empty() && pos < data.size()) {
         if (data.size() - pos < kRecordHeader) {
           why = "torn record header";
           break;
@@ -189,6 +206,35 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
         ++expected;
         pos += kRecordHeader + n;
       }
+      if (why.empty()) break;
+      // A torn write leaves nothing valid after it. Valid records after the
+      // damage (here, or in later segments: a segment is synced before the
+      // next begins) mean damage in the middle of the log.
+      std::uint64_t resume_lsn = 0;
+      const std::size_t resume = find_valid_record(data, pos == 0 ? kSegmentHeader : pos + 1, pos == 0 ? expected : expected + 1, resume_lsn);
+      const bool later = resume != std::string_view::npos || s + 1 < found.size();
+      if (!later) break;  // a torn tail: cut below
+      const std::uint64_t next_good = resume != std::string_view::npos ? resume_lsn : found[s + 1].first;
+      const std::string where = "log segment " + path.string() + " is damaged at byte " + std::to_string(pos) + " (" + why + ")";
+      if (next_good == expected || next_good - 1 <= replay_after) {
+        // Every damaged record is already in the checkpoint: skip them.
+        report.damage += (report.damage.empty() ? "" : "; ") + where + ": records " + std::to_string(expected) + " to " +
+                         std::to_string(next_good - 1) + " are unreadable but the checkpoint holds them; skipped";
+        expected = next_good;
+        why.clear();
+        if (resume == std::string_view::npos) {
+          pos = data.size();  // the rest of this segment; the next one goes on
+          break;
+        }
+        pos = resume;
+        continue;
+      }
+      if (!options_.repair) {
+        throw FormatError(where + ", and records written after it follow (acknowledged writes): cutting there would drop them. " +
+                          "Nothing was changed. Restore the file from a backup, or start with --repair-log to keep the records " +
+                          "before the damage (the rest is set aside as .corrupt files)");
+      }
+      break;  // --repair-log: cut below
     }
     if (!why.empty()) {
       cut = true;
@@ -210,6 +256,15 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
     stats_.bytes += pos;
     last_size = pos;
   }
+  // The record a checkpoint starts after is never released from the log:
+  // a log that ends before it lost files (an acknowledged record after the
+  // checkpoint may have gone with them).
+  if (replay_after > 0 && expected <= replay_after && !options_.repair) {
+    throw FormatError("the log in " + dir_.string() + " ends at record " + std::to_string(expected - 1) +
+                      " but the checkpoint holds records up to " + std::to_string(replay_after) +
+                      ": log segments are missing, and writes acknowledged after the checkpoint may be gone with them. Nothing was "
+                      "changed. Restore the wal directory, or start with --repair-log to go on from the checkpoint");
+  }
   next_lsn_ = std::max(expected, min_next_lsn);
   // The newest segment stays open for appends, unless numbering jumped.
   if (!closed_.empty() && closed_.back()->first_lsn <= next_lsn_ && expected == next_lsn_) {
@@ -224,6 +279,16 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
   }
   stats_.segments = closed_.size() + 1;
   fsync_directory(dir_);
+  // What was read may sit in the page cache only (a process crash under
+  // --fsync off): make it durable once, for every closed segment at once.
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0 || ::syncfs(dir_fd) != 0) {
+    const int err = errno;
+    if (dir_fd >= 0) ::close(dir_fd);
+    throw IoError("cannot sync the log directory", dir_, err);
+  }
+  ::close(dir_fd);
+  for (auto& seg : closed_) seg->synced = true;
 }
 
 void SegmentLog::open_new_segment(std::uint64_t first_lsn) {
@@ -262,9 +327,12 @@ std::uint64_t SegmentLog::append(std::string_view payload) {
     if (current_bytes_ >= options_.segment_bytes) {
       // The closed segment must be durable before records in the next one
       // are acknowledged: the sync thread only syncs the open segment.
-      if (options_.policy != FsyncPolicy::off && ::fdatasync(current_->fd) != 0) {
-        fail("cannot sync log segment '" + current_->path.string() + "': " + std::strerror(errno));
-        throw LogUnavailable(failure_);
+      if (options_.policy != FsyncPolicy::off) {
+        if (::fdatasync(current_->fd) != 0) {
+          fail("cannot sync log segment '" + current_->path.string() + "': " + std::strerror(errno));
+          throw LogUnavailable(failure_);
+        }
+        current_->synced = true;
       }
       open_new_segment(next_lsn_);
     }
@@ -378,15 +446,24 @@ void SegmentLog::sync() {
   if (!failure_.empty()) throw LogUnavailable(failure_);
   const std::uint64_t target = next_lsn_ - 1;
   if (target <= durable_lsn_ && options_.policy == FsyncPolicy::batch) return;
-  auto seg = current_;
+  // With --fsync off, closed segments were never synced. (A descriptor is
+  // closed only with its segment: the sync thread may be using it.)
+  std::vector<std::shared_ptr<Segment>> segments;
+  for (const auto& closed : closed_) {
+    if (!closed->synced) segments.push_back(closed);
+  }
+  segments.push_back(current_);
   lock.unlock();
-  if (::fdatasync(seg->fd) != 0) {
-    const int err = errno;
-    lock.lock();
-    fail("fsync of log segment '" + seg->path.string() + "' failed: " + std::strerror(err));
-    throw LogUnavailable(failure_);
+  for (const auto& seg : segments) {
+    if (::fdatasync(seg->fd) != 0) {
+      const int err = errno;
+      lock.lock();
+      fail("fsync of log segment '" + seg->path.string() + "' failed: " + std::strerror(err));
+      throw LogUnavailable(failure_);
+    }
   }
   lock.lock();
+  for (std::size_t i = 0; i + 1 < segments.size(); ++i) segments[i]->synced = true;  // closed: for good
   durable_lsn_ = std::max(durable_lsn_, target);
   lock.unlock();
   cv_.notify_all();  // waiters now covered are answered by the sync thread

@@ -211,6 +211,40 @@ TEST(Namespace, EventClockRefusesAJumpAheadAndEventsTooOld) {
   EXPECT_EQ(ns.count("c", ViewSpec::all_time()).item.estimate, 0);
 }
 
+// An excluded event is checked but does not move the event clock, so the
+// same events pass or fail alike however they are split into batches.
+TEST(Namespace, ExcludedEventsDoNotMoveTheEventClock) {
+  auto config = small_config();
+  config.exclude = {"the"};
+  config.max_time_jump = 86400;
+  const std::vector<Event> events = {{"a", 1'000'000, 1}, {"the", 1'080'000, 1}, {"b", 1'160'000, 1}};
+  Namespace whole(config);
+  EXPECT_THROW(whole.apply(events), BatchError);  // b is 160000 s past a, the newest counted event
+  Namespace split(config);
+  split.apply(std::span(events).subspan(0, 1));
+  split.apply(std::span(events).subspan(1, 1));
+  EXPECT_EQ(split.now(), 1'000'000);
+  EXPECT_THROW(split.apply(std::span(events).subspan(2, 1)), BatchError);
+}
+
+// The first event of an event clock has no newest time to compare with: a
+// millisecond timestamp is caught against the server clock instead.
+TEST(Namespace, EventClockChecksAFirstEventAgainstTheServerClock) {
+  auto config = small_config();
+  config.max_time_jump = 86400;
+  Namespace ns(config, [] { return 1'700'000'000.0; });
+  std::vector<Event> ms = {{"a", 1'700'000'000'000, 1}};
+  try {
+    ns.apply(ms);
+    FAIL() << "a millisecond timestamp became now";
+  } catch (const BatchError& e) {
+    EXPECT_EQ(e.message(), "is 1698300000000 s ahead of the server clock (1700000000), more than the namespace's max_time_jump of 1d");
+  }
+  std::vector<Event> seconds = {{"a", 1'699'000'000, 1}};  // a backfill of older data is fine
+  ns.apply(seconds);
+  EXPECT_EQ(ns.now(), 1'699'000'000);
+}
+
 TEST(Namespace, ExcludedItemsAreNeverCounted) {
   auto config = small_config();
   config.exclude = {"the", "a"};

@@ -6,12 +6,14 @@
 #include <simdjson.h>
 #include <sys/mount.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
 #include <set>
 
 #include "support/ebb_server.hpp"
+#include "support/run_process.hpp"
 
 namespace ebb {
 namespace {
@@ -89,6 +91,18 @@ TEST(Durability, IdempotencyKeyCountsARetryOnceAcrossRestarts) {
   EXPECT_EQ(post(c, "k1", body).status, 204);
   EXPECT_EQ(post(c, "k2", body).status, 204);
   EXPECT_EQ(stat(c, "i", "total_weight"), 10);
+  // The same body for another namespace (?namespace=) or read as NDJSON is
+  // another batch: the key cannot be reused for it.
+  const std::string bare = R"({"events":[{"item_id":"x","weight":5}]})";
+  EXPECT_EQ(c.request("POST", "/events?namespace=i", bare, "application/json", {{"Idempotency-Key", "k3"}}).status, 204);
+  ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"j"})").status, 201);
+  EXPECT_EQ(c.request("POST", "/events?namespace=j", bare, "application/json", {{"Idempotency-Key", "k3"}}).status, 422);
+  EXPECT_EQ(c.request("POST", "/events?namespace=i", R"({"item_id":"x","weight":5})", "application/x-ndjson", {{"Idempotency-Key", "k3"}}).status,
+            422);
+  // A retry answers as the first attempt did, even once its namespace is gone.
+  ASSERT_EQ(c.request("DELETE", "/namespaces/i").status, 204);
+  EXPECT_EQ(post(c, "k1", body).status, 204);
+  EXPECT_EQ(post(c, "k9", body).status, 404);  // a new batch for it is refused
   std::filesystem::remove_all(dir);
 }
 
@@ -178,6 +192,138 @@ TEST(Durability, ATornLogTailIsCutAndReported) {
   EbbServer again(dir, kNoCheckpoints);
   HttpClient c2(again.port());
   EXPECT_EQ(stat(c2, "t", "total_weight"), 5);
+  std::filesystem::remove_all(dir);
+}
+
+// A checkpoint names records by LSN. If the log lost records a checkpoint
+// already holds (missing files, or a tail lost under an older release that
+// did not sync the log before a checkpoint), recovery stops; told to go on,
+// new records must not reuse those numbers: the next replay would skip
+// them as already counted.
+TEST(Durability, LsnsAreNeverReusedAfterALostLogTail) {
+  const auto dir = testing::make_temp_dir("ebb-lsn");
+  {
+    EbbServer server(dir, {"--checkpoint-interval", "1h", "--fsync", "off"});
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"n","windows":["all"]})").status, 201);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"n","events":[{"item_id":"a"}]})").status, 204);
+    EXPECT_EQ(server.stop(), 0) << server.log();  // the shutdown checkpoint holds records 1-4
+  }
+  std::filesystem::path segment;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
+  std::filesystem::resize_file(segment, std::filesystem::file_size(segment) - 5);  // record 4 torn: lost
+  // The checkpoint holds record 4, so the log lost it: files went missing.
+  // Recovery says so and changes nothing, unless told to go on.
+  const auto refused = testing::run_process({EBB_BINARY, "serve", "--port", "0", "--data-dir", dir.string()});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("ends at record 3 but the checkpoint holds records up to 4"), std::string::npos) << refused.err;
+  {
+    EbbServer server(dir, {"--checkpoint-interval", "1h", "--repair-log"});
+    HttpClient c(server.port());
+    EXPECT_EQ(stat(c, "n", "total_weight"), 3);  // from the checkpoint
+    ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"n","events":[{"item_id":"b","weight":10}]})").status, 204);
+    server.stop_hard();
+  }
+  EbbServer server(dir, kNoCheckpoints);
+  HttpClient c(server.port());
+  EXPECT_EQ(stat(c, "n", "total_weight"), 13) << server.log();  // the acknowledged batch was replayed, not skipped
+  std::filesystem::remove_all(dir);
+}
+
+// A damaged record the checkpoint already holds is skipped: the records
+// after it (acknowledged after the checkpoint) are replayed, not cut.
+TEST(Durability, DamageTheCheckpointHoldsIsSkippedAndLaterRecordsReplay) {
+  const auto dir = testing::make_temp_dir("ebb-covered");
+  auto post = [](HttpClient& c, const std::string& item, int weight) {
+    return c.request("POST", "/events", R"({"namespace":"a","events":[{"item_id":")" + item + R"(","weight":)" + std::to_string(weight) + "}]}").status;
+  };
+  {
+    EbbServer server(dir, kNoCheckpoints);
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"a","windows":["all"]})").status, 201);
+    for (int i = 1; i <= 3; ++i) ASSERT_EQ(post(c, "first" + std::to_string(i), 10), 204);
+    EXPECT_EQ(server.stop(), 0);  // a checkpoint of records 1-4
+  }
+  {
+    EbbServer server(dir, kNoCheckpoints);
+    HttpClient c(server.port());
+    for (int i = 1; i <= 3; ++i) ASSERT_EQ(post(c, "second" + std::to_string(i), 5), 204);  // records 5-7
+    server.stop_hard();
+  }
+  std::filesystem::path segment;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
+  {
+    std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint32_t n1 = 0;
+    f.seekg(16);  // segment header, then record 1: u32 length, u64 LSN, u64 checksum, payload
+    f.read(reinterpret_cast<char*>(&n1), 4);
+    f.seekp(16 + 20 + n1 + 20 + 3);  // inside record 2's payload
+    f.put('\x55');
+  }
+  EbbServer server(dir, kNoCheckpoints);
+  HttpClient c(server.port());
+  EXPECT_EQ(stat(c, "a", "total_weight"), 45) << server.log();
+  EXPECT_EQ(stat(c, "a", "events"), 6);
+  EXPECT_NE(server.log().find("records 2 to 2 are unreadable but the checkpoint holds them; skipped"), std::string::npos) << server.log();
+  EXPECT_EQ(metric(c, "ebb_wal_truncated_tails_total"), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// One server per data directory, even when its LOCK file is deleted as
+// "stale": two servers would write the same log numbers.
+TEST(Durability, ASecondServerOnTheSameDirectoryIsRefused) {
+  const auto dir = testing::make_temp_dir("ebb-lock");
+  EbbServer first(dir, kNoCheckpoints);
+  auto r = testing::run_process({EBB_BINARY, "serve", "--port", "0", "--data-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is in use by another ebb server (lock held on " + (dir / "LOCK").string() + ")"), std::string::npos) << r.err;
+  std::filesystem::remove(dir / "LOCK");
+  r = testing::run_process({EBB_BINARY, "serve", "--port", "0", "--data-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is in use by another ebb server (lock held on the directory)"), std::string::npos) << r.err;
+  EXPECT_EQ(first.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// Damage before the last segment is not a torn write: the later segments
+// hold acknowledged records. Recovery refuses and says how to go on;
+// --repair-log keeps what comes before the damage.
+TEST(Durability, DamageBeforeTheLastSegmentStopsRecoveryUnlessRepairIsAsked) {
+  const auto dir = testing::make_temp_dir("ebb-midlog");
+  {
+    EbbServer server(dir, {"--checkpoint-interval", "1h", "--log-segment-bytes", "65536"});
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"m","windows":["all"]})").status, 201);
+    std::string batch = R"({"namespace":"m","events":[)";
+    for (int e = 0; e < 20; ++e) batch += std::string(e ? "," : "") + R"({"item_id":"an-item-name-of-some-length-)" + std::to_string(e) + R"("})";
+    batch += "]}";
+    for (int i = 0; i < 150; ++i) ASSERT_EQ(c.request("POST", "/events", batch).status, 204);
+    server.stop_hard();
+  }
+  std::vector<std::filesystem::path> segments;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segments.push_back(e.path());
+  std::sort(segments.begin(), segments.end());
+  ASSERT_GE(segments.size(), 3u);
+  {
+    std::fstream f(segments[1], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');  // a flipped byte inside a record of the second segment
+  }
+  auto r = testing::run_process({EBB_BINARY, "serve", "--port", "0", "--data-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is damaged at byte 16 (checksum mismatch in record "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("records written after it follow (acknowledged writes)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--repair-log"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(segments.back()));  // nothing was changed
+  EbbServer server(dir, {"--checkpoint-interval", "1h", "--repair-log"});
+  HttpClient c(server.port());
+  EXPECT_EQ(metric(c, "ebb_wal_truncated_tails_total"), 1);
+  // Byte 100 of the second segment is inside its first record (each is
+  // about 900 bytes): every record before that one is kept, the create and
+  // batches of 20 events.
+  const double first_cut = std::stod(segments[1].filename().string().substr(0, 20));
+  EXPECT_EQ(stat(c, "m", "events"), 20 * (first_cut - 2));
+  EXPECT_TRUE(std::filesystem::exists(segments.back().string() + ".corrupt"));
   std::filesystem::remove_all(dir);
 }
 

@@ -125,7 +125,10 @@ class Namespace {
       return e.time;
     }
     if (!(e.time <= newest)) {  // ahead of the newest (or the first event)
-      if (e.time - newest > config_.max_time_jump) [[unlikely]] reject_jump(e, index, newest);
+      if (e.time - newest > config_.max_time_jump) [[unlikely]] reject_jump(e, index, newest, "the newest event time so far");
+      // The first event has no newest to compare with: a millisecond time
+      // or 1e18 is caught against the clock instead.
+      if (e.time - wall_now > config_.max_time_jump) [[unlikely]] reject_jump(e, index, wall_now, "the server clock");
       newest = e.time;
     } else if (newest - e.time > config_.max_event_age) [[unlikely]] {
       reject_old(e, index, newest, "the newest event time");
@@ -136,7 +139,7 @@ class Namespace {
   double newest_before_batch() const noexcept;
   [[noreturn]] void reject(const Event& e, std::size_t index) const;
   [[noreturn]] void reject_old(const Event& e, std::size_t index, double now, const char* what_now) const;
-  [[noreturn]] void reject_jump(const Event& e, std::size_t index, double newest) const;
+  [[noreturn]] void reject_jump(const Event& e, std::size_t index, double reference, const char* what_reference) const;
   double clamp_future(const Event& e, std::size_t index, double wall_now) const;
   void apply_prepared(std::size_t submitted);
   void rebuild_exclude();

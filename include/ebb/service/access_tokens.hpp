@@ -30,6 +30,8 @@ class AccessTokens {
   // Throws std::runtime_error naming the file and what is wrong with it
   // (unreadable, no token, a token too short or with spaces...).
   static AccessTokens from_file(const std::filesystem::path& path, bool protect_reads);
+  // The checked tokens of a file, in order (clients send the first).
+  static std::vector<std::string> read_file(const std::filesystem::path& path);
   // For tests and embedding: the same checks as a file's lines.
   static AccessTokens from_tokens(std::vector<std::string> tokens, bool protect_reads);
 

@@ -13,7 +13,8 @@
 //
 // Locks: the name map has a reader-writer lock taken briefly; each
 // namespace has its own (ingest and patches exclusive, queries shared).
-// Lock order: the map, then namespaces in name order, then the log.
+// Lock order: the map, then namespaces in name order, then the idempotency
+// table, then the log.
 #include <spdlog/logger.h>
 
 #include <atomic>
@@ -70,6 +71,7 @@ struct RecoveryReport {
   std::size_t namespaces = 0;
   std::string checkpoint;          // the manifest used ("" when none)
   std::uint64_t records_replayed = 0;
+  std::uint64_t records_skipped = 0;  // batches that no longer applied (logged each)
   std::uint64_t log_bytes = 0;
   std::string truncation;          // a torn/corrupt log tail that was cut, if any
   std::size_t migrated_legacy = 0; // namespaces read from the pre-log layout

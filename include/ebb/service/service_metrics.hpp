@@ -24,6 +24,7 @@ struct ServiceMetrics {
   std::uint64_t last_checkpoint_bytes = 0, checkpoint_bytes_total = 0;
   double recovery_seconds = 0;
   std::uint64_t recovery_records = 0;
+  std::uint64_t recovery_records_skipped = 0;  // replayed records that no longer applied
   std::uint64_t truncated_tails = 0;
   std::uint64_t idempotency_keys = 0, idempotent_replays = 0;
   std::uint64_t persist_failures = 0;  // writes refused because the log could not take them

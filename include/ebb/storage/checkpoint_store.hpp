@@ -93,6 +93,7 @@ class CheckpointStore {
  private:
   std::filesystem::path dir_, checkpoints_, states_, legacy_;
   int lock_fd_ = -1;
+  int dir_lock_fd_ = -1;
 };
 
 // File-name form of a namespace name: bytes outside [A-Za-z0-9_-] as %XX.

@@ -33,6 +33,11 @@ struct SegmentLogOptions {
   FsyncPolicy policy = FsyncPolicy::batch;
   double fsync_interval = 1.0;               // seconds, for FsyncPolicy::interval
   std::uint64_t segment_bytes = 64u << 20;   // a segment is closed past this size
+  // A damaged record in a segment that is not the last cannot be a torn
+  // write (a segment is synced before the next one starts): the segments
+  // after it hold acknowledged records. Recovery refuses to start unless
+  // told to cut there anyway (ebb serve --repair-log).
+  bool repair = false;
 };
 
 // What opening the log found.
@@ -42,6 +47,7 @@ struct LogRecovery {
   std::uint64_t bytes = 0;           // bytes of valid log
   std::uint64_t truncated_bytes = 0; // cut from a torn or corrupt tail
   std::string truncation;            // where and why, when something was cut
+  std::string damage;                // damaged records skipped because the checkpoint holds them
   double seconds = 0;
 };
 
@@ -71,7 +77,8 @@ class SegmentLog final : public EventLog {
   struct Segment {
     std::filesystem::path path;
     std::uint64_t first_lsn = 0;
-    int fd = -1;
+    int fd = -1;           // closed with the segment only: the sync thread may be using it
+    bool synced = false;   // closed and known durable (mu_ held)
     ~Segment();
   };
   void recover(std::uint64_t replay_after, std::uint64_t min_next_lsn, const ReplayFn& replay, LogRecovery& report);
