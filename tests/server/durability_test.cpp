@@ -356,6 +356,35 @@ TEST(Durability, ADataDirectoryOfThePreviousReleaseLoads) {
   std::filesystem::remove_all(dir);
 }
 
+// A data directory of this release's format (log segment, manifest, state
+// file, an idempotency key), checked in: written by
+//   create golden (event clock, all + 1h, exclude "the", width 1024);
+//   batch with Idempotency-Key golden-key-1 at t=1700000000: apple 2, pear 1, the 1;
+//   SIGTERM (checkpoint: records 1-2); restart;
+//   batch at t=1700003600: apple 3, fig 0.5; SIGKILL (record 3 in the log only).
+TEST(Durability, ADataDirectoryOfThisFormatLoads) {
+  const auto dir = testing::make_temp_dir("ebb-golden-v1");
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v1", dir, std::filesystem::copy_options::recursive);
+  EbbServer server(dir, {"--checkpoint-interval", "1h", "--idempotency-window", "36500d"});
+  HttpClient c(server.port());
+  auto top = c.request("GET", "/top-k?namespace=golden&window=all").body;
+  EXPECT_NE(top.find(R"("items":[{"item_id":"apple","estimated_count":5,"lower_bound":5,"upper_bound":5,"rank":1},)"
+                     R"({"item_id":"pear","estimated_count":1,"lower_bound":1,"upper_bound":1,"rank":2},)"
+                     R"({"item_id":"fig","estimated_count":0.5,"lower_bound":0.5,"upper_bound":0.5,"rank":3}],"total":6.5)"),
+            std::string::npos) << top;
+  top = c.request("GET", "/top-k?namespace=golden&half_life=1h").body;  // now = the newest event, one half-life after the first
+  EXPECT_NE(top.find(R"("as_of":1700003600,"items":[{"item_id":"apple","estimated_count":4,)"), std::string::npos) << top;
+  EXPECT_EQ(stat(c, "golden", "excluded_events"), 1);
+  EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 1);
+  // The key came back from the checkpoint: the retry counts nothing, another batch under it is refused.
+  const std::string batch = R"({"namespace":"golden","events":[{"item_id":"apple","timestamp":1700000000,"weight":2},)"
+                            R"({"item_id":"pear","timestamp":1700000000},{"item_id":"the","timestamp":1700000000}]})";
+  EXPECT_EQ(c.request("POST", "/events", batch, "application/json", {{"Idempotency-Key", "golden-key-1"}}).status, 204);
+  EXPECT_EQ(c.request("POST", "/events", batch + " ", "application/json", {{"Idempotency-Key", "golden-key-1"}}).status, 422);
+  EXPECT_EQ(stat(c, "golden", "total_weight"), 6.5);
+  std::filesystem::remove_all(dir);
+}
+
 // A full disk: ingest answers 503 with the reason and counts nothing; once
 // there is room again writes go on; nothing acknowledged is lost.
 TEST(Durability, AFullDiskRefusesWritesAndLosesNothingAcknowledged) {
