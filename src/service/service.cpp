@@ -340,12 +340,14 @@ std::size_t Service::size() const {
 }
 
 engine::TopKAnswer Service::top(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
   return on_query([&] { return e->ns.top(view, k); });
 }
 
 engine::PointAnswer Service::count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
   return on_query([&] { return e->ns.count(item, view); });
@@ -353,6 +355,11 @@ engine::PointAnswer Service::count(const std::string& name, std::string_view ite
 
 std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::span<const std::string> items,
                                                  const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (items.size() > s_->options.limits.max_batch_events) {
+    throw ServiceError(ErrorKind::too_large, "batch_too_large",
+                       "item_ids: more than " + std::to_string(s_->options.limits.max_batch_events) + " ids (--max-batch-events)");
+  }
   auto e = s_->require(name, "namespace");
   std::vector<engine::PointAnswer> answers;
   answers.reserve(items.size());
