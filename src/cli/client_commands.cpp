@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <algorithm>
+#include <thread>
+#include <random>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +47,18 @@ io::HttpHeaders auth_headers(const std::string& token_file) {
   } catch (const std::runtime_error& e) {
     throw Fatal{e.what()};
   }
+}
+
+// How long to wait before retrying: the server's Retry-After (seconds, at
+// most 30), else 0.1 s doubling per attempt up to 5 s.
+std::chrono::milliseconds retry_delay(const io::HttpResult& r, unsigned attempt) {
+  for (const auto& [name, value] : r.headers) {
+    if (name == "Retry-After" || name == "retry-after") {
+      unsigned seconds = 0;
+      if (std::sscanf(value.c_str(), "%u", &seconds) == 1) return std::chrono::milliseconds(1000 * std::min(seconds, 30u));
+    }
+  }
+  return std::chrono::milliseconds(std::min<unsigned>(5000, 100u << std::min(attempt, 6u)));
 }
 
 io::HttpResult call(io::HttpClient& client, const std::string& url, const std::string& method, const std::string& target,
@@ -111,6 +126,11 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
       ->capture_default_str()
       ->check(duration_validator());
   cmd->add_option("--batch", o.batch, "Events per request")->capture_default_str()->check(CLI::Range(1ul, 1'000'000ul));
+  cmd->add_option("--retries", o.retries,
+                  "Retries of a batch the server could not take (429, 503, a lost connection), after its Retry-After; each batch "
+                  "carries an Idempotency-Key, so a retry never counts twice")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 100u));
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed lines (match the server's --max-item-bytes)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
@@ -157,16 +177,39 @@ int run_send(const SendOptions& o) {
     popts.max_time_jump = parse_duration(o.max_time_jump);
     io::HttpClient client(endpoint);
     const auto headers = auth_headers(o.auth_token_file);
+    // Batches are keyed "<run>-<n>": a retry, or a batch the server took
+    // just before the connection broke, counts once.
+    const std::string run_id = [] {
+      std::random_device rd;
+      char id[40];
+      std::snprintf(id, sizeof id, "ebb-send-%08x%08x", rd(), rd());
+      return std::string(id);
+    }();
     InputPipeline input(std::move(sources), std::move(parser), arena, rules, popts);
     std::uint64_t sent = 0, requests = 0;
     const auto start = std::chrono::steady_clock::now();
     while (auto chunk = input.next()) {
       for (std::size_t begin = 0; begin < chunk->events.size(); begin += o.batch) {
         const std::size_t end = std::min(chunk->events.size(), begin + o.batch);
-        auto r = call(client, o.url, "POST", "/events", body_of(o.ns, chunk->events, begin, end, timed), headers);
-        if (r.status != 204) {
-          throw Fatal{"the server refused a batch (HTTP " + std::to_string(r.status) + "): " + server_error(r) + "; " +
-                        std::to_string(sent) + " events sent before it were accepted"};
+        const std::string body = body_of(o.ns, chunk->events, begin, end, timed);
+        io::HttpHeaders batch_headers = headers;
+        batch_headers.emplace_back("Idempotency-Key", run_id + "-" + std::to_string(requests));
+        for (unsigned attempt = 0;; ++attempt) {
+          io::HttpResult r;
+          std::string failure;
+          try {
+            r = client.request("POST", "/events", body, "application/json", batch_headers);
+          } catch (const std::exception& e) {
+            failure = std::string("cannot reach ") + o.url + ": " + e.what();
+          }
+          if (failure.empty() && r.status == 204) break;
+          const bool transient = !failure.empty() || r.status == 429 || r.status == 503;
+          if (failure.empty()) failure = "the server refused a batch (HTTP " + std::to_string(r.status) + "): " + server_error(r);
+          if (!transient || attempt >= o.retries) {
+            throw Fatal{failure + "; " + std::to_string(sent) + " events sent before it were accepted" +
+                        (transient ? " (after " + std::to_string(attempt) + " retries)" : "")};
+          }
+          std::this_thread::sleep_for(retry_delay(r, attempt));
         }
         sent += end - begin;
         ++requests;

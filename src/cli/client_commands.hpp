@@ -23,6 +23,7 @@ struct SendOptions {
   std::string time_format = "auto";
   std::string max_time_jump = "1d";
   std::size_t batch = 1000;
+  unsigned retries = 5;  // per batch, on 429/503 or a lost connection
   std::uint32_t max_key_bytes = 1024;
   std::uint32_t max_line_bytes = 1 << 20;
   bool strict = false;

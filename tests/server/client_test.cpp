@@ -1,6 +1,11 @@
 // `ebb send` and `ebb query` against a real `ebb serve`.
 #include <gtest/gtest.h>
 
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <thread>
+
 #include "support/ebb_server.hpp"
 #include "support/run_process.hpp"
 
@@ -12,6 +17,52 @@ using testing::run_process;
 
 const std::string kEbb = EBB_BINARY;
 const std::string kData = EBB_TEST_DATA;
+
+// `ebb send` retries a batch the server could not take (503, 429) after
+// its Retry-After, with the same Idempotency-Key, so it counts once. A
+// stand-in server answers 503 then 204 and records what it got.
+TEST(EbbClients, SendRetriesABatchWithTheSameIdempotencyKey) {
+  namespace net = boost::asio;
+  namespace http = boost::beast::http;
+  net::io_context ioc;
+  net::ip::tcp::acceptor acceptor(ioc, {net::ip::make_address("127.0.0.1"), 0});
+  const auto port = acceptor.local_endpoint().port();
+  std::vector<std::string> keys, bodies;
+  std::thread server([&] {
+    int answered = 0;
+    while (answered < 2) {
+      net::ip::tcp::socket socket(ioc);
+      acceptor.accept(socket);
+      boost::beast::flat_buffer buffer;
+      boost::system::error_code ec;
+      while (answered < 2) {
+        http::request<http::string_body> req;
+        http::read(socket, buffer, req, ec);
+        if (ec) break;
+        keys.emplace_back(req["Idempotency-Key"]);
+        bodies.push_back(req.body());
+        http::response<http::string_body> res{answered == 0 ? http::status::service_unavailable : http::status::no_content, 11};
+        if (answered == 0) {
+          res.set("Retry-After", "0");
+          res.set(http::field::content_type, "application/json");
+          res.body() = R"({"error":{"code":"persist_failed","message":"disk full"}})";
+        }
+        res.prepare_payload();
+        http::write(socket, res, ec);
+        ++answered;
+      }
+    }
+  });
+  const auto r = run_process({kEbb, "send", "-n", "t", "--url", "http://127.0.0.1:" + std::to_string(port), "--no-progress"}, "a\nb\n");
+  server.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("2 events in 1 requests"), std::string::npos) << r.err;
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].rfind("ebb-send-", 0), 0u) << keys[0];
+  EXPECT_EQ(keys[0], keys[1]);
+  EXPECT_EQ(bodies[0], bodies[1]);
+  EXPECT_EQ(bodies[0], R"({"namespace":"t","events":[{"item_id":"a"},{"item_id":"b"}]})");
+}
 
 TEST(EbbClients, SendAFileThenQueryIt) {
   const auto dir = testing::make_temp_dir("ebb-clients");
