@@ -294,22 +294,26 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       // The answer comes later (e.g. after the batch's fsync), possibly from
       // another thread: it is handed back to this session's event loop.
       auto deferred = std::move(result.response.deferred);
-      deferred([self = shared_from_this(), route = result.route, started, version = req.version(), close = !req.keep_alive()](Response&& r) {
+      deferred([self = shared_from_this(), route = result.route, started, version = req.version(), close = !req.keep_alive(),
+                method = request.method, path = request.path, bytes_in = request.body.size()](Response&& r) {
+        // A failed persist is already logged once by the log; per batch it would flood a full disk.
+        self->log_request(method, path, bytes_in, r, /*warn_on_5xx=*/false);
         net::post(self->stream_.get_executor(), [self, r = std::move(r), route, started, version, close]() mutable {
           self->reply(std::move(r), route, started, version, close);
         });
       });
       return;
     }
-    if (server_.log->should_log(spdlog::level::debug)) {
-      server_.log->debug("request method={} path={} status={} bytes_in={} bytes_out={}", request.method, request.path,
-                         result.response.status, request.body.size(), result.response.body.size());
-    }
-    if (result.response.status >= 500) {
-      server_.log->warn("request failed method={} path={} status={} error={}", request.method, request.path, result.response.status,
-                        result.response.body);
-    }
+    log_request(request.method, request.path, request.body.size(), result.response);
     reply(std::move(result.response), result.route, started, req.version(), !req.keep_alive());
+  }
+
+  // Every answer, deferred or not: debug logs each request, a 5xx is a warning.
+  void log_request(const std::string& method, const std::string& path, std::size_t bytes_in, const Response& r, bool warn_on_5xx = true) const {
+    if (server_.log->should_log(spdlog::level::debug)) {
+      server_.log->debug("request method={} path={} status={} bytes_in={} bytes_out={}", method, path, r.status, bytes_in, r.body.size());
+    }
+    if (warn_on_5xx && r.status >= 500) server_.log->warn("request failed method={} path={} status={} error={}", method, path, r.status, r.body);
   }
 
   void reply(Response&& r, const std::string& route, std::chrono::steady_clock::time_point started, unsigned version, bool close_after) {
