@@ -306,6 +306,41 @@ TEST(LineReader, FileTruncatedWhileReadEndsAtTheCutAndSaysSo) {
   EXPECT_EQ(reader.expected_bytes(), input.size());
 }
 
+// A line of exactly max_line_bytes whose CRLF is split between two reads
+// (the '\r' last in one, the '\n' first in the next) is a line of the limit,
+// not an oversized one. Found by fuzz/fuzz_line_reader: the reader judged
+// the read's unfinished tail, '\r' included, against the limit.
+TEST(LineReader, LineOfTheLimitWithItsCrlfSplitBetweenReadsIsNotOversized) {
+  char path[] = "/tmp/ebb-line-reader-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  // Regular files are read 256 KiB at a time: put the '\r' at the last byte
+  // of the first read.
+  constexpr std::size_t kRead = std::size_t{1} << 18;
+  std::string input;
+  while (input.size() + 100 <= kRead - 1001) input += std::string(99, 'a') + "\n";
+  input += std::string(kRead - 1001 - input.size() - 1, 'b') + "\n";
+  ASSERT_EQ(input.size(), kRead - 1001);
+  input += std::string(1000, 'y') + "\r\n" + "after\r\n";
+  ASSERT_EQ(input[kRead - 1], '\r');
+  ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+  LineReader reader(fd, 1000);
+  std::vector<Line> lines;
+  std::vector<char> buffer;
+  std::vector<std::pair<std::string, bool>> got;
+  while (reader.next(buffer, lines)) {
+    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
+  }
+  close(fd);
+  unlink(path);
+  ASSERT_EQ(got.size(), 2611u + 3);  // 2611 lines of 'a', then 'b', 'y' and "after"
+  EXPECT_EQ(got[2610], std::make_pair(std::string(99, 'a'), false));
+  EXPECT_EQ(got[2611], std::make_pair(std::string(42, 'b'), false));
+  EXPECT_EQ(got[2612], std::make_pair(std::string(1000, 'y'), false));
+  EXPECT_EQ(got[2613], std::make_pair(std::string("after"), false));
+}
+
 TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
   std::string s(300, 'a');
   for (std::size_t n = 0; n < 200; ++n) {
