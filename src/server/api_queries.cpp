@@ -120,7 +120,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
           }
         }
       } else {
-        throw bad_request("invalid_field", field + ": unknown field");
+        throw bad_request("invalid_field", message_text(field) + ": unknown field");
       }
     }
     if (name.empty()) throw bad_request("invalid_field", "namespace: is required");

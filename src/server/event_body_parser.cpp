@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "ebb/core/error.hpp"
 #include "ebb/server/http_types.hpp"
 
 namespace ebb::server {
@@ -78,7 +79,7 @@ void parse_json(std::string_view body, std::string_view default_ns, double recei
       if (!value.is_string()) throw bad_request("invalid_field", "namespace: must be a string");
       default_ns = value.get_string().value_unsafe();
     } else {
-      throw bad_request("invalid_field", std::string(key) + ": unknown field (expected \"events\" and optionally \"namespace\")");
+      throw bad_request("invalid_field", message_text(key) + ": unknown field (expected \"events\" and optionally \"namespace\")");
     }
   }
   if (!events) throw bad_request("invalid_field", "events: is required");

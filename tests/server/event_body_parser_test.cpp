@@ -81,5 +81,14 @@ TEST(EventBodyParser, RefusalsAreApiErrorsNamingWhere) {
   EXPECT_EQ(r.message, "events: more than 2 events in one batch (--max-batch-events)");
 }
 
+// A field name that starts with a NUL byte (JSON "\u0000") used to give an
+// empty message: what() ends at the first NUL. Found by fuzz/fuzz_event_body.
+TEST(EventBodyParser, NulInAnUnknownFieldNameIsSpelledOutInTheMessage) {
+  const auto r = refusal(R"({"\u0000events":[]})", false);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.code, "invalid_field");
+  EXPECT_EQ(r.message, "\\0events: unknown field (expected \"events\" and optionally \"namespace\")");
+}
+
 }  // namespace
 }  // namespace ebb::server
