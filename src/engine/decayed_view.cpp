@@ -95,6 +95,9 @@ TopKAnswer DecayedView::top(std::size_t k, double now) const {
   answer.accuracy.undersized = k > answer.accuracy.candidates;
   answer.items = std::visit([k](const auto& s) { return s.top(k); }, summary_);
   for (auto& item : answer.items) item = scaled(std::move(item), rf);
+  // Scaling keeps the order of different values, but can make them equal
+  // (rounding; underflow to 0 after a long idle spell): ties go by key.
+  std::stable_sort(answer.items.begin(), answer.items.end(), ranks_before);
   return answer;
 }
 

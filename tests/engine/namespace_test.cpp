@@ -273,6 +273,30 @@ TEST(Namespace, CheckpointOfAnotherConfigurationIsRejectedAndChangesNothing) {
   EXPECT_EQ(b.serialize_state(), before);
 }
 
+// Decay can make different counts equal when they are read (rounding, or
+// underflow to 0 after a long idle spell); the answer must still be in
+// report order, ties by key. Found by fuzz/fuzz_namespace_state.
+TEST(Namespace, DecayedTopStaysInReportOrderWhenCountsUnderflow) {
+  NamespaceConfig config = small_config();
+  config.all_time = false;
+  config.half_lives = {1};
+  config.clock = ClockMode::wall;
+  double wall = 1000;
+  Namespace ns(config, [&] { return wall; });
+  const std::vector<Event> batch = {{"b", 1000, 2}, {"a", 1000, 1}, {"c", 1000, 3}};
+  ns.apply(batch);
+  auto top = ns.top();
+  ASSERT_EQ(top.items.size(), 3u);
+  EXPECT_EQ(top.items[0].key, "c");
+  wall = 1000 + 5000;  // 5000 half-lives: every count reads 0
+  top = ns.top();
+  ASSERT_EQ(top.items.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(top.items[i].key, std::string(1, static_cast<char>('a' + i)));
+    EXPECT_EQ(top.items[i].estimate, 0.0);
+  }
+}
+
 TEST(Namespace, ValidateThenApplyAtUsesOneClockReading) {
   auto config = small_config();
   config.clock = ClockMode::wall;
