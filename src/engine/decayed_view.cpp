@@ -175,6 +175,7 @@ void DecayedView::restore_state(std::string_view blob) {
   const double first_time = r.get<double>();
   const auto rebases = r.get<std::uint64_t>();
   r.expect_end();
+  if (!std::isfinite(first_time) || first_time < 0) r.fail("bad first event time");
   clock_ = clock;
   sketch_ = std::move(sketch);
   summary_ = std::move(summary);
