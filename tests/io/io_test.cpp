@@ -365,6 +365,24 @@ TEST(JsonWriter, EscapesAndFormats) {
   EXPECT_EQ(w.str(), R"({"s":"a\"b\\c\n\u0001","n":3,"f":0.1,"x":null,"a":[true,null]})");
 }
 
+// Doubles from 2^53 on are written with an exponent, so that every JSON
+// parser reads them as numbers: 2.18e20 used to come out as 21 bare digits,
+// an integer past 64 bits that simdjson refuses, so a namespace stored with
+// that hot_key_threshold did not load again. Found by fuzz/fuzz_namespace_spec.
+TEST(JsonWriter, LargeNumbersCarryAnExponentAndReadBackExactly) {
+  const double values[] = {9007199254740991.0, 9007199254740992.0, 2.1844674407370955e20, -3e19, 1e300, 18446744073709551616.0};
+  const char* written[] = {"9007199254740991", "9.007199254740992e+15", "2.1844674407370955e+20", "-3e+19", "1e+300", "1.8446744073709552e+19"};
+  simdjson::dom::parser parser;
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    JsonWriter w;
+    w.begin_array().value(values[i]).end_array();
+    EXPECT_EQ(w.str(), "[" + std::string(written[i]) + "]");
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(w.str()).get(doc), simdjson::SUCCESS) << w.str();
+    EXPECT_EQ(double(doc.at(0)), values[i]) << w.str();
+  }
+}
+
 std::string json_string(std::string_view s) {
   std::string out;
   append_json_string(out, s);
