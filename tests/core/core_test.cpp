@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ebb/core/binary_io.hpp"
+#include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/time_jump.hpp"
@@ -53,6 +54,23 @@ TEST(Duration, FormatsTheShortestExactSpelling) {
 // The event clock's guard: refused only beyond the allowed jump ahead of
 // the newest accepted time; the first time (no newest yet) and any time
 // behind are taken.
+TEST(ByteSize, ReadsUnitsAndLargeCountsExactly) {
+  EXPECT_EQ(parse_byte_size("1048576"), 1048576u);
+  EXPECT_EQ(parse_byte_size("512KiB"), 524288u);
+  EXPECT_EQ(parse_byte_size("1.5GiB"), 1610612736u);
+  EXPECT_EQ(parse_byte_size("2KB"), 2000u);
+  EXPECT_EQ(parse_byte_size("7B"), 7u);
+  EXPECT_EQ(format_byte_size(64u << 20), "64MiB");
+  // Past 2^63 the count used to come back as 2^63 (llround's long long
+  // overflowed). Found by fuzz/fuzz_duration.
+  EXPECT_EQ(parse_byte_size("16233402244732899181"), 16233402244732899328u);  // the nearest double
+  EXPECT_EQ(parse_byte_size("10000000000000000000"), 10000000000000000000u);
+  EXPECT_EQ(parse_byte_size("16TB"), 16000000000000u);
+  EXPECT_THROW(parse_byte_size("1.9e19"), InvalidArgument);
+  EXPECT_THROW(parse_byte_size("-1B"), InvalidArgument);
+  EXPECT_THROW(parse_byte_size("MiB"), InvalidArgument);
+}
+
 TEST(TimeJump, RefusesOnlyTimesTooFarAheadOfTheNewest) {
   EXPECT_FALSE(check_time_jump(1e18, NAN, 86400));       // the first event: nothing to compare with
   EXPECT_FALSE(check_time_jump(1000 + 86400, 1000, 86400));  // exactly the allowed jump
