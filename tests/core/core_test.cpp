@@ -43,6 +43,28 @@ TEST(Duration, RejectsBadTextSayingWhat) {
   }
 }
 
+// The spelling of a duration reads back to the same duration at any size
+// accepted. "4091001002151009ms" read as 4091001002151.010 s, spelled
+// 4091001002151010ms, 1 ms off ("ms" was a factor of 1e-3, inexact, and
+// the limit, 9.2e15 ms, was past where k / 1000 * 1000 is exactly k), so a
+// stored duration changed at each restart. Found by fuzz/fuzz_duration;
+// such a duration is now past the limit, 1e15 ms.
+TEST(Duration, EverySpellingReadsBackToTheSameDuration) {
+  EXPECT_THROW(parse_duration("4091001002151009ms"), InvalidArgument);
+  EXPECT_EQ(parse_duration("999999999999999ms"), 999999999999.999);
+  EXPECT_EQ(format_duration(999999999999.999), "999999999999999ms");
+  EXPECT_EQ(parse_duration("1000000000000000ms"), 1e12);
+  EXPECT_EQ(format_duration(1e12), "1000000000000s");
+  EXPECT_EQ(parse_duration("11574074d"), 11574074.0 * 86400);
+  EXPECT_THROW(parse_duration("1000000000000001ms"), InvalidArgument);
+  EXPECT_THROW(parse_duration("11574075d"), InvalidArgument);
+  for (const char* text : {"999999999999999ms", "987654321987654ms", "123456789.123s", "987654321m", "11574074d", "1ms"}) {
+    const double d = parse_duration(text);
+    EXPECT_EQ(parse_duration(format_duration(d)), d) << text;
+    EXPECT_EQ(format_duration(parse_duration(format_duration(d))), format_duration(d)) << text;
+  }
+}
+
 TEST(Duration, FormatsTheShortestExactSpelling) {
   EXPECT_EQ(format_duration(300), "5m");
   EXPECT_EQ(format_duration(90), "90s");
