@@ -2,12 +2,14 @@
 // CountMin, CandidateHeap, SpaceSaving, ForwardDecay, ExactDecayedCounter.
 // Input: a digit choosing the type (in that order, from '0'), an option
 // byte (bit 0: re-seal every envelope with its right checksum first, so the
-// fuzzer reaches the payload), then the blob.
+// fuzzer reaches the payload; bit 1: summaries are read as a namespace
+// reads them, expecting capacity 4), then the blob.
 // Checks: a refused blob is a FormatError, nothing else; an accepted one
 // answers queries without UB, reports only finite non-negative counts, and
 // serialises to a blob that reads back and serialises to the same bytes.
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "ebb/core/error.hpp"
@@ -56,16 +58,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t type = in.digit() % 5;
   const std::uint8_t options = in.byte();
   const std::string blob = options & 1 ? fuzz::fixed_envelopes(in.rest()) : std::string(in.rest());
-  if (type == 1 || type == 2) {
+  const std::optional<std::uint32_t> capacity = options & 2 ? std::optional<std::uint32_t>(4) : std::nullopt;
+  if ((type == 1 || type == 2) && !capacity) {
     // A summary's capacity (u32 after the envelope's 16 bytes and 8 or 16
     // bytes of floor/total) may be up to 2^24, and the heap's table is
     // allocated for it: 256 MiB to zero for one input. Valid, and the same
     // code as small ones, but it made the whole target 100 times slower: keep
-    // such inputs out of the corpus.
+    // such inputs out of the corpus. (With an expected capacity, as a
+    // namespace reads them, they are refused before any allocation.)
     const std::size_t at = 16 + (type == 1 ? 8 : 16);
-    std::uint32_t capacity = 0;
-    if (blob.size() >= at + 4) std::memcpy(&capacity, blob.data() + at, 4);
-    if (capacity > 4096) return -1;
+    std::uint32_t claimed = 0;
+    if (blob.size() >= at + 4) std::memcpy(&claimed, blob.data() + at, 4);
+    if (claimed > 4096) return -1;
   }
   try {
     switch (type) {
@@ -76,9 +80,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_round_trip(cms);
         break;
       }
-      case 1: check_summary(CandidateHeap::deserialize(blob)); break;
+      case 1: {
+        const CandidateHeap heap = CandidateHeap::deserialize(blob, capacity);
+        FUZZ_CHECK(!capacity || heap.capacity() == *capacity);
+        check_summary(heap);
+        break;
+      }
       case 2: {
-        const SpaceSaving ss = SpaceSaving::deserialize(blob);
+        const SpaceSaving ss = SpaceSaving::deserialize(blob, capacity);
+        FUZZ_CHECK(!capacity || ss.capacity() == *capacity);
         FUZZ_CHECK(finite_count(ss.total()));
         check_summary(ss);
         break;

@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
     seed("fuzz_namespace_state", kind + "-counted-raw", opt0, counted_namespace(ss, 40).serialize_state());
   }
 
-  // Type digit ('0' CountMin ... '4' ExactDecayedCounter), then the option byte.
+  // Type digit ('0' CountMin ... '4' ExactDecayedCounter), then the option
+  // byte (bit 0: envelopes re-sealed; bit 1: summaries read expecting capacity 4).
   CountMin cms(CountMinShape::with_dimensions(16, 2));
   CandidateHeap heap(4);
   SpaceSaving space(4);
@@ -136,5 +137,7 @@ int main(int argc, char** argv) {
   seed("fuzz_blobs", "forward-decay", "31", clock.serialize());
   seed("fuzz_blobs", "exact-counter", "41", exact.serialize());
   seed("fuzz_blobs", "count-min-raw", "00", cms.serialize());
+  seed("fuzz_blobs", "candidate-heap-capacity-4", "13", heap.serialize());
+  seed("fuzz_blobs", "space-saving-capacity-4", "23", space.serialize());
   return 0;
 }
