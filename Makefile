@@ -5,7 +5,9 @@ TEST_BUILD ?= build-test
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all bootstrap build run demo test soak bench clean
+FUZZ_BUILD ?= build-fuzz
+
+.PHONY: all bootstrap build run demo test soak bench fuzz fuzz-smoke clean
 
 all: build
 
@@ -40,5 +42,17 @@ bench: build
 	@scripts/bootstrap --bench
 	@bench/run-all $(BUILD)
 
+# libFuzzer targets (fuzz/), built with clang under ASan + UBSan in
+# $(FUZZ_BUILD): each runs FUZZ_SECONDS (default 60) from its seeds in
+# fuzz/corpus/; what it finds stays in $(FUZZ_BUILD)/corpus/.
+fuzz:
+	@scripts/bootstrap --fuzz
+	@FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz run
+
+# The short pass: every checked-in input once, then FUZZ_SECONDS (default 10) per target.
+fuzz-smoke:
+	@scripts/bootstrap --fuzz
+	@FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz smoke
+
 clean:
-	rm -rf $(BUILD) $(TEST_BUILD)
+	rm -rf $(BUILD) $(TEST_BUILD) $(FUZZ_BUILD)

@@ -36,7 +36,8 @@ std::uint64_t parse_byte_size(std::string_view text) {
   }
   const double bytes = value * unit;
   if (!std::isfinite(bytes) || bytes < 0 || bytes > 1.8e19) throw InvalidArgument("bad size " + quoted + " (out of range)");
-  return static_cast<std::uint64_t>(std::llround(bytes));
+  // Not llround: past 2^63 its long long overflows (1.6e19 read 2^63).
+  return static_cast<std::uint64_t>(std::round(bytes));
 }
 
 std::string format_byte_size(std::uint64_t bytes) {

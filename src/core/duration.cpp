@@ -11,11 +11,14 @@ namespace {
 
 struct Unit {
   std::string_view suffix;
-  double seconds;
+  double ms;  // in milliseconds, so that "1234ms" is read without a rounding
 };
 // Longest suffixes first so "ms" is not read as "m" + garbage.
-constexpr Unit kUnits[] = {{"ms", 1e-3}, {"s", 1},         {"m", 60},
-                           {"h", 3600},  {"d", 86400},     {"w", 7 * 86400}};
+constexpr Unit kUnits[] = {{"ms", 1},        {"s", 1e3},        {"m", 60e3},
+                           {"h", 3600e3},    {"d", 86400e3},    {"w", 7 * 86400e3}};
+// Up to here (about 31,700 years) a whole number of milliseconds k and its
+// seconds k / 1000 convert both ways exactly, which the round trip needs.
+constexpr double kMaxMs = 1e15;
 
 }  // namespace
 
@@ -24,12 +27,12 @@ double parse_duration(std::string_view text) {
   std::string quoted(1, '\'');
   quoted.append(text).push_back('\'');
   if (text.empty()) throw InvalidArgument("empty duration (expected e.g. 90s, 5m, 1h, 1d)");
-  double unit = 1;
+  double unit = 1e3;  // a bare number is seconds
   std::string_view number = text;
   for (const auto& u : kUnits) {
     if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
       number = text.substr(0, text.size() - u.suffix.size());
-      unit = u.seconds;
+      unit = u.ms;
       break;
     }
   }
@@ -41,17 +44,17 @@ double parse_duration(std::string_view text) {
   // Durations have millisecond resolution, fixed the moment they are read:
   // "4.1m" is 246000 ms exactly, not 245.99999999999997 s, so a duration
   // stored as text and read back is the same number (a half-life names a view).
-  const double ms = value * unit * 1000;
-  if (!std::isfinite(ms) || ms < 0.5 || ms > 9.2e15) {
-    throw InvalidArgument("bad duration " + quoted + " (must be finite and > 0, at least 1ms)");
+  const double ms = value * unit;
+  if (!std::isfinite(ms) || ms < 0.5 || ms > kMaxMs) {
+    throw InvalidArgument("bad duration " + quoted + " (must be finite and > 0, at least 1ms, at most 11574074d)");
   }
   return static_cast<double>(std::llround(ms)) / 1000;
 }
 
 std::string format_duration(double seconds) {
-  constexpr Unit kLargestFirst[] = {{"d", 86400}, {"h", 3600}, {"m", 60}, {"s", 1}};
+  constexpr Unit kLargestFirst[] = {{"d", 86400e3}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}};
   for (const auto& u : kLargestFirst) {
-    const double n = seconds / u.seconds;
+    const double n = seconds / (u.ms / 1000);
     if (n >= 1 && n == std::floor(n)) {
       return std::to_string(static_cast<long long>(n)) + std::string(u.suffix);
     }

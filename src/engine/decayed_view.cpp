@@ -95,6 +95,9 @@ TopKAnswer DecayedView::top(std::size_t k, double now) const {
   answer.accuracy.undersized = k > answer.accuracy.candidates;
   answer.items = std::visit([k](const auto& s) { return s.top(k); }, summary_);
   for (auto& item : answer.items) item = scaled(std::move(item), rf);
+  // Scaling keeps the order of different values, but can make them equal
+  // (rounding; underflow to 0 after a long idle spell): ties go by key.
+  std::stable_sort(answer.items.begin(), answer.items.end(), ranks_before);
   return answer;
 }
 
@@ -158,20 +161,21 @@ void DecayedView::restore_state(std::string_view blob) {
   if (!(sketch.shape() == sketch_.shape()) || sketch.policy() != sketch_.policy()) r.fail("sketch shape differs from the configuration");
   const auto summary_kind = r.get<std::uint8_t>();
   const std::string summary_blob = r.get_string(kMaxPart);
+  // The configured capacity is checked before the summary's table is
+  // allocated: a damaged capacity could otherwise cost ~1.3 GiB first.
+  const std::uint32_t capacity = std::visit([](const auto& x) { return x.capacity(); }, summary_);
   std::variant<CandidateHeap, SpaceSaving> summary = CandidateHeap(1);
   if (summary_kind == 0 && std::holds_alternative<CandidateHeap>(summary_)) {
-    summary = CandidateHeap::deserialize(summary_blob);
+    summary = CandidateHeap::deserialize(summary_blob, capacity);
   } else if (summary_kind == 1 && std::holds_alternative<SpaceSaving>(summary_)) {
-    summary = SpaceSaving::deserialize(summary_blob);
+    summary = SpaceSaving::deserialize(summary_blob, capacity);
   } else {
     r.fail("summary kind differs from the configuration");
-  }
-  if (std::visit([](const auto& x) { return x.capacity(); }, summary) != std::visit([](const auto& x) { return x.capacity(); }, summary_)) {
-    r.fail("summary capacity differs from the configuration");
   }
   const double first_time = r.get<double>();
   const auto rebases = r.get<std::uint64_t>();
   r.expect_end();
+  if (!std::isfinite(first_time) || first_time < 0) r.fail("bad first event time");
   clock_ = clock;
   sketch_ = std::move(sketch);
   summary_ = std::move(summary);

@@ -215,7 +215,11 @@ void Namespace::restore_state(std::string_view blob) {
   stats.batches = r.get<std::uint64_t>();
   stats.weight = r.get<double>();
   stats.newest_time = r.get<double>();
-  const bool seen = r.get<std::uint8_t>() != 0;
+  const auto seen_flag = r.get<std::uint8_t>();
+  if (seen_flag > 1) r.fail("bad seen-event flag");
+  if (!std::isfinite(stats.weight) || stats.weight < 0) r.fail("bad total weight");
+  if (!std::isfinite(stats.newest_time) || stats.newest_time < 0) r.fail("bad newest event time");
+  const bool seen = seen_flag == 1;
   const auto n = r.get<std::uint32_t>();
   if (n != views_.size()) r.fail("holds " + std::to_string(n) + " views, the configuration has " + std::to_string(views_.size()));
   std::vector<std::string> parts;

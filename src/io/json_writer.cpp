@@ -127,10 +127,16 @@ JsonWriter& JsonWriter::value(double d) {
     return *this;
   }
   char buf[32];
-  // Integral values print without a fraction (counts); others round-trip exactly.
-  auto res = (d == std::floor(d) && std::fabs(d) < 9007199254740992.0)
-                 ? std::to_chars(buf, buf + sizeof buf, static_cast<std::int64_t>(d))
-                 : std::to_chars(buf, buf + sizeof buf, d);
+  // Integral values below 2^53 print without a fraction (counts); others
+  // in their shortest form that reads back exactly. From 2^53 on always
+  // with an exponent: the shortest form of 2.18e20 is 21 digits with no
+  // point, an integer past 64 bits that strict parsers (simdjson among
+  // them, so ebb itself) refuse: a namespace stored with such a
+  // hot_key_threshold could not be read back at restart.
+  const double magnitude = std::fabs(d);
+  auto res = magnitude >= 9007199254740992.0 ? std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific)
+             : d == std::floor(d)            ? std::to_chars(buf, buf + sizeof buf, static_cast<std::int64_t>(d))
+                                             : std::to_chars(buf, buf + sizeof buf, d);
   out_.append(buf, res.ptr);
   return *this;
 }

@@ -64,7 +64,7 @@ bool LineReader::next(std::vector<char>& buffer, std::vector<Line>& lines) {
   };
   while (lines.empty()) {
     if (eof_ && carry_.empty()) return false;
-    // Room for the carried line (at most max_line_ bytes) and one whole
+    // Room for the carried line (at most max_line_ bytes and a '\r') and one whole
     // read. Sized to that, not to the worst case: resize() writes every
     // byte, and first touches of fresh pages are what a buffer costs.
     if (buffer.size() < carry_.size() + kReadBytes) buffer.resize(carry_.size() + kReadBytes);
@@ -101,8 +101,10 @@ bool LineReader::next(std::vector<char>& buffer, std::vector<Line>& lines) {
       skipping_ = false;
     } else if (skipping_) {
       // still inside an oversized line: drop what was read of it
-    } else if (tail.size() > max_line_) {
+    } else if (tail.size() - (!tail.empty() && tail.back() == '\r' ? 1 : 0) > max_line_) {
       // No terminator within the limit: report the line now, skip its rest.
+      // (A last '\r' may be half of a CRLF whose '\n' the next read brings:
+      // a line of exactly the limit is carried, not reported.)
       lines.push_back({tail.substr(0, max_line_), true});
       skipping_ = true;
     } else {

@@ -95,9 +95,10 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const simdjson::dom::object members = doc.get_object().value_unsafe();
     for (auto [key, value] : members) {
       const std::string field(key);
-      auto text = [&]() {
-        if (!value.is_string()) throw bad_request("invalid_field", field + ": must be a string");
-        return std::string(value.get_string().value_unsafe());
+      // The binding is copied in: clang before 16 cannot capture a structured binding.
+      auto text = [&field, v = value]() {
+        if (!v.is_string()) throw bad_request("invalid_field", field + ": must be a string");
+        return std::string(v.get_string().value_unsafe());
       };
       if (field == "namespace") {
         name = text();
@@ -119,7 +120,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
           }
         }
       } else {
-        throw bad_request("invalid_field", field + ": unknown field");
+        throw bad_request("invalid_field", message_text(field) + ": unknown field");
       }
     }
     if (name.empty()) throw bad_request("invalid_field", "namespace: is required");

@@ -138,7 +138,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   const simdjson::dom::object members = doc.get_object().value_unsafe();
   for (auto [key, value] : members) {
     const std::string field(key);
-    if (!kFields.contains(key)) bad(field, "unknown field (see docs/api.md for the namespace fields)");
+    if (!kFields.contains(key)) bad(message_text(field), "unknown field (see docs/api.md for the namespace fields)");
     if (field == "name") {
       c.name = get_string(value, field);
       if (!engine::valid_namespace_name(c.name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + c.name + "')");
@@ -272,7 +272,7 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
                field == "summary" || field == "max_future_skew") {
       bad(field, "cannot be changed at run time (only k, hot_key_threshold, exclude, max_event_age and max_time_jump can); create a new namespace");
     } else {
-      bad(field, "unknown field");
+      bad(message_text(field), "unknown field");
     }
   }
   return next;

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,48 +10,10 @@
 
 #include "ebb/core/error.hpp"
 #include "ebb/storage/file_io.hpp"
+#include "ebb/storage/segment_format.hpp"
 
 namespace ebb::storage {
 namespace {
-
-constexpr char kMagic[8] = {'E', 'B', 'B', 'W', 'A', 'L', '0', '1'};
-constexpr std::size_t kSegmentHeader = 16;
-constexpr std::size_t kRecordHeader = 20;
-constexpr std::uint32_t kMaxRecordBytes = 1u << 30;
-
-std::uint64_t record_checksum(std::uint64_t lsn, std::string_view payload) {
-  return XXH3_64bits_withSeed(payload.data(), payload.size(), lsn ^ (static_cast<std::uint64_t>(payload.size()) << 40));
-}
-
-template <typename T>
-T load(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <typename T>
-void store(std::string& out, T v) {
-  char b[sizeof v];
-  std::memcpy(b, &v, sizeof v);
-  out.append(b, sizeof v);
-}
-
-// The offset of the first whole record with a valid checksum at or after
-// `from`, numbered `min_lsn` or later (within 2^32), or npos; its LSN in
-// `lsn`. Recovery asks it only after finding damage.
-std::size_t find_valid_record(std::string_view data, std::size_t from, std::uint64_t min_lsn, std::uint64_t& lsn) {
-  for (std::size_t q = from; q + kRecordHeader <= data.size(); ++q) {
-    const auto n = load<std::uint32_t>(data.data() + q);
-    if (n > kMaxRecordBytes || data.size() - q - kRecordHeader < n) continue;
-    const auto candidate = load<std::uint64_t>(data.data() + q + 4);
-    if (candidate < min_lsn || candidate - min_lsn > (1ull << 32)) continue;
-    if (record_checksum(candidate, data.substr(q + kRecordHeader, n)) != load<std::uint64_t>(data.data() + q + 12)) continue;
-    lsn = candidate;
-    return q;
-  }
-  return std::string_view::npos;
-}
 
 std::string segment_name(std::uint64_t first_lsn) {
   char buf[32];
@@ -170,48 +131,29 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
     }
     read_whole_file_into(path, buffer);
     const std::string_view data = buffer;
-    std::size_t pos = kSegmentHeader;
+    std::size_t pos = 0;
     std::string why;
-    if (data.size() < kSegmentHeader || std::memcmp(data.data(), kMagic, 8) != 0 || load<std::uint64_t>(data.data() + 8) != first) {
-      why = data.size() < kSegmentHeader ? "torn segment header" : "bad segment header";
-      pos = 0;
+    auto on_record = [&](std::uint64_t lsn, std::string_view payload) {
+      ++report.records;
+      if (lsn > replay_after) {
+        replay(lsn, payload);
+        ++report.replayed;
+      }
+    };
+    {
+      const SegmentScan scan = scan_segment(data, first, on_record);
+      pos = scan.valid_bytes;
+      expected = scan.next_lsn;
+      why = scan.error;
     }
     for (;;) {
-      while (why.empty() && pos < data.size()) {
-        if (data.size() - pos < kRecordHeader) {
-          why = "torn record header";
-          break;
-        }
-        const auto n = load<std::uint32_t>(data.data() + pos);
-        const auto lsn = load<std::uint64_t>(data.data() + pos + 4);
-        const auto sum = load<std::uint64_t>(data.data() + pos + 12);
-        if (n > kMaxRecordBytes || data.size() - pos - kRecordHeader < n) {
-          why = "torn record (length past the end of the segment)";
-          break;
-        }
-        if (lsn != expected) {
-          why = "record number " + std::to_string(lsn) + " where " + std::to_string(expected) + " was expected";
-          break;
-        }
-        const std::string_view payload(data.data() + pos + kRecordHeader, n);
-        if (record_checksum(lsn, payload) != sum) {
-          why = "checksum mismatch in record " + std::to_string(lsn);
-          break;
-        }
-        ++report.records;
-        if (lsn > replay_after) {
-          replay(lsn, payload);
-          ++report.replayed;
-        }
-        ++expected;
-        pos += kRecordHeader + n;
-      }
       if (why.empty()) break;
       // A torn write leaves nothing valid after it. Valid records after the
       // damage (here, or in later segments: a segment is synced before the
       // next begins) mean damage in the middle of the log.
       std::uint64_t resume_lsn = 0;
-      const std::size_t resume = find_valid_record(data, pos == 0 ? kSegmentHeader : pos + 1, pos == 0 ? expected : expected + 1, resume_lsn);
+      const std::size_t resume =
+          find_segment_record(data, pos == 0 ? kSegmentHeaderBytes : pos + 1, pos == 0 ? expected : expected + 1, resume_lsn);
       const bool later = resume != std::string_view::npos || s + 1 < found.size();
       if (!later) break;  // a torn tail: cut below
       const std::uint64_t next_good = resume != std::string_view::npos ? resume_lsn : found[s + 1].first;
@@ -226,7 +168,10 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
           pos = data.size();  // the rest of this segment; the next one goes on
           break;
         }
-        pos = resume;
+        const SegmentScan scan = scan_segment_records(data, resume, next_good, on_record);
+        pos = scan.valid_bytes;
+        expected = scan.next_lsn;
+        why = scan.error;
         continue;
       }
       if (!options_.repair) {
@@ -242,7 +187,7 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
       report.truncation = path.string() + " at byte " + std::to_string(pos) + ": " + why + " (" + std::to_string(data.size() - pos) +
                           " bytes cut, kept in " + path.filename().string() + ".corrupt-" + std::to_string(pos) + ")";
       write_file_atomically(path.string() + ".corrupt-" + std::to_string(pos), std::string_view(data).substr(pos));
-      if (pos < kSegmentHeader) {
+      if (pos < kSegmentHeaderBytes) {
         std::filesystem::remove(path);
         continue;  // an empty segment is made again below
       }
@@ -297,8 +242,8 @@ void SegmentLog::open_new_segment(std::uint64_t first_lsn) {
   seg->first_lsn = first_lsn;
   seg->fd = ::open(seg->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (seg->fd < 0) throw IoError("cannot create log segment", seg->path, errno);
-  std::string header(kMagic, 8);
-  store<std::uint64_t>(header, first_lsn);
+  std::string header;
+  append_segment_header(header, first_lsn);
   try {
     write_all(seg->fd, header, seg->path);
     if (::fdatasync(seg->fd) != 0) throw IoError("cannot sync", seg->path, errno);
@@ -309,9 +254,9 @@ void SegmentLog::open_new_segment(std::uint64_t first_lsn) {
   }
   if (current_) closed_.push_back(std::move(current_));
   current_ = std::move(seg);
-  current_bytes_ = kSegmentHeader;
+  current_bytes_ = kSegmentHeaderBytes;
   std::lock_guard s(stats_mu_);
-  stats_.bytes += kSegmentHeader;
+  stats_.bytes += kSegmentHeaderBytes;
   stats_.segments = closed_.size() + 1;
 }
 
@@ -338,10 +283,7 @@ std::uint64_t SegmentLog::append(std::string_view payload) {
     }
     const std::uint64_t lsn = next_lsn_;
     scratch_.clear();
-    store<std::uint32_t>(scratch_, static_cast<std::uint32_t>(payload.size()));
-    store<std::uint64_t>(scratch_, lsn);
-    store<std::uint64_t>(scratch_, record_checksum(lsn, payload));
-    scratch_.append(payload);
+    append_segment_record(scratch_, lsn, payload);
     try {
       write_all(current_->fd, scratch_, current_->path);
     } catch (const IoError&) {

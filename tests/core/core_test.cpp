@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ebb/core/binary_io.hpp"
+#include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/time_jump.hpp"
@@ -42,6 +43,28 @@ TEST(Duration, RejectsBadTextSayingWhat) {
   }
 }
 
+// The spelling of a duration reads back to the same duration at any size
+// accepted. "4091001002151009ms" read as 4091001002151.010 s, spelled
+// 4091001002151010ms, 1 ms off ("ms" was a factor of 1e-3, inexact, and
+// the limit, 9.2e15 ms, was past where k / 1000 * 1000 is exactly k), so a
+// stored duration changed at each restart. Found by fuzz/fuzz_duration;
+// such a duration is now past the limit, 1e15 ms.
+TEST(Duration, EverySpellingReadsBackToTheSameDuration) {
+  EXPECT_THROW(parse_duration("4091001002151009ms"), InvalidArgument);
+  EXPECT_EQ(parse_duration("999999999999999ms"), 999999999999.999);
+  EXPECT_EQ(format_duration(999999999999.999), "999999999999999ms");
+  EXPECT_EQ(parse_duration("1000000000000000ms"), 1e12);
+  EXPECT_EQ(format_duration(1e12), "1000000000000s");
+  EXPECT_EQ(parse_duration("11574074d"), 11574074.0 * 86400);
+  EXPECT_THROW(parse_duration("1000000000000001ms"), InvalidArgument);
+  EXPECT_THROW(parse_duration("11574075d"), InvalidArgument);
+  for (const char* text : {"999999999999999ms", "987654321987654ms", "123456789.123s", "987654321m", "11574074d", "1ms"}) {
+    const double d = parse_duration(text);
+    EXPECT_EQ(parse_duration(format_duration(d)), d) << text;
+    EXPECT_EQ(format_duration(parse_duration(format_duration(d))), format_duration(d)) << text;
+  }
+}
+
 TEST(Duration, FormatsTheShortestExactSpelling) {
   EXPECT_EQ(format_duration(300), "5m");
   EXPECT_EQ(format_duration(90), "90s");
@@ -53,6 +76,23 @@ TEST(Duration, FormatsTheShortestExactSpelling) {
 // The event clock's guard: refused only beyond the allowed jump ahead of
 // the newest accepted time; the first time (no newest yet) and any time
 // behind are taken.
+TEST(ByteSize, ReadsUnitsAndLargeCountsExactly) {
+  EXPECT_EQ(parse_byte_size("1048576"), 1048576u);
+  EXPECT_EQ(parse_byte_size("512KiB"), 524288u);
+  EXPECT_EQ(parse_byte_size("1.5GiB"), 1610612736u);
+  EXPECT_EQ(parse_byte_size("2KB"), 2000u);
+  EXPECT_EQ(parse_byte_size("7B"), 7u);
+  EXPECT_EQ(format_byte_size(64u << 20), "64MiB");
+  // Past 2^63 the count used to come back as 2^63 (llround's long long
+  // overflowed). Found by fuzz/fuzz_duration.
+  EXPECT_EQ(parse_byte_size("16233402244732899181"), 16233402244732899328u);  // the nearest double
+  EXPECT_EQ(parse_byte_size("10000000000000000000"), 10000000000000000000u);
+  EXPECT_EQ(parse_byte_size("16TB"), 16000000000000u);
+  EXPECT_THROW(parse_byte_size("1.9e19"), InvalidArgument);
+  EXPECT_THROW(parse_byte_size("-1B"), InvalidArgument);
+  EXPECT_THROW(parse_byte_size("MiB"), InvalidArgument);
+}
+
 TEST(TimeJump, RefusesOnlyTimesTooFarAheadOfTheNewest) {
   EXPECT_FALSE(check_time_jump(1e18, NAN, 86400));       // the first event: nothing to compare with
   EXPECT_FALSE(check_time_jump(1000 + 86400, 1000, 86400));  // exactly the allowed jump

@@ -306,6 +306,41 @@ TEST(LineReader, FileTruncatedWhileReadEndsAtTheCutAndSaysSo) {
   EXPECT_EQ(reader.expected_bytes(), input.size());
 }
 
+// A line of exactly max_line_bytes whose CRLF is split between two reads
+// (the '\r' last in one, the '\n' first in the next) is a line of the limit,
+// not an oversized one. Found by fuzz/fuzz_line_reader: the reader judged
+// the read's unfinished tail, '\r' included, against the limit.
+TEST(LineReader, LineOfTheLimitWithItsCrlfSplitBetweenReadsIsNotOversized) {
+  char path[] = "/tmp/ebb-line-reader-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  // Regular files are read 256 KiB at a time: put the '\r' at the last byte
+  // of the first read.
+  constexpr std::size_t kRead = std::size_t{1} << 18;
+  std::string input;
+  while (input.size() + 100 <= kRead - 1001) input += std::string(99, 'a') + "\n";
+  input += std::string(kRead - 1001 - input.size() - 1, 'b') + "\n";
+  ASSERT_EQ(input.size(), kRead - 1001);
+  input += std::string(1000, 'y') + "\r\n" + "after\r\n";
+  ASSERT_EQ(input[kRead - 1], '\r');
+  ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+  LineReader reader(fd, 1000);
+  std::vector<Line> lines;
+  std::vector<char> buffer;
+  std::vector<std::pair<std::string, bool>> got;
+  while (reader.next(buffer, lines)) {
+    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
+  }
+  close(fd);
+  unlink(path);
+  ASSERT_EQ(got.size(), 2611u + 3);  // 2611 lines of 'a', then 'b', 'y' and "after"
+  EXPECT_EQ(got[2610], std::make_pair(std::string(99, 'a'), false));
+  EXPECT_EQ(got[2611], std::make_pair(std::string(42, 'b'), false));
+  EXPECT_EQ(got[2612], std::make_pair(std::string(1000, 'y'), false));
+  EXPECT_EQ(got[2613], std::make_pair(std::string("after"), false));
+}
+
 TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
   std::string s(300, 'a');
   for (std::size_t n = 0; n < 200; ++n) {
@@ -328,6 +363,24 @@ TEST(JsonWriter, EscapesAndFormats) {
   w.begin_object().key("s").value("a\"b\\c\n\x01").key("n").value(3.0).key("f").value(0.1).key("x").value(NAN);
   w.key("a").begin_array().value(true).null().end_array().end_object();
   EXPECT_EQ(w.str(), R"({"s":"a\"b\\c\n\u0001","n":3,"f":0.1,"x":null,"a":[true,null]})");
+}
+
+// Doubles from 2^53 on are written with an exponent, so that every JSON
+// parser reads them as numbers: 2.18e20 used to come out as 21 bare digits,
+// an integer past 64 bits that simdjson refuses, so a namespace stored with
+// that hot_key_threshold did not load again. Found by fuzz/fuzz_namespace_spec.
+TEST(JsonWriter, LargeNumbersCarryAnExponentAndReadBackExactly) {
+  const double values[] = {9007199254740991.0, 9007199254740992.0, 2.1844674407370955e20, -3e19, 1e300, 18446744073709551616.0};
+  const char* written[] = {"9007199254740991", "9.007199254740992e+15", "2.1844674407370955e+20", "-3e+19", "1e+300", "1.8446744073709552e+19"};
+  simdjson::dom::parser parser;
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    JsonWriter w;
+    w.begin_array().value(values[i]).end_array();
+    EXPECT_EQ(w.str(), "[" + std::string(written[i]) + "]");
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(w.str()).get(doc), simdjson::SUCCESS) << w.str();
+    EXPECT_EQ(double(doc.at(0)), values[i]) << w.str();
+  }
 }
 
 std::string json_string(std::string_view s) {

@@ -4,8 +4,10 @@
 // serialisation round-trip.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 
+#include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/sketch/candidate_heap/candidate_heap.hpp"
@@ -149,6 +151,47 @@ TEST(CandidateHeap, SerialisationRoundTrips) {
   std::string blob = heap.serialize();
   blob[20] ^= 1;
   EXPECT_THROW(CandidateHeap::deserialize(blob), FormatError);
+}
+
+// A reader that knows the capacity it needs (a namespace restoring its
+// views) refuses another one before allocating the summary's table: a
+// damaged capacity of 2^24 made each view's restore allocate and zero
+// ~1.3 GiB before the capacity was compared. Found by
+// fuzz/fuzz_namespace_state (its executions slowed to 600/s on such inputs).
+TEST(CandidateHeap, BlobOfAnotherCapacityIsRefusedBeforeAllocation) {
+  CandidateHeap heap(4);
+  heap.offer("a", hash_key("a"), 1, 1);
+  const std::string blob = heap.serialize();
+  EXPECT_EQ(CandidateHeap::deserialize(blob, 4).top(4), heap.top(4));
+  EXPECT_EQ(CandidateHeap::deserialize(blob).capacity(), 4u);
+  // The capacity is the u32 after the 16-byte envelope header and the 8-byte floor.
+  std::string payload(open_blob(blob, BlobKind::candidate_heap, 1).payload);
+  const std::uint32_t huge = KeyedMinHeap::kMaxCapacity;
+  std::memcpy(payload.data() + 8, &huge, 4);
+  const std::string damaged = seal_blob(BlobKind::candidate_heap, 1, payload);
+  struct Case {
+    std::string blob;
+    std::uint32_t expected;
+    std::string message;
+  };
+  const Case cases[] = {{blob, 8, "corrupt candidate heap: summary capacity 4 differs from the configuration's 8"},
+                        {damaged, 4, "corrupt candidate heap: summary capacity 16777216 differs from the configuration's 4"}};
+  for (const auto& c : cases) {
+    try {
+      (void)CandidateHeap::deserialize(c.blob, c.expected);
+      ADD_FAILURE() << "accepted: " << c.message;
+    } catch (const FormatError& e) {
+      EXPECT_EQ(std::string(e.what()), c.message);
+    }
+  }
+  SpaceSaving ss(4);
+  ss.update("a", hash_key("a"), 1);
+  try {
+    (void)SpaceSaving::deserialize(ss.serialize(), 5);
+    ADD_FAILURE() << "accepted";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(std::string(e.what()), "corrupt space-saving summary: summary capacity 4 differs from the configuration's 5");
+  }
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 
 namespace ebb {
 
-// Seconds, rounded to whole milliseconds (at least 1 ms), so that
-// format_duration(parse_duration(t)) parses back to the same double.
+// Seconds, rounded to whole milliseconds (at least 1 ms, at most 1e15 ms,
+// about 31,700 years), so that format_duration(parse_duration(t)) parses
+// back to the same double.
 // Throws InvalidArgument naming the text.
 double parse_duration(std::string_view text);
 

@@ -3,6 +3,7 @@
 // where, so a front end can turn it into a message or an HTTP status as is.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ebb {
 
@@ -39,5 +40,18 @@ class BatchError : public InvalidArgument {
   std::string field_;
   std::string message_;
 };
+
+// Text from the input (a JSON field name) quoted in an error message: each
+// NUL byte is written as the two characters "\0", since what() ends the
+// message at the first NUL (a field named "\u0000..." left it empty).
+inline std::string message_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\0') out += "\\0";
+    else out += c;
+  }
+  return out;
+}
 
 }  // namespace ebb

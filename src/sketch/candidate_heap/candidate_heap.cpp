@@ -70,13 +70,13 @@ std::string CandidateHeap::serialize() const {
   return seal_blob(BlobKind::candidate_heap, kFormatVersion, w.buffer());
 }
 
-CandidateHeap CandidateHeap::deserialize(std::string_view blob) {
+CandidateHeap CandidateHeap::deserialize(std::string_view blob, std::optional<std::uint32_t> capacity) {
   auto opened = open_blob(blob, BlobKind::candidate_heap, kFormatVersion);
   BinaryReader r(opened.payload, "candidate heap");
   const double floor = r.get<double>();
   if (!std::isfinite(floor) || floor < 0) r.fail("bad floor");
   CandidateHeap h(1);
-  h.heap_ = KeyedMinHeap::read_from(r);
+  h.heap_ = KeyedMinHeap::read_from(r, capacity);
   r.expect_end();
   h.floor_ = floor;
   return h;

@@ -179,10 +179,13 @@ void KeyedMinHeap::write_to(BinaryWriter& w) const {
   }
 }
 
-KeyedMinHeap KeyedMinHeap::read_from(BinaryReader& r) {
+KeyedMinHeap KeyedMinHeap::read_from(BinaryReader& r, std::optional<std::uint32_t> expected_capacity) {
   const auto capacity = r.get<std::uint32_t>();
   const auto size = r.get<std::uint32_t>();
   if (capacity < 1 || capacity > kMaxCapacity) r.fail("bad summary capacity " + std::to_string(capacity));
+  if (expected_capacity && capacity != *expected_capacity) {
+    r.fail("summary capacity " + std::to_string(capacity) + " differs from the configuration's " + std::to_string(*expected_capacity));
+  }
   if (size > capacity) r.fail("summary holds more entries than its capacity");
   KeyedMinHeap heap(capacity);
   for (std::uint32_t i = 0; i < size; ++i) {

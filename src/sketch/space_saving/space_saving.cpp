@@ -77,14 +77,14 @@ std::string SpaceSaving::serialize() const {
   return seal_blob(BlobKind::space_saving, kFormatVersion, w.buffer());
 }
 
-SpaceSaving SpaceSaving::deserialize(std::string_view blob) {
+SpaceSaving SpaceSaving::deserialize(std::string_view blob, std::optional<std::uint32_t> capacity) {
   auto opened = open_blob(blob, BlobKind::space_saving, kFormatVersion);
   BinaryReader r(opened.payload, "space-saving summary");
   const double total = r.get<double>();
   const double floor = r.get<double>();
   if (!std::isfinite(total) || total < 0 || !std::isfinite(floor) || floor < 0) r.fail("bad total or floor");
   SpaceSaving s(1);
-  s.heap_ = KeyedMinHeap::read_from(r);
+  s.heap_ = KeyedMinHeap::read_from(r, capacity);
   r.expect_end();
   s.total_ = total;
   s.floor_ = floor;

@@ -52,7 +52,8 @@ class CandidateHeap {
 
   std::size_t memory_bytes() const noexcept { return heap_.memory_bytes() + sizeof(*this) - sizeof(heap_); }
   std::string serialize() const;
-  static CandidateHeap deserialize(std::string_view blob);
+  // With `capacity`, a blob of another capacity is refused before anything is allocated.
+  static CandidateHeap deserialize(std::string_view blob, std::optional<std::uint32_t> capacity = std::nullopt);
 
  private:
   void offer_candidate(std::string_view key, std::uint64_t hash, double weight, double estimate);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -89,9 +90,11 @@ class KeyedMinHeap {
   static KeyedMinHeap from_entries(std::uint32_t capacity, std::vector<Entry> entries);
 
   // Serialisation of the entries (hashes are recomputed on read, so a blob
-  // cannot smuggle in an entry the table would never find).
+  // cannot smuggle in an entry the table would never find). A reader that
+  // knows the capacity it needs gives it, and another one is refused before
+  // the table is allocated for it (2^24 slots are ~1.3 GiB).
   void write_to(BinaryWriter& w) const;
-  static KeyedMinHeap read_from(BinaryReader& r);
+  static KeyedMinHeap read_from(BinaryReader& r, std::optional<std::uint32_t> expected_capacity = std::nullopt);
 
  private:
   bool less(std::uint32_t a, std::uint32_t b) const noexcept { return slots_[a].value < slots_[b].value; }

@@ -45,7 +45,8 @@ class SpaceSaving {
 
   std::size_t memory_bytes() const noexcept { return heap_.memory_bytes() + sizeof(*this) - sizeof(heap_); }
   std::string serialize() const;
-  static SpaceSaving deserialize(std::string_view blob);
+  // With `capacity`, a blob of another capacity is refused before anything is allocated.
+  static SpaceSaving deserialize(std::string_view blob, std::optional<std::uint32_t> capacity = std::nullopt);
 
  private:
   CountedItem report(const KeyedMinHeap::Entry& e) const { return {e.key, e.value, e.value - e.aux, e.value}; }

@@ -1,0 +1,94 @@
+// The POST /events body parser on its own (the handler and
+// fuzz/fuzz_event_body call the same function).
+#include "ebb/server/event_body_parser.hpp"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "ebb/server/http_types.hpp"
+
+namespace ebb::server {
+namespace {
+
+constexpr double kNow = 1.7e9;
+
+struct Refusal {
+  int status;
+  std::string code;
+  std::string message;
+};
+
+Refusal refusal(std::string_view body, bool ndjson, std::size_t max_events = 100) {
+  service::ServiceLimits limits;
+  limits.max_batch_events = max_events;
+  simdjson::dom::parser parser;
+  ParsedBatch batch;
+  try {
+    parse_event_body(body, ndjson, "", kNow, limits, parser, batch);
+  } catch (const ApiError& e) {
+    return {e.status(), e.code(), e.what()};
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
+TEST(EventBodyParser, JsonEventsTakeTheDefaults) {
+  simdjson::dom::parser parser;
+  ParsedBatch b;
+  parse_event_body(R"({"namespace":"top","events":[{"item_id":"a"},{"item_id":"b","weight":2.5,"timestamp":5,"namespace":"own"},{"item_id":"c","timestamp":null}]})",
+                   false, "query", kNow, {}, parser, b);
+  ASSERT_EQ(b.events.size(), 3u);
+  EXPECT_FALSE(b.ndjson);
+  EXPECT_TRUE(b.lines.empty());
+  EXPECT_EQ(b.events[0].item, "a");
+  EXPECT_EQ(b.events[0].time, kNow);
+  EXPECT_EQ(b.events[0].weight, 1.0);
+  EXPECT_EQ(b.namespaces[0], "top");  // the body's namespace over ?namespace=
+  EXPECT_EQ(b.events[1].time, 5.0);
+  EXPECT_EQ(b.events[1].weight, 2.5);
+  EXPECT_EQ(b.namespaces[1], "own");
+  EXPECT_EQ(b.events[2].time, kNow);
+}
+
+TEST(EventBodyParser, NdjsonEventsAreNumberedByLineAndCopied) {
+  simdjson::dom::parser parser;
+  ParsedBatch b;
+  parse_event_body("{\"item_id\":\"x\"}\n\n \t\r\n{\"item_id\":\"y\",\"namespace\":\"n\"}", true, "query", kNow, {}, parser, b);
+  ASSERT_EQ(b.events.size(), 2u);
+  EXPECT_TRUE(b.ndjson);
+  EXPECT_EQ(b.lines, (std::vector<std::size_t>{1, 4}));
+  EXPECT_EQ(b.namespaces[0], "query");
+  EXPECT_EQ(b.namespaces[1], "n");
+  (void)parser.parse(std::string_view("{\"item_id\":\"overwritten\"}"));
+  EXPECT_EQ(b.events[0].item, "x");  // in the batch's arena, not the parser
+  EXPECT_EQ(b.events[1].item, "y");
+  EXPECT_TRUE(is_ndjson_media_type("application/x-ndjson"));
+  EXPECT_TRUE(is_ndjson_media_type("application/jsonl"));
+  EXPECT_FALSE(is_ndjson_media_type("application/json"));
+}
+
+TEST(EventBodyParser, RefusalsAreApiErrorsNamingWhere) {
+  auto r = refusal(R"({"events":[{"item_id":"a"}]})", false);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.code, "invalid_event");
+  EXPECT_EQ(r.message, "events[0].namespace: is required (per event, as \"namespace\" at the top level, or ?namespace=)");
+  r = refusal("{\"item_id\":\"a\",\"namespace\":\"n\"}\n{\"item_id\":", true);
+  EXPECT_EQ(r.code, "invalid_json");
+  EXPECT_EQ(r.message.rfind("events[1] (line 2): not valid JSON: ", 0), 0u) << r.message;
+  r = refusal(R"({"namespace":"n","events":[{"item_id":"a"},{"item_id":"b"},{"item_id":"c"}]})", false, 2);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.code, "batch_too_large");
+  EXPECT_EQ(r.message, "events: more than 2 events in one batch (--max-batch-events)");
+}
+
+// A field name that starts with a NUL byte (JSON "\u0000") used to give an
+// empty message: what() ends at the first NUL. Found by fuzz/fuzz_event_body.
+TEST(EventBodyParser, NulInAnUnknownFieldNameIsSpelledOutInTheMessage) {
+  const auto r = refusal(R"({"\u0000events":[]})", false);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.code, "invalid_field");
+  EXPECT_EQ(r.message, "\\0events: unknown field (expected \"events\" and optionally \"namespace\")");
+}
+
+}  // namespace
+}  // namespace ebb::server
