@@ -168,6 +168,7 @@ std::uint64_t CheckpointStore::commit(const Manifest& m) {
   auto all = manifests();
   std::set<std::string> keep_states;
   std::uint64_t older_start = m.start_lsn;
+  std::size_t usable = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (i >= 2) {
       std::error_code ec;
@@ -178,9 +179,9 @@ std::uint64_t CheckpointStore::commit(const Manifest& m) {
       const Manifest kept = i == 0 && all[i].filename() == manifest_name(m.start_lsn) ? m : read_manifest(all[i]);
       for (const auto& n : kept.namespaces) keep_states.insert(n.state_file);
       older_start = std::min(older_start, kept.start_lsn);
+      ++usable;
     } catch (const std::exception&) {
-      // An unreadable older manifest protects nothing: the log is kept
-      // back to the newest one's start only.
+      // An unreadable older manifest protects nothing (see below).
     }
   }
   for (const auto& e : std::filesystem::directory_iterator(states_)) {
@@ -189,7 +190,9 @@ std::uint64_t CheckpointStore::commit(const Manifest& m) {
       std::filesystem::remove(e.path(), ec);
     }
   }
-  return older_start;
+  // Until two usable manifests exist, the whole log stays: a damaged sole
+  // manifest then falls back to replaying the log from its start.
+  return usable >= 2 ? older_start : 0;
 }
 
 std::vector<LegacyNamespace> CheckpointStore::legacy_namespaces() const {

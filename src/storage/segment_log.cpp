@@ -15,6 +15,14 @@
 namespace ebb::storage {
 namespace {
 
+// Where bytes set aside go: `base`, or base.1, base.2... if an earlier
+// repair already set bytes aside under that name.
+std::filesystem::path aside_path(const std::string& base) {
+  std::filesystem::path p = base;
+  for (int n = 1; std::filesystem::exists(p); ++n) p = base + "." + std::to_string(n);
+  return p;
+}
+
 std::string segment_name(std::uint64_t first_lsn) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%020llu.log", static_cast<unsigned long long>(first_lsn));
@@ -108,7 +116,7 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
   for (std::size_t s = 0; s < found.size(); ++s) {
     const auto& [first, path] = found[s];
     if (cut) {  // everything after a cut is unreachable: keep it aside, out of the log
-      std::filesystem::rename(path, path.string() + ".corrupt");
+      std::filesystem::rename(path, aside_path(path.string() + ".corrupt"));
       continue;
     }
     if (first != expected) {
@@ -159,9 +167,12 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
       const std::uint64_t next_good = resume != std::string_view::npos ? resume_lsn : found[s + 1].first;
       const std::string where = "log segment " + path.string() + " is damaged at byte " + std::to_string(pos) + " (" + why + ")";
       if (next_good == expected || next_good - 1 <= replay_after) {
-        // Every damaged record is already in the checkpoint: skip them.
-        report.damage += (report.damage.empty() ? "" : "; ") + where + ": records " + std::to_string(expected) + " to " +
-                         std::to_string(next_good - 1) + " are unreadable but the checkpoint holds them; skipped";
+        // Every damaged record is already in the checkpoint (or none is: a
+        // damaged segment header before intact records): skip them.
+        report.damage += (report.damage.empty() ? "" : "; ") + where +
+                         (next_good == expected ? ": its records are intact and were read"
+                                                : ": records " + std::to_string(expected) + " to " + std::to_string(next_good - 1) +
+                                                      " are unreadable but the checkpoint holds them; skipped");
         expected = next_good;
         why.clear();
         if (resume == std::string_view::npos) {
@@ -184,9 +195,10 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
     if (!why.empty()) {
       cut = true;
       report.truncated_bytes += data.size() - pos;
+      const auto aside = aside_path(path.string() + ".corrupt-" + std::to_string(pos));
       report.truncation = path.string() + " at byte " + std::to_string(pos) + ": " + why + " (" + std::to_string(data.size() - pos) +
-                          " bytes cut, kept in " + path.filename().string() + ".corrupt-" + std::to_string(pos) + ")";
-      write_file_atomically(path.string() + ".corrupt-" + std::to_string(pos), std::string_view(data).substr(pos));
+                          " bytes cut, kept in " + aside.filename().string() + ")";
+      write_file_atomically(aside, std::string_view(data).substr(pos));
       if (pos < kSegmentHeaderBytes) {
         std::filesystem::remove(path);
         continue;  // an empty segment is made again below
@@ -204,7 +216,9 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
   // The record a checkpoint starts after is never released from the log:
   // a log that ends before it lost files (an acknowledged record after the
   // checkpoint may have gone with them).
-  if (replay_after > 0 && expected <= replay_after && !options_.repair) {
+  // (A torn tail that was cut explains an earlier end: what it took, the
+  // checkpoint holds.)
+  if (replay_after > 0 && expected <= replay_after && !cut && !options_.repair) {
     throw FormatError("the log in " + dir_.string() + " ends at record " + std::to_string(expected - 1) +
                       " but the checkpoint holds records up to " + std::to_string(replay_after) +
                       ": log segments are missing, and writes acknowledged after the checkpoint may be gone with them. Nothing was "

@@ -211,14 +211,9 @@ TEST(Durability, LsnsAreNeverReusedAfterALostLogTail) {
   }
   std::filesystem::path segment;
   for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
-  std::filesystem::resize_file(segment, std::filesystem::file_size(segment) - 5);  // record 4 torn: lost
-  // The checkpoint holds record 4, so the log lost it: files went missing.
-  // Recovery says so and changes nothing, unless told to go on.
-  const auto refused = testing::run_process({EBB_BINARY, "serve", "--port", "0", "--data-dir", dir.string()});
-  EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_NE(refused.err.find("ends at record 3 but the checkpoint holds records up to 4"), std::string::npos) << refused.err;
+  std::filesystem::resize_file(segment, std::filesystem::file_size(segment) - 5);  // record 4 torn: cut, the checkpoint holds it
   {
-    EbbServer server(dir, {"--checkpoint-interval", "1h", "--repair-log"});
+    EbbServer server(dir, kNoCheckpoints);
     HttpClient c(server.port());
     EXPECT_EQ(stat(c, "n", "total_weight"), 3);  // from the checkpoint
     ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"n","events":[{"item_id":"b","weight":10}]})").status, 204);
@@ -227,6 +222,17 @@ TEST(Durability, LsnsAreNeverReusedAfterALostLogTail) {
   EbbServer server(dir, kNoCheckpoints);
   HttpClient c(server.port());
   EXPECT_EQ(stat(c, "n", "total_weight"), 13) << server.log();  // the acknowledged batch was replayed, not skipped
+  EXPECT_EQ(server.stop(), 0);
+  // A log that ends before its checkpoint with nothing cut lost files:
+  // recovery says so and changes nothing, unless told to go on.
+  std::filesystem::remove_all(dir / "wal");
+  const auto refused = testing::run_process({EBB_BINARY, "serve", "--port", "0", "--data-dir", dir.string()});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("ends at record 0 but the checkpoint holds records up to 5: log segments are missing"), std::string::npos)
+      << refused.err;
+  EbbServer repaired(dir, {"--checkpoint-interval", "1h", "--repair-log"});
+  HttpClient c3(repaired.port());
+  EXPECT_EQ(stat(c3, "n", "total_weight"), 13);
   std::filesystem::remove_all(dir);
 }
 
@@ -282,6 +288,69 @@ TEST(Durability, ASecondServerOnTheSameDirectoryIsRefused) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is in use by another ebb server (lock held on the directory)"), std::string::npos) << r.err;
   EXPECT_EQ(first.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// After a clean stop the checkpoint holds every record: a torn or damaged
+// last record is cut and nothing is missing (it used to refuse to start,
+// for good, claiming missing segments).
+TEST(Durability, ADamagedLastRecordTheCheckpointHoldsIsCut) {
+  const auto dir = testing::make_temp_dir("ebb-lastrec");
+  {
+    EbbServer server(dir, kNoCheckpoints);
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"n","windows":["all"]})").status, 201);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"n","events":[{"item_id":"a","weight":2}]})").status, 204);
+    EXPECT_EQ(server.stop(), 0);  // checkpoint of records 1-4
+  }
+  std::filesystem::path segment;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
+  {
+    std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(segment)) - 3);
+    f.put('\x42');  // inside record 4's payload
+  }
+  EbbServer server(dir, kNoCheckpoints);
+  HttpClient c(server.port());
+  EXPECT_EQ(stat(c, "n", "total_weight"), 6) << server.log();
+  EXPECT_EQ(metric(c, "ebb_wal_truncated_tails_total"), 1);
+  ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"n","events":[{"item_id":"a","weight":1}]})").status, 204);
+  server.stop_hard();
+  EbbServer again(dir, kNoCheckpoints);
+  HttpClient c2(again.port());
+  EXPECT_EQ(stat(c2, "n", "total_weight"), 7);
+  std::filesystem::remove_all(dir);
+}
+
+// Until a second checkpoint exists the whole log stays, so a damaged sole
+// manifest falls back to replaying the log from its start.
+TEST(Durability, ADamagedSoleCheckpointFallsBackToTheWholeLog) {
+  const auto dir = testing::make_temp_dir("ebb-solemanifest");
+  std::string batch = R"({"namespace":"s","events":[)";
+  for (int e = 0; e < 20; ++e) batch += std::string(e ? "," : "") + R"({"item_id":"an-item-name-of-some-length-)" + std::to_string(e) + R"("})";
+  batch += "]}";
+  {
+    EbbServer server(dir, {"--checkpoint-interval", "1h", "--log-segment-bytes", "65536"});
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"s","windows":["all"]})").status, 201);
+    for (int i = 0; i < 150; ++i) ASSERT_EQ(c.request("POST", "/events", batch).status, 204);  // 3 segments
+    EXPECT_EQ(server.stop(), 0);  // the first checkpoint
+  }
+  std::filesystem::path manifest;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "checkpoints")) {
+    if (e.path().extension() == ".manifest") manifest = e.path();
+  }
+  ASSERT_FALSE(manifest.empty());
+  EXPECT_TRUE(std::filesystem::exists(dir / "wal" / "00000000000000000001.log"));  // not released behind a sole checkpoint
+  {
+    std::fstream f(manifest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x13');
+  }
+  EbbServer server(dir, kNoCheckpoints);
+  HttpClient c(server.port());
+  EXPECT_EQ(stat(c, "s", "events"), 3000) << server.log();
+  EXPECT_NE(server.log().find("cannot be used"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
