@@ -22,32 +22,34 @@ using simdjson::dom::element;
 // One event object. Strings point into the parser's document (JSON) or are
 // copied into the arena (NDJSON, whose lines reuse the parser).
 void read_event(element obj, std::size_t index, std::string_view default_ns, double received_at, ParsedBatch& out, std::size_t line = 0) {
-  const std::string at = "events[" + std::to_string(index) + "]" + (line ? " (line " + std::to_string(line) + ")" : "");
-  if (!obj.is_object()) throw bad_request("invalid_event", at + ": must be an object");
+  // Where the event is, for errors only: built when one is thrown, not for
+  // every event of every batch.
+  const auto at = [&] { return "events[" + std::to_string(index) + "]" + (line ? " (line " + std::to_string(line) + ")" : ""); };
+  if (!obj.is_object()) throw bad_request("invalid_event", at() + ": must be an object");
   engine::Event ev{{}, received_at, 1.0};
   std::string_view ns = default_ns;
   bool has_item = false;
   const simdjson::dom::object members = obj.get_object().value_unsafe();
   for (auto [key, value] : members) {
     if (key == "item_id") {
-      if (!value.is_string()) bad_event(at, "item_id", "must be a string");
+      if (!value.is_string()) bad_event(at(), "item_id", "must be a string");
       ev.item = value.get_string().value_unsafe();
       has_item = true;
     } else if (key == "namespace") {
-      if (!value.is_string()) bad_event(at, "namespace", "must be a string");
+      if (!value.is_string()) bad_event(at(), "namespace", "must be a string");
       ns = value.get_string().value_unsafe();
     } else if (key == "timestamp") {
       if (value.is_null()) continue;  // the receive time
-      if (!value.is_number()) bad_event(at, "timestamp", "must be a number of Unix seconds");
+      if (!value.is_number()) bad_event(at(), "timestamp", "must be a number of Unix seconds");
       ev.time = value.get_double().value_unsafe();
     } else if (key == "weight") {
-      if (!value.is_number()) bad_event(at, "weight", "must be a number");
+      if (!value.is_number()) bad_event(at(), "weight", "must be a number");
       ev.weight = value.get_double().value_unsafe();
     }
     // Other fields (metadata) are the producer's business: ignored.
   }
-  if (!has_item) bad_event(at, "item_id", "is required");
-  if (ns.empty()) bad_event(at, "namespace", "is required (per event, as \"namespace\" at the top level, or ?namespace=)");
+  if (!has_item) bad_event(at(), "item_id", "is required");
+  if (ns.empty()) bad_event(at(), "namespace", "is required (per event, as \"namespace\" at the top level, or ?namespace=)");
   if (out.ndjson) {
     ev.item = out.arena.keep(ev.item);
     ns = out.arena.keep(ns);
