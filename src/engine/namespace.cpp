@@ -81,11 +81,7 @@ double Namespace::clamp_future(const Event& e, std::size_t index, double wall_no
 
 void Namespace::validate(std::span<const Event> events, double wall_now) const {
   double newest = newest_before_batch();
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    double unmoved = newest;  // an excluded event does not move the event clock (as in prepare)
-    const bool excluded = !exclude_.empty() && exclude_.contains(events[i].item);
-    (void)checked_time(events[i], i, wall_now, excluded ? unmoved : newest);
-  }
+  for (std::size_t i = 0; i < events.size(); ++i) (void)kept_time(events[i], i, wall_now, newest);
 }
 
 void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
@@ -99,14 +95,9 @@ void Namespace::prepare(std::span<const Event> events, std::span<const std::uint
   // Validate everything before anything is counted.
   for (std::size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
-    if (!exclude_.empty() && exclude_.contains(e.item)) {
-      // Checked like the others, but not counted: it does not move the
-      // event clock (stats' newest time counts kept events only).
-      double unmoved = newest;
-      (void)checked_time(e, i, wall_now, unmoved);
-      continue;
-    }
-    const double t = checked_time(e, i, wall_now, newest);
+    const std::optional<double> time = kept_time(e, i, wall_now, newest);
+    if (!time) continue;
+    const double t = *time;
     batch_.items[kept] = e.item;
     batch_.times[kept] = t;
     batch_.weights[kept] = e.weight;

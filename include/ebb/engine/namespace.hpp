@@ -135,6 +135,17 @@ class Namespace {
     }
     return e.time;
   }
+  // checked_time for an event of a batch; nullopt for an excluded one,
+  // which is checked like the others but does not move the event clock
+  // (stats' newest time counts kept events only).
+  std::optional<double> kept_time(const Event& e, std::size_t index, double wall_now, double& newest) const {
+    if (!exclude_.empty() && exclude_.contains(e.item)) {
+      double unmoved = newest;
+      (void)checked_time(e, index, wall_now, unmoved);
+      return std::nullopt;
+    }
+    return checked_time(e, index, wall_now, newest);
+  }
   // The event clock's newest time before this batch (NaN before any event).
   double newest_before_batch() const noexcept;
   [[noreturn]] void reject(const Event& e, std::size_t index) const;
