@@ -5,17 +5,15 @@
 #include <cstdio>
 
 #include "ebb/core/error.hpp"
+#include "number_with_unit.hpp"
 
 namespace ebb {
 namespace {
 
-struct Unit {
-  std::string_view suffix;
-  double ms;  // in milliseconds, so that "1234ms" is read without a rounding
-};
+// Scales in milliseconds, so that "1234ms" is read without a rounding.
 // Longest suffixes first so "ms" is not read as "m" + garbage.
-constexpr Unit kUnits[] = {{"ms", 1},        {"s", 1e3},        {"m", 60e3},
-                           {"h", 3600e3},    {"d", 86400e3},    {"w", 7 * 86400e3}};
+constexpr UnitScale kUnits[] = {{"ms", 1},        {"s", 1e3},        {"m", 60e3},
+                                {"h", 3600e3},    {"d", 86400e3},    {"w", 7 * 86400e3}};
 // Up to here (about 31,700 years) a whole number of milliseconds k and its
 // seconds k / 1000 convert both ways exactly, which the round trip needs.
 constexpr double kMaxMs = 1e15;
@@ -27,24 +25,12 @@ double parse_duration(std::string_view text) {
   std::string quoted(1, '\'');
   quoted.append(text).push_back('\'');
   if (text.empty()) throw InvalidArgument("empty duration (expected e.g. 90s, 5m, 1h, 1d)");
-  double unit = 1e3;  // a bare number is seconds
-  std::string_view number = text;
-  for (const auto& u : kUnits) {
-    if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
-      number = text.substr(0, text.size() - u.suffix.size());
-      unit = u.ms;
-      break;
-    }
-  }
-  double value = 0;
-  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (ec != std::errc() || end != number.data() + number.size()) {
-    throw InvalidArgument("bad duration " + quoted + " (expected a number and a unit: ms, s, m, h, d, w)");
-  }
+  const std::optional<double> scaled = parse_number_with_unit(text, kUnits, 1e3);  // a bare number is seconds
+  if (!scaled) throw InvalidArgument("bad duration " + quoted + " (expected a number and a unit: ms, s, m, h, d, w)");
   // Durations have millisecond resolution, fixed the moment they are read:
   // "4.1m" is 246000 ms exactly, not 245.99999999999997 s, so a duration
   // stored as text and read back is the same number (a half-life names a view).
-  const double ms = value * unit;
+  const double ms = *scaled;
   if (!std::isfinite(ms) || ms < 0.5 || ms > kMaxMs) {
     throw InvalidArgument("bad duration " + quoted + " (must be finite and > 0, at least 1ms, at most 11574074d)");
   }
@@ -52,9 +38,9 @@ double parse_duration(std::string_view text) {
 }
 
 std::string format_duration(double seconds) {
-  constexpr Unit kLargestFirst[] = {{"d", 86400e3}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}};
+  constexpr UnitScale kLargestFirst[] = {{"d", 86400e3}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}};
   for (const auto& u : kLargestFirst) {
-    const double n = seconds / (u.ms / 1000);
+    const double n = seconds / (u.scale / 1000);
     if (n >= 1 && n == std::floor(n)) {
       return std::to_string(static_cast<long long>(n)) + std::string(u.suffix);
     }
