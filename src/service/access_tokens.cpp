@@ -74,7 +74,9 @@ std::vector<std::string> AccessTokens::read_file(const std::filesystem::path& pa
 }
 
 AccessTokens AccessTokens::from_file(const std::filesystem::path& path, bool protect_reads) {
-  AccessTokens out = from_tokens(read_file(path), protect_reads);
+  AccessTokens out;
+  out.tokens_ = read_file(path);  // checked line by line there, and never empty
+  out.protect_reads_ = protect_reads;
   struct stat st{};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     out.warnings_.push_back("--auth-token-file " + path.string() + " can be read by other users (chmod 600 it)");
