@@ -22,4 +22,17 @@ inline const CLI::Validator& duration_validator() {
   return v;
 }
 
+// The same, also taking "0" (for flags where 0 turns a feature off).
+inline const CLI::Validator& duration_or_zero_validator() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        if (s == "0") return {};
+        std::string copy = s;
+        const std::string problem = duration_validator()(copy);
+        return problem.empty() ? problem : problem + " (or 0 for off)";
+      },
+      "DUR|0", "duration or 0");
+  return v;
+}
+
 }  // namespace ebb::cli

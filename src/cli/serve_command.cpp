@@ -69,6 +69,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->check(CLI::Range(1ul, 100'000'000ul));
   o.http.threads = std::max(1u, std::thread::hardware_concurrency());
   cmd->add_option("--threads", o.http.threads, "Event-loop threads")->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("--answer-cache-ttl", o.answer_cache_ttl,
+                  "How long a rendered top-K answer may be reused while its namespace is unchanged (answers state their as_of); 0 turns the cache off")
+      ->capture_default_str()
+      ->check(duration_or_zero_validator());
   cmd->add_option("--checkpoint-interval", o.checkpoint_interval,
                   "How often namespaces changed since the last checkpoint are written to the data directory (the log is replayed from there)")
       ->capture_default_str()
@@ -135,6 +139,7 @@ int run_serve(ServeOptions o) {
   so.limits = o.limits;
   so.data_dir = o.data_dir;
   so.checkpoint_interval = parse_duration(o.checkpoint_interval);
+  so.answer_cache_ttl = o.answer_cache_ttl == "0" ? 0 : parse_duration(o.answer_cache_ttl);
   so.log.policy = o.fsync == "batch" ? storage::FsyncPolicy::batch : o.fsync == "interval" ? storage::FsyncPolicy::interval : storage::FsyncPolicy::off;
   so.log.fsync_interval = parse_duration(o.fsync_interval);
   so.log.segment_bytes = o.segment_bytes;

@@ -16,6 +16,7 @@ struct ServeOptions {
   service::ServiceLimits limits;
   std::string data_dir = "./ebb-data";
   std::string checkpoint_interval = "10s";
+  std::string answer_cache_ttl = "100ms";
   std::string log_level = "info";
   std::string max_future_skew = "60s";
   std::string max_event_age = "7d";

@@ -64,10 +64,12 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const auto k = k_from(req.param("k"));
     const auto view = view_from(req.param("window"), req.param("half_life"));
     reject_timestamp(req.param("timestamp").has_value());
-    const auto answer = ctx.service.top(name, view, k);
-    io::JsonWriter w;
-    service::write_top_k(w, name, answer);
-    return json_response(200, w.take());
+    const auto body = ctx.service.top_rendered(name, view, k, "json", [&name](const engine::TopKAnswer& answer) {
+      io::JsonWriter w;
+      service::write_top_k(w, name, answer);
+      return w.take();
+    });
+    return json_response(200, *body);
   });
 
   router.add("GET", "/count", "/count", Router::Access::read, [&ctx](const Request& req, const std::string&) {

@@ -193,6 +193,7 @@ Commit Service::ingest(const IngestRequest& req) {
   }
   for (auto& t : targets) {
     t.entry->ns.apply_staged();
+    t.entry->changed();
     t.entry->applied_lsn = lsn;
     t.entry->ingest_bytes += req.body_bytes * events_of(t).size() / req.events.size();
   }
@@ -240,7 +241,7 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
   try {
     // The allocation (up to --max-namespace-bytes) happens here, outside
     // every lock; front ends call create() off their event loops.
-    entry = std::make_shared<NamespaceEntry>(spec, 0, need);
+    entry = std::make_shared<NamespaceEntry>(spec, 0, need, s.options.answer_cache_ttl);
     const std::string payload = encode_admin({RecordType::create, {}, write_namespace_spec(entry->spec, true)});
     std::uint64_t lsn = 0;
     {
@@ -286,6 +287,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     entry->ns.set_time_guards(next.config.max_event_age, next.config.max_time_jump);
     entry->spec = next;
     entry->applied_lsn = lsn;
+    entry->changed();
   }
   s.wait(lsn);
   return next;
@@ -346,6 +348,37 @@ engine::TopKAnswer Service::top(const std::string& name, const std::optional<eng
   return on_query([&] { return e->ns.top(view, k); });
 }
 
+Service::Rendered Service::top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                                       std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto e = s_->require(name, "namespace");
+  // The question: the view as asked (none: the namespace's first view, which
+  // a patch cannot change without bumping the version), k as asked, format.
+  thread_local std::string question;
+  question.clear();
+  if (view) question = view->name();
+  question += '\0';
+  if (k) question += std::to_string(*k);
+  question += '\0';
+  question += format;
+  const auto started = AnswerCache::Clock::now();
+  if (auto hit = e->answers.find(question, e->version.load(std::memory_order_acquire), started)) {
+    s_->answer_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    return hit;
+  }
+  s_->answer_cache_misses.fetch_add(1, std::memory_order_relaxed);
+  engine::TopKAnswer answer;
+  std::uint64_t version = 0;
+  {
+    std::shared_lock lock(e->mu);
+    version = e->version.load(std::memory_order_relaxed);  // changes only under the exclusive lock
+    answer = on_query([&] { return e->ns.top(view, k); });
+  }
+  auto body = std::make_shared<const std::string>(render(answer));
+  e->answers.store(question, version, started, body);
+  return body;
+}
+
 engine::PointAnswer Service::count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
@@ -400,6 +433,8 @@ ServiceMetrics Service::metrics() const {
   m.idempotent_replays = s_->idempotent_replays;
   m.persist_failures = s_->persist_failures;
   m.overloaded = s_->overloaded;
+  m.answer_cache_hits = s_->answer_cache_hits;
+  m.answer_cache_misses = s_->answer_cache_misses;
   m.memory_reserved = s_->reserved;
   return m;
 }

@@ -11,14 +11,15 @@ namespace {
 
 using Entries = std::map<std::string, EntryPtr, std::less<>>;
 
-EntryPtr load_namespace(const std::string& config_json, const ServiceLimits& limits, std::uint64_t lsn, const std::string& where) {
+EntryPtr load_namespace(const std::string& config_json, const ServiceOptions& options, std::uint64_t lsn, const std::string& where) {
   NamespaceSpec spec;
   try {
-    spec = parse_namespace_spec(config_json, limits, SpecSource::stored);
+    spec = parse_namespace_spec(config_json, options.limits, SpecSource::stored);
   } catch (const std::exception& e) {
     throw std::runtime_error("the namespace configuration in " + where + " is damaged: " + e.what());
   }
-  return std::make_shared<NamespaceEntry>(std::move(spec), lsn, Service::State::planned_bytes(spec.config));
+  const auto planned = Service::State::planned_bytes(spec.config);
+  return std::make_shared<NamespaceEntry>(std::move(spec), lsn, planned, options.answer_cache_ttl);
 }
 
 // Applies one log record to the namespaces being rebuilt. A record already
@@ -48,7 +49,7 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
     }
     case RecordType::create: {
       const AdminRecord r = decode_admin(payload);
-      auto entry = load_namespace(std::string(r.config_json), s.options.limits, lsn, "log record " + std::to_string(lsn));
+      auto entry = load_namespace(std::string(r.config_json), s.options, lsn, "log record " + std::to_string(lsn));
       auto it = entries.find(entry->name);
       if (it != entries.end()) {
         if (it->second->applied_lsn < lsn) s.log->warn("replay: record {} creates namespace '{}' which exists; kept the existing one", lsn, entry->name);
@@ -108,7 +109,7 @@ RecoveryReport Service::recover() {
       base = s.store->read_manifest(path);
       Entries loaded;
       for (const auto& n : base.namespaces) {
-        auto entry = load_namespace(n.config_json, s.options.limits, n.state_lsn, path.string());
+        auto entry = load_namespace(n.config_json, s.options, n.state_lsn, path.string());
         try {
           entry->ns.restore_state(s.store->read_state(n.state_file));
         } catch (const std::exception& e) {
@@ -145,7 +146,7 @@ RecoveryReport Service::recover() {
         }
         throw std::runtime_error("namespace configuration " + legacy.config_path.string() + " names '" + spec.config.name + "'");
       }
-      auto entry = std::make_shared<NamespaceEntry>(spec, 0, State::planned_bytes(spec.config));
+      auto entry = std::make_shared<NamespaceEntry>(spec, 0, State::planned_bytes(spec.config), s.options.answer_cache_ttl);
       if (legacy.state) {
         try {
           entry->ns.restore_state(*legacy.state);

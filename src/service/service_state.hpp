@@ -11,14 +11,15 @@
 #include <thread>
 
 #include "ebb/service/service.hpp"
+#include "answer_cache.hpp"
 #include "ebb/storage/checkpoint_store.hpp"
 #include "idempotency_table.hpp"
 
 namespace ebb::service {
 
 struct NamespaceEntry {
-  NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved)
-      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), reserved_bytes(reserved) {}
+  NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved, double answer_ttl)
+      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), reserved_bytes(reserved), answers(answer_ttl) {}
 
   const std::string name;
   mutable std::shared_mutex mu;  // guards everything below but the atomics
@@ -28,6 +29,14 @@ struct NamespaceEntry {
   bool deleted = false;       // set by remove(): a request that found it before sees 404
   const std::uint64_t reserved_bytes;
   std::atomic<std::uint64_t> ingest_bytes{0};
+  // Bumped with every batch counted and every patch, under the exclusive
+  // lock: the version a cached answer must still match. (Recovery changes
+  // ns before any query is served.)
+  std::atomic<std::uint64_t> version{0};
+  AnswerCache answers;
+
+  // Call after changing ns, holding mu exclusively.
+  void changed() noexcept { version.fetch_add(1, std::memory_order_release); }
 };
 
 using EntryPtr = std::shared_ptr<NamespaceEntry>;
@@ -59,6 +68,7 @@ struct Service::State {
   ServiceMetrics counters;  // namespaces and log filled at read
   std::string checkpoint_error;
   std::atomic<std::uint64_t> idempotent_replays{0}, persist_failures{0}, overloaded{0};
+  std::atomic<std::uint64_t> answer_cache_hits{0}, answer_cache_misses{0};
 
   explicit State(ServiceOptions o, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), log(std::move(l)) {}
 

@@ -44,6 +44,7 @@ struct ServiceOptions {
   std::optional<std::filesystem::path> data_dir;  // none: nothing is persisted (tests, benchmarks)
   storage::SegmentLogOptions log;
   double checkpoint_interval = 10;  // seconds
+  double answer_cache_ttl = 0.1;    // seconds a rendered top-K answer may be reused while nothing changed; 0: never
 };
 
 // Where a write stands in the log; wait on it with when_durable().
@@ -119,6 +120,13 @@ class Service {
 
   // Queries. ServiceError invalid for an unknown view or a bad k / item.
   engine::TopKAnswer top(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) const;
+  // The same answer rendered by a front end (`render`, one per `format`),
+  // reused by later requests for the same view, k and format until the
+  // namespace changes (a batch counted, a patch) or answer_cache_ttl
+  // passes. The answer states its as_of, so a reused one stays honest.
+  using Rendered = std::shared_ptr<const std::string>;
+  Rendered top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                        std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const;
   engine::PointAnswer count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const;
   // Many items under one lock, in request order; `view_answer` gets the
   // view and accuracy block they share.

@@ -29,6 +29,7 @@ struct ServiceMetrics {
   std::uint64_t idempotency_keys = 0, idempotent_replays = 0;
   std::uint64_t persist_failures = 0;  // writes refused because the log could not take them
   std::uint64_t overloaded = 0;        // writes refused with 429
+  std::uint64_t answer_cache_hits = 0, answer_cache_misses = 0;  // top-K answers reused / computed
   std::uint64_t memory_reserved = 0, memory_budget = 0;
 };
 
