@@ -18,7 +18,7 @@ void add_event_routes(Router& router, ApiContext& ctx) {
     const auto& limits = ctx.service.limits();
     thread_local simdjson::dom::parser parser;
     ParsedBatch batch;
-    parse_event_body(req.body, ndjson, default_ns, req.received_at, limits, parser, batch);
+    parse_event_body(req.body, ndjson, default_ns, req.received_at, limits, parser, batch, req.body.capacity() - req.body.size());
     if (batch.events.empty()) return empty_response(204);
 
     service::IngestRequest in;

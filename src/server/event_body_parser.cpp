@@ -65,10 +65,10 @@ void check_size(const ParsedBatch& b, const service::ServiceLimits& limits) {
   }
 }
 
-void parse_json(std::string_view body, std::string_view default_ns, double received_at, simdjson::dom::parser& parser,
+void parse_json(std::string_view body, std::size_t padding, std::string_view default_ns, double received_at, simdjson::dom::parser& parser,
                 const service::ServiceLimits& limits, ParsedBatch& out) {
   element doc;
-  if (auto err = parser.parse(body.data(), body.size()).get(doc)) {
+  if (auto err = parser.parse(body.data(), body.size(), /*realloc_if_needed=*/padding < simdjson::SIMDJSON_PADDING).get(doc)) {
     throw bad_request("invalid_json", std::string("request body is not valid JSON: ") + simdjson::error_message(err));
   }
   if (!doc.is_object()) throw bad_request("invalid_json", "request body must be an object {\"events\": [...]}");
@@ -97,9 +97,10 @@ void parse_json(std::string_view body, std::string_view default_ns, double recei
   for (element e : array) read_event(e, i++, default_ns, received_at, out);
 }
 
-void parse_ndjson(std::string_view body, std::string_view default_ns, double received_at, simdjson::dom::parser& parser,
+void parse_ndjson(std::string_view body, std::size_t padding, std::string_view default_ns, double received_at, simdjson::dom::parser& parser,
                   const service::ServiceLimits& limits, ParsedBatch& out) {
   out.ndjson = true;
+  const char* const readable_end = body.data() + body.size() + padding;
   std::size_t line_no = 0;
   while (!body.empty()) {
     const std::size_t nl = body.find('\n');
@@ -108,7 +109,9 @@ void parse_ndjson(std::string_view body, std::string_view default_ns, double rec
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     element doc;
-    if (auto err = parser.parse(line.data(), line.size()).get(doc)) {
+    // A line is followed by the rest of the body: in place when that leaves the padding.
+    const bool padded = readable_end - (line.data() + line.size()) >= static_cast<std::ptrdiff_t>(simdjson::SIMDJSON_PADDING);
+    if (auto err = parser.parse(line.data(), line.size(), /*realloc_if_needed=*/!padded).get(doc)) {
       throw bad_request("invalid_json", "events[" + std::to_string(out.events.size()) + "] (line " + std::to_string(line_no) +
                                             "): not valid JSON: " + simdjson::error_message(err));
     }
@@ -126,11 +129,12 @@ bool is_ndjson_media_type(std::string_view content_type) noexcept {
 }
 
 void parse_event_body(std::string_view body, bool ndjson, std::string_view default_ns, double received_at,
-                      const service::ServiceLimits& limits, simdjson::dom::parser& parser, ParsedBatch& out) {
+                      const service::ServiceLimits& limits, simdjson::dom::parser& parser, ParsedBatch& out,
+                      std::size_t readable_past_end) {
   if (ndjson) {
-    parse_ndjson(body, default_ns, received_at, parser, limits, out);
+    parse_ndjson(body, readable_past_end, default_ns, received_at, parser, limits, out);
   } else {
-    parse_json(body, default_ns, received_at, parser, limits, out);
+    parse_json(body, readable_past_end, default_ns, received_at, parser, limits, out);
   }
 }
 

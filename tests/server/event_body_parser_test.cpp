@@ -90,5 +90,32 @@ TEST(EventBodyParser, NulInAnUnknownFieldNameIsSpelledOutInTheMessage) {
   EXPECT_EQ(r.message, "\\0events: unknown field (expected \"events\" and optionally \"namespace\")");
 }
 
+// With padding readable past its end, a body is parsed in place: whatever
+// the padding holds (here bytes that would break the JSON if read as part
+// of it), the events are those of the body alone; NDJSON lines are parsed
+// in place while the rest of the body covers their padding.
+TEST(EventBodyParser, ABodyParsedInPlaceIgnoresWhatLiesPastItsEnd) {
+  const std::string json = R"({"namespace":"n","events":[{"item_id":"a","weight":2},{"item_id":"b"}]})";
+  const std::string ndjson = "{\"item_id\":\"a\",\"namespace\":\"n\"}\n\n{\"item_id\":\"b\",\"namespace\":\"m\",\"weight\":3}";
+  for (const auto& [text, is_ndjson] : {std::pair{json, false}, std::pair{ndjson, true}}) {
+    std::string padded = text + std::string(simdjson::SIMDJSON_PADDING, '"') + "{,]";
+    const std::string_view body(padded.data(), text.size());
+    simdjson::dom::parser parser;
+    ParsedBatch b;
+    parse_event_body(body, is_ndjson, "", kNow, {}, parser, b, padded.size() - text.size());
+    ASSERT_EQ(b.events.size(), 2u) << text;
+    EXPECT_EQ(b.events[0].item, "a");
+    EXPECT_EQ(b.events[0].weight, is_ndjson ? 1.0 : 2.0);
+    EXPECT_EQ(b.events[1].item, "b");
+    EXPECT_EQ(b.events[1].weight, is_ndjson ? 3.0 : 1.0);
+    EXPECT_EQ(b.namespaces[1], is_ndjson ? "m" : "n");
+    // A body cut short is still refused, padding or not.
+    ParsedBatch cut;
+    simdjson::dom::parser p2;
+    EXPECT_THROW(parse_event_body(body.substr(0, body.size() - 3), is_ndjson, "", kNow, {}, p2, cut, padded.size() - text.size() + 3),
+                 ApiError);
+  }
+}
+
 }  // namespace
 }  // namespace ebb::server
