@@ -1,21 +1,39 @@
 // http_load: the load generator of bench/serve_bench.sh.
 //
 //   http_load ingest --port P --namespace N --events E [--batch 1000] [--connections 4]
-//                    [--distinct 1000000] [--skew 1.1] [--unique] [--rate EVENTS_PER_S]
+//                    [--distinct 1000000] [--skew 1.1] [--unique] [--rate EVENTS_PER_S] [--seconds S]
 //       Posts E events (Zipf keys, or all distinct with --unique) in batches
 //       over keep-alive connections, as fast as the server takes them (or
 //       paced at --rate). Prints events/s. Bodies are built before the clock
-//       starts.
+//       starts. With --seconds, cycles over the E events' batches for S
+//       seconds instead of sending them once (background load).
 //   http_load query --port P --target /top-k?namespace=N&k=100 --rate R --seconds S [--connections 4]
 //       Open loop at R requests/s: latency is measured from each request's
 //       scheduled time, so a slow server cannot hide its queueing.
 //       Prints p50/p90/p99/p99.9/max.
+//   http_load query --port P --target T --closed --requests N [--connections 4] [--warmup 0]
+//       Closed loop: each connection sends its next request as soon as the
+//       answer to the last one is in, N requests in all (after --warmup
+//       requests per connection that are not counted). Latency is from
+//       sending to the end of the answer. Prints requests/s and
+//       p50/p90/p99/p99.9/max.
 //   http_load resp --events E [--distinct 1000000] [--skew 1.1] --key K
-//       Writes the same Zipf stream as Redis ZINCRBY commands (RESP), for
-//       redis-cli --pipe.
+//                  [--command zincrby|topk|cms] [--per-command 100]
+//       Writes the same Zipf stream as Redis commands (RESP), for
+//       redis-cli --pipe: ZINCRBY K 1 item (one event a command, the
+//       default), TOPK.ADD K item... or CMS.INCRBY K item 1 item 1 ...
+//       (RedisBloom; --per-command events a command, default 100).
+//       With --rate EVENTS_PER_S the stream is paced; with --seconds S it
+//       cycles over the E events for S seconds (background load for a
+//       server, e.g. `http_load resp ... --rate 2000000 --seconds 30 | redis-cli --pipe`);
+//       both print what they wrote on stderr.
+//
+// SIGTERM or SIGINT ends ingest and resp early: what was sent so far is
+// reported as usual (scripts stop a background load this way).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +49,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT
+extern "C" void on_stop_signal(int) { g_stop = true; }
+void stop_on_signals() {
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+}
+
+Clock::time_point after(Clock::time_point t, double seconds) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 std::map<std::string, std::string> parse_flags(int argc, char** argv, int from) {
   std::map<std::string, std::string> flags;
   for (int i = from; i < argc; ++i) {
@@ -40,7 +69,7 @@ std::map<std::string, std::string> parse_flags(int argc, char** argv, int from) 
       std::exit(2);
     }
     if (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) flags[a.substr(2)] = argv[++i];
-    else flags[a.substr(2)] = "1";
+    else flags[a.substr(2)] = std::string(1, '1');
   }
   return flags;
 }
@@ -60,7 +89,7 @@ std::vector<std::string> stream_keys(std::size_t events, std::size_t distinct, d
   std::vector<std::string> keys;
   keys.reserve(events);
   if (unique) {
-    for (std::size_t i = 0; i < events; ++i) keys.push_back("u" + std::to_string(i));
+    for (std::size_t i = 0; i < events; ++i) keys.push_back(std::string(1, 'u').append(std::to_string(i)));
     return keys;
   }
   const auto z = ebb::bench::make_zipf_stream(distinct, events, skew, 1e6);
@@ -84,47 +113,108 @@ int ingest(const std::map<std::string, std::string>& f) {
   // Unique keys are built per batch while sending (50M keys do not fit
   // comfortably as prebuilt bodies); Zipf bodies are built before the clock.
   std::vector<std::string> bodies;
-  std::size_t body_bytes = 0;
   const std::size_t batches = (events + batch - 1) / batch;
   if (!unique) {
     const auto keys = stream_keys(events, std::stoull(flag(f, "distinct", "1000000")), std::stod(flag(f, "skew", "1.1")), false);
     for (std::size_t i = 0; i < keys.size(); i += batch) {
       bodies.push_back(make_body(keys, i));
-      body_bytes += bodies.back().size();
     }
   }
   auto body_of = [&](std::size_t b) {
     if (!unique) return bodies[b];
     std::vector<std::string> keys;
-    for (std::size_t j = b * batch; j < std::min(events, (b + 1) * batch); ++j) keys.push_back("u" + std::to_string(offset + j));
+    for (std::size_t j = b * batch; j < std::min(events, (b + 1) * batch); ++j) keys.push_back(std::string(1, 'u').append(std::to_string(offset + j)));
     return make_body(keys, 0);
   };
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> failed{0};
+  std::atomic<std::size_t> sent_batches{0};
+  std::atomic<std::size_t> sent_events{0};
+  std::atomic<std::size_t> sent_bytes{0};
   const double rate = std::stod(flag(f, "rate", "0"));  // events/s; 0 = as fast as possible
+  const double seconds = std::stod(flag(f, "seconds", "0"));  // > 0: cycle over the batches this long
+  const std::size_t limit = seconds > 0 ? SIZE_MAX : batches;
+  stop_on_signals();
   std::fprintf(stderr, "ingest: started\n");  // scripts wait for this before measuring alongside
   std::fflush(stderr);
   const auto start = Clock::now();
+  const auto deadline = after(start, seconds);
   std::vector<std::thread> threads;
   for (int c = 0; c < connections; ++c) {
     threads.emplace_back([&] {
       ebb::io::HttpClient client(port);
-      for (std::size_t i; (i = next++) < batches;) {
-        if (rate > 0) {
-          std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i * batch / rate)));
-        }
-        if (client.request("POST", "/events", body_of(i)).status != 204) ++failed;
+      for (std::size_t i; !g_stop && (i = next++) < limit;) {
+        if (rate > 0) std::this_thread::sleep_until(after(start, static_cast<double>(i * batch) / rate));
+        if (g_stop || (seconds > 0 && Clock::now() >= deadline)) break;
+        const std::size_t b = i % batches;
+        const std::string body = body_of(b);
+        if (client.request("POST", "/events", body).status != 204) ++failed;
+        ++sent_batches;
+        sent_events += std::min(batch, events - b * batch);
+        sent_bytes += body.size();
       }
     });
   }
   for (auto& t : threads) t.join();
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::size_t n = sent_events.load();
   std::printf("ingest: %zu events in %zu batches of %zu over %d connections: %.3f s, %.2f M events/s, %.1f MB/s of JSON, %zu failed\n",
-              events, batches, batch, connections, secs, events / secs / 1e6, body_bytes / secs / 1e6, failed.load());
+              n, sent_batches.load(), batch, connections, secs, n / secs / 1e6, sent_bytes.load() / secs / 1e6, failed.load());
+  return failed == 0 ? 0 : 1;
+}
+
+// Sorted latencies in seconds -> "p50 ... max" in milliseconds.
+std::string percentiles(std::vector<double>& all) {
+  std::sort(all.begin(), all.end());
+  auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, static_cast<std::size_t>(p * all.size()))] * 1e3; };
+  char out[160];
+  std::snprintf(out, sizeof out, "p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms", pct(0.5), pct(0.9), pct(0.99), pct(0.999),
+                all.empty() ? 0 : all.back() * 1e3);
+  return out;
+}
+
+int closed_query(const std::map<std::string, std::string>& f) {
+  const auto port = static_cast<unsigned short>(std::stoi(flag(f, "port")));
+  const std::string target = flag(f, "target");
+  const std::size_t requests = std::stoull(flag(f, "requests"));
+  const int connections = std::stoi(flag(f, "connections", "4"));
+  const std::size_t warmup = std::stoull(flag(f, "warmup", "0"));
+  std::vector<std::vector<double>> latencies(connections);
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> failed{0};
+  std::atomic<int> warm{0};
+  Clock::time_point start;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < connections; ++c) {
+    threads.emplace_back([&, c] {
+      ebb::io::HttpClient client(port);
+      for (std::size_t i = 0; i < warmup; ++i) client.request("GET", target);
+      // Every connection is warm before the clock starts.
+      if (++warm == connections) start = Clock::now();
+      while (warm.load() < connections) std::this_thread::yield();
+      latencies[c].reserve(requests / connections + 1);
+      while (next++ < requests) {
+        const auto sent = Clock::now();
+        try {
+          if (client.request("GET", target).status != 200) ++failed;
+        } catch (const ebb::io::HttpClientError& e) {  // no answer: counted as failed
+          if (failed++ == 0) std::fprintf(stderr, "http_load: %s\n", e.what());
+        }
+        latencies[c].push_back(std::chrono::duration<double>(Clock::now() - sent).count());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::printf("query: %zu requests closed loop over %d connections: %.3f s, %.0f requests/s, %s, %zu failed\n", all.size(), connections, secs,
+              all.size() / secs, percentiles(all).c_str(), failed.load());
   return failed == 0 ? 0 : 1;
 }
 
 int query(const std::map<std::string, std::string>& f) {
+  if (f.contains("closed")) return closed_query(f);
   const auto port = static_cast<unsigned short>(std::stoi(flag(f, "port")));
   const std::string target = flag(f, "target");
   const double rate = std::stod(flag(f, "rate"));
@@ -153,10 +243,7 @@ int query(const std::map<std::string, std::string>& f) {
   for (auto& t : threads) t.join();
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, static_cast<std::size_t>(p * all.size()))] * 1e3; };
-  std::printf("query: %zu requests at %.0f/s for %.1f s: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms, %zu failed\n",
-              all.size(), rate, seconds, pct(0.5), pct(0.9), pct(0.99), pct(0.999), all.empty() ? 0 : all.back() * 1e3, failed.load());
+  std::printf("query: %zu requests at %.0f/s for %.1f s: %s, %zu failed\n", all.size(), rate, seconds, percentiles(all).c_str(), failed.load());
   return failed == 0 ? 0 : 1;
 }
 
@@ -164,15 +251,79 @@ int resp(const std::map<std::string, std::string>& f) {
   const auto keys = stream_keys(std::stoull(flag(f, "events")), std::stoull(flag(f, "distinct", "1000000")), std::stod(flag(f, "skew", "1.1")),
                                 f.contains("unique"));
   const std::string key = flag(f, "key");
+  const std::string command = flag(f, "command", "zincrby");
+  if (command != "zincrby" && command != "topk" && command != "cms") {
+    std::fprintf(stderr, "http_load: --command is zincrby, topk or cms, not '%s'\n", command.c_str());
+    return 2;
+  }
+  const std::size_t per_command = command == "zincrby" ? 1 : std::stoull(flag(f, "per-command", "100"));
+  if (per_command == 0) {
+    std::fprintf(stderr, "http_load: --per-command must be at least 1\n");
+    return 2;
+  }
+  auto bulk = [](std::string& out, const std::string& s) {
+    out += '$';
+    out += std::to_string(s.size());
+    out += "\r\n";
+    out += s;
+    out += "\r\n";
+  };
   std::string out;
-  for (const auto& k : keys) {
-    out += "*4\r\n$7\r\nZINCRBY\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$1\r\n1\r\n$" + std::to_string(k.size()) + "\r\n" + k + "\r\n";
-    if (out.size() > (1 << 20)) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
-      out.clear();
+  std::vector<std::size_t> starts;  // where each command begins in out, then out.size()
+  for (std::size_t i = 0; i < keys.size(); i += per_command) {
+    const std::size_t n = std::min(per_command, keys.size() - i);
+    starts.push_back(out.size());
+    if (command == "zincrby") {
+      out += "*4\r\n$7\r\nZINCRBY\r\n";
+      bulk(out, key);
+      out += "$1\r\n1\r\n";
+      bulk(out, keys[i]);
+    } else if (command == "topk") {  // TOPK.ADD key item...
+      out += '*';
+      out += std::to_string(2 + n);
+      out += "\r\n$8\r\nTOPK.ADD\r\n";
+      bulk(out, key);
+      for (std::size_t j = i; j < i + n; ++j) bulk(out, keys[j]);
+    } else {  // CMS.INCRBY key item increment ...
+      out += '*';
+      out += std::to_string(2 + 2 * n);
+      out += "\r\n$10\r\nCMS.INCRBY\r\n";
+      bulk(out, key);
+      for (std::size_t j = i; j < i + n; ++j) {
+        bulk(out, keys[j]);
+        out += "$1\r\n1\r\n";
+      }
     }
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  starts.push_back(out.size());
+  const double rate = std::stod(flag(f, "rate", "0"));        // events/s; 0 = unpaced
+  const double seconds = std::stod(flag(f, "seconds", "0"));  // > 0: cycle over the stream this long
+  if (rate <= 0 && seconds <= 0) {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  }
+  // Paced or timed: chunks of about 1000 events, each sent on schedule.
+  stop_on_signals();
+  const std::size_t commands = starts.size() - 1;
+  const std::size_t chunk = std::max<std::size_t>(1, 1000 / per_command);
+  std::fprintf(stderr, "resp: started\n");  // scripts wait for this before measuring alongside
+  std::fflush(stderr);
+  const auto start = Clock::now();
+  const auto deadline = after(start, seconds);
+  std::size_t c = 0;
+  std::size_t commands_out = 0;
+  std::size_t events_out = 0;
+  while (!g_stop && commands > 0 && (seconds > 0 ? Clock::now() < deadline : commands_out < commands)) {
+    const std::size_t end = std::min(c + chunk, commands);
+    if (std::fwrite(out.data() + starts[c], 1, starts[end] - starts[c], stdout) != starts[end] - starts[c] || std::fflush(stdout) != 0) break;
+    commands_out += end - c;
+    for (; c < end; ++c) events_out += std::min(per_command, keys.size() - c * per_command);
+    if (c == commands) c = 0;
+    if (rate > 0) std::this_thread::sleep_until(after(start, static_cast<double>(events_out) / rate));
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  std::fprintf(stderr, "resp: %zu events in %s commands of %zu: %.3f s, %.2f M events/s\n", events_out, command.c_str(), per_command, secs,
+               events_out / secs / 1e6);
   return 0;
 }
 
