@@ -11,10 +11,14 @@
 #     stream at 8 and 16 connections (median of 5 each; target: batch at
 #     least 2 M events/s and at least half of off), and recovery time of a
 #     1 GiB log (SIGKILL, restart, time until /readyz answers 200).
+#  5. seed 002's load: 1M events/s of ingest (2 connections) and 10k
+#     top-100 queries/s (open loop, 4 connections) together for
+#     SEED_SECONDS (default 60): query latency percentiles, failures, the
+#     answer cache's hits and misses, and resident memory before and after.
 #   bench/serve_bench.sh [BUILD_DIR] [SECTIONS]   (SECTIONS: e.g. "4"; default all)
 set -euo pipefail
 build=${1:-build}
-sections=${2:-1234}
+sections=${2:-12345}
 load="$build/bench/http_load"
 tmp=$(mktemp -d)
 pids=()
@@ -80,6 +84,29 @@ if [[ $sections == *4* ]]; then
     wait "$server" 2>/dev/null || true
   done
   rm -rf "$tmp/recovery"
+fi
+if [[ $sections == *5* ]]; then
+  seconds=${SEED_SECONDS:-60}
+  echo "== seed 002: 1M events/s + 10k GET /top-k?k=100 a second for $seconds s (open loop)"
+  start_server "$tmp/seed" --fsync off
+  curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
+  "$load" ingest --port "$port" --namespace hot --events 1000000 --connections 2 >/dev/null 2>&1  # warm up
+  rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
+  rss_before=$(rss_kib)
+  "$load" ingest --port "$port" --namespace hot --events $((seconds * 1000000)) --rate 1000000 --connections 2 >"$tmp/seed-ingest.out" 2>"$tmp/seed-ingest.err" &
+  bg=$!
+  # The generator builds every body before it starts sending: wait for that.
+  for _ in $(seq 1200); do grep -q started "$tmp/seed-ingest.err" 2>/dev/null && break; sleep 0.1; done
+  "$load" query --port "$port" --target '/top-k?namespace=hot&k=100' --rate 10000 --seconds "$seconds" --connections 4
+  wait "$bg"
+  cat "$tmp/seed-ingest.out"
+  rss_after=$(rss_kib)
+  metrics=$(curl -s "localhost:$port/metrics")
+  awk -v b="$rss_before" -v a="$rss_after" 'BEGIN {printf "RSS: %.1f MiB before, %.1f MiB after\n", b / 1024, a / 1024}'
+  echo "answer cache: $(echo "$metrics" | awk '/^ebb_answer_cache_hits_total/ {h=$2} /^ebb_answer_cache_misses_total/ {m=$2} END {print h " hits, " m " misses"}')"
+  kill -TERM "$server"
+  wait "$server" || true
+  rm -rf "$tmp/seed"
 fi
 [[ $sections == *[123]* ]] || exit 0
 
