@@ -93,12 +93,13 @@ if [[ $sections == *5* ]]; then
   "$load" ingest --port "$port" --namespace hot --events 1000000 --connections 2 >/dev/null 2>&1  # warm up
   rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
   rss_before=$(rss_kib)
-  "$load" ingest --port "$port" --namespace hot --events $((seconds * 1000000)) --rate 1000000 --connections 2 >"$tmp/seed-ingest.out" 2>"$tmp/seed-ingest.err" &
+  # 1M events' bodies, cycled for the whole run (not 60M built up front).
+  "$load" ingest --port "$port" --namespace hot --events 1000000 --seconds "$seconds" --rate 1000000 --connections 2 >"$tmp/seed-ingest.out" 2>"$tmp/seed-ingest.err" &
   bg=$!
-  # The generator builds every body before it starts sending: wait for that.
-  for _ in $(seq 1200); do grep -q started "$tmp/seed-ingest.err" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q started "$tmp/seed-ingest.err" 2>/dev/null && break; sleep 0.1; done
+  grep -q started "$tmp/seed-ingest.err" || { echo "the ingest generator did not start: $(cat "$tmp/seed-ingest.err")" >&2; exit 1; }
   "$load" query --port "$port" --target '/top-k?namespace=hot&k=100' --rate 10000 --seconds "$seconds" --connections 4
-  wait "$bg"
+  wait "$bg" || true
   cat "$tmp/seed-ingest.out"
   rss_after=$(rss_kib)
   metrics=$(curl -s "localhost:$port/metrics")

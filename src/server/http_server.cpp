@@ -117,7 +117,7 @@ class HttpServer::Impl {
   void begin_shutdown();
   void finish();  // on the main context: let every context run out of work
   void add(Session* s, const std::shared_ptr<Session>& sp);
-  void watch();  // the sessions' deadlines, checked every watch_period
+  void watch();  // the sessions' deadlines, checked a few times a second
   void remove(Session* s);
 
   HttpServerOptions options;
@@ -430,8 +430,14 @@ void HttpServer::Impl::watch() {
     std::vector<std::shared_ptr<Session>> overdue;
     {
       std::lock_guard lock(sessions_mu);
-      for (auto& [_, w] : sessions) {
-        if (auto s = w.lock(); s && s->overdue(now)) overdue.push_back(std::move(s));
+      // The deadline is read through the raw pointer (a session is alive
+      // while it is in the map: its destructor erases it under this lock),
+      // and only an overdue session is locked. Locking every one would be
+      // a bug: the last reference dropped here runs ~Session, which takes
+      // sessions_mu again.
+      for (auto& [p, w] : sessions) {
+        if (!p->overdue(now)) continue;
+        if (auto s = w.lock()) overdue.push_back(std::move(s));
       }
     }
     for (auto& s : overdue) s->executor_post_check();

@@ -133,7 +133,7 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   single(out, "ebb_overloaded_total", "counter", "Batches refused (429) because too many waited for the disk.", std::to_string(sm.overloaded));
   single(out, "ebb_answer_cache_hits_total", "counter", "Top-K answers served from the answer cache (nothing changed since they were computed).",
          std::to_string(sm.answer_cache_hits));
-  single(out, "ebb_answer_cache_misses_total", "counter", "Top-K answers computed (the namespace changed, or the cached one was older than --answer-cache-ttl).",
+  single(out, "ebb_answer_cache_misses_total", "counter", "Top-K answers computed (the namespace changed, the cached one was older than --answer-cache-ttl or was dropped, the question is new, or the cache is off).",
          std::to_string(sm.answer_cache_misses));
   single(out, "ebb_idempotency_keys", "gauge", "Idempotency keys remembered.", std::to_string(sm.idempotency_keys));
   single(out, "ebb_idempotent_replays_total", "counter", "Retried batches answered without counting again.",

@@ -1,5 +1,6 @@
 #include "ebb/service/log_records.hpp"
 
+#include <cassert>
 #include <cstring>
 
 #include "ebb/core/binary_io.hpp"
@@ -91,6 +92,7 @@ void encode_batch(std::string& out, const BatchRecord& r) {
       fixed(e.weight);
     }
   }
+  assert(p == out.data() + out.size());  // the size above is the format's
 }
 
 std::string encode_admin(const AdminRecord& r) {

@@ -354,8 +354,7 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
   auto e = s_->require(name, "namespace");
   // The question: the view as asked (none: the namespace's first view, which
   // a patch cannot change without bumping the version), k as asked, format.
-  thread_local std::string question;
-  question.clear();
+  std::string question;
   if (view) question = view->name();
   question += '\0';
   if (k) question += std::to_string(*k);
@@ -366,7 +365,6 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
     s_->answer_cache_hits.fetch_add(1, std::memory_order_relaxed);
     return hit;
   }
-  s_->answer_cache_misses.fetch_add(1, std::memory_order_relaxed);
   engine::TopKAnswer answer;
   std::uint64_t version = 0;
   {
@@ -374,6 +372,7 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
     version = e->version.load(std::memory_order_relaxed);  // changes only under the exclusive lock
     answer = on_query([&] { return e->ns.top(view, k); });
   }
+  s_->answer_cache_misses.fetch_add(1, std::memory_order_relaxed);  // computed (a refused question is not)
   auto body = std::make_shared<const std::string>(render(answer));
   e->answers.store(question, version, started, body);
   return body;

@@ -34,7 +34,9 @@ class AnswerCacheApi : public ::testing::Test {
   }
   void TearDown() override {
     client_.reset();
-    if (server_) EXPECT_EQ(server_->stop(), 0) << server_->log();
+    if (server_) {
+      EXPECT_EQ(server_->stop(), 0) << server_->log();
+    }
     std::filesystem::remove_all(dir_);
   }
   void post(const std::string& events) {
@@ -110,6 +112,31 @@ TEST(AnswerCacheFlag, ABadTtlIsRefusedNamingTheFlag) {
     EXPECT_NE(std::string(e.what()).find("--answer-cache-ttl: bad duration '5x'"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_F(AnswerCacheApi, ANamespaceDeletedAndCreatedAgainNeverShowsTheOldAnswer) {
+  start("1h");
+  post(R"({"item_id":"old","weight":7})");
+  const std::string before = top();
+  EXPECT_NE(before.find(R"("item_id":"old")"), std::string::npos) << before;
+  ASSERT_EQ(client_->request("DELETE", "/namespaces/q").status, 204);
+  ASSERT_EQ(client_->request("POST", "/namespaces", R"({"name":"q","half_lives":["5m"],"windows":["all"],"k":3})").status, 201);
+  const std::string fresh = top();
+  EXPECT_EQ(fresh.find(R"("item_id":"old")"), std::string::npos) << fresh;
+  EXPECT_NE(fresh.find(R"("items":[])"), std::string::npos) << fresh;
+}
+
+TEST_F(AnswerCacheApi, ABatchForTwoNamespacesChangesBothAndNoOther) {
+  start("1h");
+  ASSERT_EQ(client_->request("POST", "/namespaces", R"({"name":"r","windows":["all"]})").status, 201);
+  ASSERT_EQ(client_->request("POST", "/namespaces", R"({"name":"s","windows":["all"]})").status, 201);
+  const std::string s_before = client_->request("GET", "/top-k?namespace=s").body;
+  top();
+  client_->request("GET", "/top-k?namespace=r");
+  ASSERT_EQ(client_->request("POST", "/events", R"({"events":[{"item_id":"x","namespace":"q"},{"item_id":"y","namespace":"r"}]})").status, 204);
+  EXPECT_NE(top().find(R"("item_id":"x")"), std::string::npos);
+  EXPECT_NE(client_->request("GET", "/top-k?namespace=r").body.find(R"("item_id":"y")"), std::string::npos);
+  EXPECT_EQ(client_->request("GET", "/top-k?namespace=s").body, s_before);  // unchanged: the same bytes
 }
 
 }  // namespace

@@ -54,5 +54,38 @@ TEST(AnswerCache, ATtlOfZeroKeepsNothing) {
   EXPECT_EQ(cache.find("q", 1, t0), nullptr);
 }
 
+TEST(AnswerCache, KeepsAtMostItsBytesAndNoAnswerLargerThanThem) {
+  AnswerCache cache(1, 32, 10);
+  const auto t0 = Clock::time_point{} + 1h;
+  cache.store("a", 1, t0, body("aaaa"));
+  cache.store("b", 1, t0, body("bbbb"));
+  cache.store("c", 1, t0, body("cccc"));  // 12 bytes with a and b: a goes
+  EXPECT_EQ(cache.find("a", 1, t0), nullptr);
+  EXPECT_EQ(*cache.find("b", 1, t0), "bbbb");
+  EXPECT_EQ(*cache.find("c", 1, t0), "cccc");
+  cache.store("d", 1, t0, body("ddddddddddd"));  // 11 bytes: never kept
+  EXPECT_EQ(cache.find("d", 1, t0), nullptr);
+  EXPECT_EQ(*cache.find("b", 1, t0), "bbbb");
+}
+
+TEST(AnswerCache, AStaleAnswerIsDroppedWhenLookedUp) {
+  AnswerCache cache(1, 32, 8);
+  const auto t0 = Clock::time_point{} + 1h;
+  cache.store("a", 1, t0, body("aaaa"));
+  cache.store("b", 1, t0, body("bbbb"));
+  EXPECT_EQ(cache.find("a", 2, t0), nullptr);  // a changed: dropped, which frees its 4 bytes
+  cache.store("c", 1, t0, body("cccc"));
+  EXPECT_EQ(*cache.find("b", 1, t0), "bbbb");  // so b stays
+  EXPECT_EQ(*cache.find("c", 1, t0), "cccc");
+}
+
+TEST(AnswerCache, AnAbsurdTtlMeansForeverNotAnOverflow) {
+  AnswerCache cache(1e12);
+  EXPECT_TRUE(cache.enabled());
+  const auto t0 = Clock::time_point{} + 1h;
+  cache.store("q", 1, t0, body("A"));
+  EXPECT_EQ(*cache.find("q", 1, t0 + 24h * 365 * 10), "A");
+}
+
 }  // namespace
 }  // namespace ebb::service
