@@ -341,13 +341,6 @@ std::size_t Service::size() const {
   return s_->entries.size();
 }
 
-engine::TopKAnswer Service::top(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) const {
-  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  auto e = s_->require(name, "namespace");
-  std::shared_lock lock(e->mu);
-  return on_query([&] { return e->ns.top(view, k); });
-}
-
 Service::Rendered Service::top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                                        std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());

@@ -119,11 +119,12 @@ class Service {
   std::size_t size() const;
 
   // Queries. ServiceError invalid for an unknown view or a bad k / item.
-  engine::TopKAnswer top(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) const;
-  // The same answer rendered by a front end (`render`, one per `format`),
-  // reused by later requests for the same view, k and format until the
-  // namespace changes (a batch counted, a patch) or answer_cache_ttl
-  // passes. The answer states its as_of, so a reused one stays honest.
+  //
+  // The top K, rendered by a front end (`render`, one per `format`; it runs
+  // outside the namespace's lock) and reused by later requests for the
+  // same view, k and format until the namespace changes (a batch counted,
+  // a patch) or answer_cache_ttl passes. The answer states its as_of, so a
+  // reused one stays honest.
   using Rendered = std::shared_ptr<const std::string>;
   Rendered top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                         std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const;
