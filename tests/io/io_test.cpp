@@ -20,6 +20,17 @@
 namespace ebb::io {
 namespace {
 
+// Every line a reader gives until the end: (text, oversized).
+std::vector<std::pair<std::string, bool>> read_all(LineReader& reader) {
+  std::vector<Line> lines;
+  std::vector<char> buffer;
+  std::vector<std::pair<std::string, bool>> got;
+  while (reader.next(buffer, lines)) {
+    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
+  }
+  return got;
+}
+
 TEST(TimeFormat, ParsesEveryFormat) {
   EXPECT_EQ(parse_unix_seconds("1708632000"), 1708632000.0);
   EXPECT_EQ(parse_unix_seconds("1708632000.5"), 1708632000.5);
@@ -208,12 +219,7 @@ TEST(LineReader, HandlesChunkBoundariesAndOversizedLines) {
     close(fds[1]);
   });
   LineReader reader(fds[0], 1000);
-  std::vector<Line> lines;
-  std::vector<char> buffer;
-  std::vector<std::pair<std::string, bool>> got;
-  while (reader.next(buffer, lines)) {
-    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
-  }
+  const auto got = read_all(reader);
   writer.join();
   close(fds[0]);
   ASSERT_EQ(got.size(), 6u);
@@ -247,12 +253,7 @@ TEST(LineReader, RegularFilesGiveTheSameLines) {
   ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
   LineReader reader(fd, 1000);
   EXPECT_EQ(reader.expected_bytes(), input.size());
-  std::vector<Line> lines;
-  std::vector<char> buffer;
-  std::vector<std::pair<std::string, bool>> got;
-  while (reader.next(buffer, lines)) {
-    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
-  }
+  const auto got = read_all(reader);
   close(fd);
   unlink(path);
   ASSERT_EQ(got.size(), expected.size() + 2);
@@ -326,12 +327,7 @@ TEST(LineReader, LineOfTheLimitWithItsCrlfSplitBetweenReadsIsNotOversized) {
   ASSERT_EQ(write(fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
   ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
   LineReader reader(fd, 1000);
-  std::vector<Line> lines;
-  std::vector<char> buffer;
-  std::vector<std::pair<std::string, bool>> got;
-  while (reader.next(buffer, lines)) {
-    for (const auto& l : lines) got.emplace_back(std::string(l.text), l.oversized);
-  }
+  const auto got = read_all(reader);
   close(fd);
   unlink(path);
   ASSERT_EQ(got.size(), 2611u + 3);  // 2611 lines of 'a', then 'b', 'y' and "after"
