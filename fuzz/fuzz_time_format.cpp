@@ -6,10 +6,10 @@
 // unix_ms is unix / 1000; and an accepted RFC 3339 or CLF time is what
 // libc's timegm() makes of the same fields (within the fraction's rounding).
 #include <cmath>
-#include <ctime>
 
 #include "ebb/io/time_format.hpp"
 #include "fuzz_support.hpp"
+#include "support/utc_reference.hpp"
 
 namespace {
 
@@ -20,17 +20,6 @@ int num(std::string_view s, std::size_t pos, std::size_t n) {
   int v = 0;
   for (std::size_t i = pos; i < pos + n; ++i) v = v * 10 + (s[i] - '0');
   return v;
-}
-
-double utc(int y, int mo, int d, int h, int mi, int s) {
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  return static_cast<double>(timegm(&tm));
 }
 
 bool same(std::optional<double> a, std::optional<double> b) { return a.has_value() == b.has_value() && (!a || *a == *b); }
@@ -60,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   if (rfc) {
     // YYYY-MM-DDTHH:MM:SS[.frac][Z|+HH:MM|-HH:MM], already validated.
-    double want = utc(num(text, 0, 4), num(text, 5, 2), num(text, 8, 2), num(text, 11, 2), num(text, 14, 2), num(text, 17, 2));
+    double want = ebb::testing::utc_seconds(num(text, 0, 4), num(text, 5, 2), num(text, 8, 2), num(text, 11, 2), num(text, 14, 2), num(text, 17, 2));
     std::size_t pos = 19;
     if (pos < text.size() && text[pos] == '.') {
       const std::size_t start = ++pos;
@@ -76,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // dd/Mon/yyyy:HH:MM:SS +zzzz
     static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
     const int mo = static_cast<int>(kMonths.find(text.substr(3, 3))) / 3 + 1;
-    double want = utc(num(text, 7, 4), mo, num(text, 0, 2), num(text, 12, 2), num(text, 15, 2), num(text, 18, 2));
+    double want = ebb::testing::utc_seconds(num(text, 7, 4), mo, num(text, 0, 2), num(text, 12, 2), num(text, 15, 2), num(text, 18, 2));
     want -= (text[21] == '+' ? 1 : -1) * (num(text, 22, 2) * 3600.0 + num(text, 24, 2) * 60.0);
     FUZZ_CHECK_MSG(*clf == want, text);
   }

@@ -5,13 +5,13 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <ctime>
 #include <optional>
 #include <random>
 #include <regex>
 
 #include "ebb/io/record_parser.hpp"
 #include "ebb/io/time_format.hpp"
+#include "support/utc_reference.hpp"
 
 namespace ebb::io {
 namespace {
@@ -87,17 +87,6 @@ bool real_date(int y, int mo, int d, int h, int mi, int sec) {
   return mo >= 1 && mo <= 12 && d >= 1 && d <= kDays[mo - 1] + (mo == 2 && leap) && h <= 23 && mi <= 59 && sec <= 60;
 }
 
-double utc_seconds(int y, int mo, int d, int h, int mi, int sec) {
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  return static_cast<double>(timegm(&tm));
-}
-
 std::optional<double> reference_rfc3339(const std::string& s) {
   static const std::regex kShape(R"((\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|([+-])(\d{2}):(\d{2}))?)");
   std::smatch m;
@@ -110,7 +99,7 @@ std::optional<double> reference_rfc3339(const std::string& s) {
     offset = (m[9].str() == "+" ? 1 : -1) * (num(10) * 3600.0 + num(11) * 60.0);
   }
   const double frac = m[7].matched ? std::strtod(("0" + m[7].str()).c_str(), nullptr) : 0;
-  return utc_seconds(num(1), num(2), num(3), num(4), num(5), num(6)) + frac - offset;
+  return testing::utc_seconds(num(1), num(2), num(3), num(4), num(5), num(6)) + frac - offset;
 }
 
 std::optional<double> reference_clf(const std::string& s) {
@@ -121,7 +110,7 @@ std::optional<double> reference_clf(const std::string& s) {
   auto num = [&](int i) { return std::stoi(m[i].str()); };
   const int mo = static_cast<int>(kMonths.find(m[2].str()) / 3) + 1;
   if (!real_date(num(3), mo, num(1), num(4), num(5), num(6)) || num(8) > 23 || num(9) > 59) return std::nullopt;
-  return utc_seconds(num(3), mo, num(1), num(4), num(5), num(6)) - (m[7].str() == "+" ? 1 : -1) * (num(8) * 3600.0 + num(9) * 60.0);
+  return testing::utc_seconds(num(3), mo, num(1), num(4), num(5), num(6)) - (m[7].str() == "+" ? 1 : -1) * (num(8) * 3600.0 + num(9) * 60.0);
 }
 
 // Every mutation of a valid timestamp is accepted exactly when the
