@@ -10,7 +10,10 @@
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/engine/decayed_view.hpp"
+#include "ebb/sketch/candidate_heap/candidate_heap.hpp"
+#include "ebb/sketch/count_min/count_min.hpp"
 #include "support/exact_model.hpp"
 
 namespace ebb::engine {
@@ -331,6 +334,35 @@ TEST(Namespace, SameEventsGiveTheSameState) {
   a.apply(events);
   b.apply(events);
   for (const auto& v : a.views()) EXPECT_EQ(a.top(v->spec(), 64).items, b.top(v->spec(), 64).items);
+}
+
+// The all-time view is a Count-Min sketch feeding a candidate heap, one
+// event after the other: however the view batches, prefetches and filters
+// the heap's lookups, its state is the one the plain loop gives.
+TEST(Namespace, AllTimeViewIsTheSketchAndHeapFedOneEventAtATime) {
+  testing::StreamSpec spec;
+  spec.events = 30000;
+  spec.universe = 3000;
+  const auto stream = testing::random_stream(spec, 4);
+  const auto events = as_events(stream);
+  auto config = small_config();
+  config.half_lives = {};
+  Namespace ns(config);
+  CountMin sketch(config.sketch);
+  CandidateHeap heap(config.candidates);
+  for (std::size_t begin = 0; begin < events.size(); begin += 1000) {
+    ns.apply(std::span<const Event>(events).subspan(begin, 1000));
+  }
+  for (const auto& e : events) {
+    const auto h = hash_key(e.item);
+    heap.offer(e.item, h, e.weight, sketch.update(h, e.weight));
+  }
+  const auto answer = ns.top(ViewSpec::all_time(), config.candidates);
+  const auto want = heap.top(config.candidates);
+  ASSERT_EQ(answer.items.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(answer.items[i], want[i]) << i;
+  EXPECT_EQ(answer.total, sketch.total());
+  EXPECT_EQ(answer.accuracy.guarantee_threshold, heap.threshold());
 }
 
 // A checkpoint restored into a namespace of the same configuration answers
