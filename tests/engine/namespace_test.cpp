@@ -336,6 +336,66 @@ TEST(Namespace, SameEventsGiveTheSameState) {
   for (const auto& v : a.views()) EXPECT_EQ(a.top(v->spec(), 64).items, b.top(v->spec(), 64).items);
 }
 
+PreparedBatch as_prepared(std::span<const Event> events) {
+  PreparedBatch b;
+  b.reserve(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    b.items[i] = events[i].item;
+    b.hashes[i] = hash_key(events[i].item);
+    b.times[i] = events[i].time;
+    b.weights[i] = events[i].weight;
+  }
+  b.count = events.size();
+  return b;
+}
+
+// A batch a front end lays out in columns itself counts exactly as the same
+// events through apply(events): the same state to the byte, with excluded
+// events dropped from the columns, wall-clock times clamped, and a bad event
+// named by its index with nothing counted.
+TEST(Namespace, PreparedBatchCountsExactlyAsItsEvents) {
+  const auto stream = testing::random_stream({}, 21);
+  const auto events = as_events(stream);
+  for (const bool wall : {false, true}) {
+    for (auto summary : {SummaryKind::candidate_heap, SummaryKind::space_saving}) {
+      auto config = small_config();
+      config.summary = summary;
+      config.exclude = {std::string(events[3].item), std::string(events[10].item)};
+      double now = 1.7e9 + 3600;
+      if (wall) {
+        config.clock = ClockMode::wall;
+        config.max_future_skew = 1e9;  // every event clamped or taken as is
+        now = 1.7e9 + 1800;
+      }
+      Namespace by_events(config, [&] { return now; }), by_columns(config, [&] { return now; });
+      for (std::size_t begin = 0; begin < events.size(); begin += 700) {
+        const auto part = std::span<const Event>(events).subspan(begin, std::min<std::size_t>(700, events.size() - begin));
+        by_events.apply(part);
+        auto batch = as_prepared(part);
+        by_columns.apply(batch);
+        EXPECT_LE(batch.count, part.size());
+      }
+      EXPECT_EQ(by_columns.serialize_state(), by_events.serialize_state());
+      EXPECT_GT(by_columns.stats().excluded, 0u);
+    }
+  }
+  Namespace ns(small_config());
+  std::vector<Event> bad = {{"a", 100, 1}, {"b", 100, 1}, {"c", 100, -1}};
+  auto batch = as_prepared(bad);
+  try {
+    ns.apply(batch);
+    FAIL() << "accepted a bad weight";
+  } catch (const BatchError& e) {
+    EXPECT_EQ(e.index(), 2u);
+    EXPECT_EQ(e.field(), "weight");
+  }
+  EXPECT_EQ(ns.stats().events, 0u);
+  EXPECT_EQ(ns.top().total, 0);
+  PreparedBatch short_columns;
+  short_columns.count = 1;
+  EXPECT_THROW(ns.apply(short_columns), InvalidArgument);
+}
+
 // The all-time view is a Count-Min sketch feeding a candidate heap, one
 // event after the other: however the view batches, prefetches and filters
 // the heap's lookups, its state is the one the plain loop gives.
