@@ -3,7 +3,9 @@
 
 #include <simdjson.h>
 
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -69,6 +71,43 @@ TEST(TimeFormat, NumbersTakeTheUnitOfTheirSize) {
   EXPECT_EQ(unix_seconds_from_number(1e17), 1e8);
   EXPECT_EQ(unix_seconds_from_number(1708632000.5), 1708632000.5);
   EXPECT_EQ(unix_seconds_from_number(-5), -5.0);
+}
+
+// Plain decimals are read without from_chars (Clinger's fast path) where
+// that is exact: every shape must give from_chars' very bits, and the ones
+// it refuses ("1.", ".5", signs, exponents, 16+ digits) still go to it.
+TEST(TimeFormat, PlainDecimalsReadExactlyAsFromCharsReadsThem) {
+  std::mt19937_64 rng(11);
+  auto expect_same = [](const std::string& text) {
+    double want = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), want);
+    const bool ok = ec == std::errc() && end == text.data() + text.size() && std::isfinite(want);
+    const auto got = parse_unix_seconds(text);
+    ASSERT_EQ(got.has_value(), ok) << text;
+    if (ok) {
+      std::uint64_t a, b;
+      std::memcpy(&a, &want, 8);
+      std::memcpy(&b, &*got, 8);
+      ASSERT_EQ(a, b) << text;
+    }
+  };
+  for (const char* t : {"0", "0.0", "1700000000.000", "1700000000.001", "999999999999999", "9999999999999999", "99999999999999.9",
+                        "0.000000000000001", "0.1", "0.3", "00000000000000000001", "1.", ".5", "-1.5", "+1", "1e3", "1.5e-3",
+                        "12345678", "123456789012345", "1234567890123456", "12345678.12345678", "1234567.1234567", " 1", "1 ", ""}) {
+    expect_same(t);
+  }
+  for (int i = 0; i < 200000; ++i) {
+    std::string text;
+    const int int_digits = static_cast<int>(rng() % 18);
+    const int frac_digits = rng() % 3 == 0 ? -1 : static_cast<int>(rng() % 18);
+    for (int d = 0; d < int_digits; ++d) text += static_cast<char>('0' + rng() % 10);
+    if (frac_digits >= 0) {
+      text += '.';
+      for (int d = 0; d < frac_digits; ++d) text += static_cast<char>('0' + rng() % 10);
+    }
+    if (rng() % 50 == 0 && !text.empty()) text[rng() % text.size()] = "x/:-e"[rng() % 5];
+    expect_same(text);
+  }
 }
 
 struct Parsed {
@@ -351,6 +390,18 @@ TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
       t[at] = '\t';
       t[n + 1] = '\t';  // beyond n: must not be found
       ASSERT_EQ(find_byte(t.data(), n, '\t'), at) << n << " " << at;
+    }
+  }
+  // Several matches (the first wins) and bytes with the high bit set around
+  // them, in the 8-byte tail words too.
+  for (std::size_t n = 0; n < 40; ++n) {
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string t(n + 8, '\x89');
+      for (std::size_t i = 0; i < n; i += 3) t[i] = static_cast<char>(0x80 + i);
+      t[at] = '\t';
+      for (std::size_t later = at + 1; later < n; later += 5) t[later] = '\t';
+      ASSERT_EQ(find_byte(t.data(), n, '\t'), at) << n << " " << at;
+      ASSERT_EQ(find_byte8(t.data() + (at / 8) * 8, '\t'), at % 8);
     }
   }
   std::string block(64, '-');
