@@ -233,6 +233,73 @@ TEST(RecordParser, CommonAndCombinedLogFormat) {
   EXPECT_THROW(make_record_parser(InputFormat::plain, {"1", "", ""}, TimeFormat::auto_detect, arena), InvalidArgument);
 }
 
+// parse_lines() is parse() line after line, for every format, and stops
+// right after a malformed or oversized line (which it leaves unparsed), so
+// a header line after it is not resolved before the bad line is reported.
+TEST(RecordParser, ParseLinesIsParseLineAfterLineAndStopsAtABadLine) {
+  struct Case {
+    InputFormat format;
+    FieldSpec fields;
+    std::vector<std::string> lines;
+  };
+  const std::vector<Case> cases = {
+      {InputFormat::tsv, {"1", "", ""}, {"a\t1", "", "b", "\tx", "c\td\te", "dd"}},
+      {InputFormat::tsv, {"2", "1", "3"}, {"1708632000\tapple\t2", "noon\tpear\t1", "1708632001\tfig", "1708632002\tfig\t0",
+                                           "1708632003000\tkiwi\t-", "1708632004\t\t1", "", "1.5\tx\t3"}},
+      {InputFormat::tsv, {"k", "t", ""}, {"t\tk", "1708632000\ta", "x\tb", "1708632001\tc"}},
+      {InputFormat::csv, {"2", "1", ""}, {"1708632000,a", "1708632001,\"b,c\"", "oops", "1708632002,\"d"}},
+      {InputFormat::json, {"k", "", ""}, {R"({"k":"a"})", R"({"k":1})", "{", R"({"j":1})", "  ", R"({"k":"b"})"}},
+      {InputFormat::plain, {}, {"a", "", "b c"}},
+      {InputFormat::clf, {}, {R"(1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.0" 200 5)", "junk"}},
+  };
+  std::mt19937_64 rng(3);
+  for (const auto& c : cases) {
+    for (int round = 0; round < 50; ++round) {
+      std::vector<std::string> texts;
+      std::vector<Line> lines;
+      for (int i = 0; i < 300; ++i) texts.push_back(c.lines[i == 0 ? 0 : rng() % c.lines.size()]);
+      for (std::size_t i = 0; i < texts.size(); ++i) lines.push_back({texts[i], i > 0 && rng() % 40 == 0});  // not the header
+      KeyArena arena_a, arena_b;
+      auto one = make_record_parser(c.format, c.fields, TimeFormat::auto_detect, arena_a);
+      auto batch = make_record_parser(c.format, c.fields, TimeFormat::auto_detect, arena_b);
+      std::vector<ParsedLine> out(lines.size());
+      std::size_t at = 0;
+      while (at < lines.size()) {
+        const std::size_t block = std::min<std::size_t>(1 + rng() % 64, lines.size() - at);
+        std::string error;
+        const std::size_t n = batch->parse_lines(std::span<const Line>(lines).subspan(at, block), out.data(), error);
+        ASSERT_GE(n, 1u);
+        ASSERT_LE(n, block);
+        for (std::size_t j = 0; j < n; ++j) {
+          const Line& line = lines[at + j];
+          if (line.oversized) {
+            ASSERT_EQ(out[j].status, ParseStatus::malformed);
+            ASSERT_EQ(j + 1, n) << "went on past an oversized line";
+            continue;
+          }
+          Record want;
+          std::string want_error;
+          const ParseStatus status = one->parse(line.text, want, want_error);
+          ASSERT_EQ(out[j].status, status) << line.text;
+          if (status == ParseStatus::malformed) {
+            ASSERT_EQ(error, want_error);
+            ASSERT_EQ(j + 1, n) << "went on past a malformed line";
+          }
+          if (status == ParseStatus::record) {
+            ASSERT_EQ(out[j].record.key, want.key);
+            ASSERT_EQ(out[j].record.time, want.time);
+            ASSERT_EQ(out[j].record.weight, want.weight);
+          }
+        }
+        if (n < block) {
+          ASSERT_TRUE(lines[at + n - 1].oversized || out[n - 1].status == ParseStatus::malformed);
+        }
+        at += n;
+      }
+    }
+  }
+}
+
 // Lines split across reads, CRLF, a last line without a newline, and an
 // oversized line reported once and skipped.
 TEST(LineReader, HandlesChunkBoundariesAndOversizedLines) {
