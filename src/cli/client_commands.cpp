@@ -70,13 +70,13 @@ io::HttpResult call(io::HttpClient& client, const std::string& url, const std::s
   }
 }
 
-std::string body_of(const std::string& ns, const std::vector<engine::Event>& events, std::size_t begin, std::size_t end, bool timed) {
+std::string body_of(const std::string& ns, const engine::PreparedBatch& events, std::size_t begin, std::size_t end, bool timed) {
   io::JsonWriter w;
   w.begin_object().key("namespace").value(ns).key("events").begin_array();
   for (std::size_t i = begin; i < end; ++i) {
-    w.begin_object().key("item_id").value(events[i].item);
-    if (timed) w.key("timestamp").value(events[i].time);
-    if (events[i].weight != 1) w.key("weight").value(events[i].weight);
+    w.begin_object().key("item_id").value(events.items[i]);
+    if (timed) w.key("timestamp").value(events.times[i]);
+    if (events.weights[i] != 1) w.key("weight").value(events.weights[i]);
     w.end_object();
   }
   w.end_array().end_object();
@@ -189,9 +189,9 @@ int run_send(const SendOptions& o) {
     std::uint64_t sent = 0, requests = 0;
     const auto start = std::chrono::steady_clock::now();
     while (auto chunk = input.next()) {
-      for (std::size_t begin = 0; begin < chunk->events.size(); begin += o.batch) {
-        const std::size_t end = std::min(chunk->events.size(), begin + o.batch);
-        const std::string body = body_of(o.ns, chunk->events, begin, end, timed);
+      for (std::size_t begin = 0; begin < chunk->size(); begin += o.batch) {
+        const std::size_t end = std::min(chunk->size(), begin + o.batch);
+        const std::string body = body_of(o.ns, chunk->batch, begin, end, timed);
         io::HttpHeaders batch_headers = headers;
         batch_headers.emplace_back("Idempotency-Key", run_id + "-" + std::to_string(requests));
         for (unsigned attempt = 0;; ++attempt) {

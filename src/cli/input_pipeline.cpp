@@ -99,18 +99,18 @@ std::unique_ptr<ParsedChunk> InputPipeline::take_free() {
   return chunk;
 }
 
+void ParsedChunk::hash_all() {
+  if (hashed) return;
+  for (std::size_t i = 0; i < batch.count; ++i) batch.hashes[i] = hash_key(batch.items[i]);
+  hashed = true;
+}
+
+bool InputPipeline::consumer_behind() {
+  std::lock_guard lock(mu_);
+  return !ready_.empty();
+}
+
 void InputPipeline::publish(std::unique_ptr<ParsedChunk> chunk) {
-  // Balance the two cores: when the consumer is behind (chunks queue up),
-  // the producer also hashes the keys; otherwise the consumer does.
-  bool consumer_behind;
-  {
-    std::lock_guard lock(mu_);
-    consumer_behind = !ready_.empty();
-  }
-  if (consumer_behind) {
-    chunk->hashes.resize(chunk->events.size());
-    for (std::size_t i = 0; i < chunk->events.size(); ++i) chunk->hashes[i] = hash_key(chunk->events[i].item);
-  }
   {
     std::lock_guard lock(mu_);
     ready_.push_back(std::move(chunk));
@@ -168,52 +168,91 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
       recycle(std::move(chunk));
       break;
     }
-    const std::string_view owned(chunk->bytes.data(), chunk->bytes.size());
+    const char* const owned_begin = chunk->bytes.data();
+    const char* const owned_end = owned_begin + chunk->bytes.size();
     // Untimed input runs on the wall clock: the time a line was read.
     const double read_time = timed ? 0 : engine::wall_clock_now();
-    for (const auto& line : lines) {
-      ++line_no;
-      ++tally_.lines;
-      if (line.oversized) {
-        malformed(src, line_no, "line longer than " + std::to_string(options_.max_line_bytes) + " bytes (--max-line-bytes)");
-        continue;
-      }
-      io::Record rec;
-      error.clear();
-      switch (parser_->parse(line.text, rec, error)) {
-        case io::ParseStatus::skipped: ++tally_.skipped; continue;
-        case io::ParseStatus::zero_weight: ++tally_.zero_weight; continue;
-        case io::ParseStatus::malformed: malformed(src, line_no, error); continue;
-        case io::ParseStatus::record: break;
-      }
-      engine::Event ev{rec.key, rec.time.value_or(read_time), rec.weight};
-      if (auto problem = engine::check_event(ev, rules_)) {
-        malformed(src, line_no, problem->field + " " + problem->message);
-        continue;
-      }
-      if (options_.require_utf8) {
-        if (const std::size_t valid = io::utf8_valid_prefix(ev.item); valid != ev.item.size()) [[unlikely]] {
-          char byte[8];
-          std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(ev.item[valid]));
-          malformed(src, line_no, "item_id is not valid UTF-8 (byte " + std::string(byte) + " at offset " + std::to_string(valid) + ")");
-          continue;
+    engine::PreparedBatch& batch = chunk->batch;
+    batch.reserve(lines.size());
+    // Hash here while the consumer has chunks waiting (keys are hashed
+    // best right after they are parsed, while in cache); else leave it.
+    const bool hash_here = options_.hash_keys && consumer_behind();
+    std::size_t kept = 0;
+    // In registers through the loop (hash_key() and the rare calls would
+    // otherwise make every line reload them, and newest a store-to-load
+    // dependency from one line to the next).
+    double newest = newest_time_;
+    const double max_time_jump = options_.max_time_jump;
+    const bool require_utf8 = options_.require_utf8;
+    // Parsed a block at a time (one parser call each, the records read back
+    // from L1), then checked and laid out line by line.
+    for (std::size_t block = 0; block < lines.size();) {
+      const std::size_t parsed = parser_->parse_lines(
+          std::span<const io::Line>(lines).subspan(block, std::min(kParseBlock, lines.size() - block)), parsed_.data(), error);
+      for (std::size_t j = 0; j < parsed; ++j) {
+        ++line_no;
+        const io::ParsedLine& p = parsed_[j];
+        switch (p.status) {
+          case io::ParseStatus::record: break;
+          case io::ParseStatus::skipped: ++tally_.skipped; continue;
+          case io::ParseStatus::zero_weight: ++tally_.zero_weight; continue;
+          case io::ParseStatus::malformed:
+            if (lines[block + j].oversized) {
+              malformed(src, line_no, "line longer than " + std::to_string(options_.max_line_bytes) + " bytes (--max-line-bytes)");
+            } else {
+              malformed(src, line_no, error);
+              error.clear();
+            }
+            continue;
         }
-      }
-      if (timed) {
-        if (auto jump = check_time_jump(ev.time, newest_time_, options_.max_time_jump)) [[unlikely]] {
-          malformed(src, line_no, *jump + " (--max-time-jump)");
-          continue;
+        const char* key_data = p.record.key.data();
+        const std::size_t key_size = p.record.key.size();
+        const double time = p.record.time ? *p.record.time : read_time;
+        const double weight = p.record.weight;
+        // engine::check_event(), with its fast test here and its message
+        // built out of this loop's way.
+        if (!engine::event_is_valid(engine::Event{std::string_view(key_data, key_size), time, weight}, rules_)) [[unlikely]] {
+          if (const auto problem = engine::describe_event_problem(engine::Event{std::string_view(key_data, key_size), time, weight}, rules_)) {
+            malformed(src, line_no, problem->field + " " + problem->message);
+            continue;
+          }
         }
-        if (!(ev.time <= newest_time_)) newest_time_ = ev.time;  // also the first (newest_time_ NaN)
+        if (require_utf8) {
+          const std::string_view key(key_data, key_size);
+          if (const std::size_t valid = io::utf8_valid_prefix(key); valid != key.size()) [[unlikely]] {
+            char byte[8];
+            std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(key[valid]));
+            malformed(src, line_no, "item_id is not valid UTF-8 (byte " + std::string(byte) + " at offset " + std::to_string(valid) + ")");
+            continue;
+          }
+        }
+        if (timed) {
+          if (auto jump = check_time_jump(time, newest, max_time_jump)) [[unlikely]] {
+            malformed(src, line_no, *jump + " (--max-time-jump)");
+            continue;
+          }
+          if (!(time <= newest)) newest = time;  // also the first (newest NaN)
+        }
+        // Keys in the read buffer travel with it; rewritten ones are copied.
+        if (key_data < owned_begin || key_data >= owned_end) [[unlikely]] {
+          key_data = chunk->arena.keep(std::string_view(key_data, key_size)).data();
+        }
+        batch.items[kept] = std::string_view(key_data, key_size);
+        batch.times[kept] = time;
+        batch.weights[kept] = weight;
+        if (hash_here) batch.hashes[kept] = hash_key(std::string_view(key_data, key_size));
+        ++kept;
       }
-      // Keys in the read buffer travel with it; rewritten ones are copied.
-      if (ev.item.data() < owned.data() || ev.item.data() >= owned.data() + owned.size()) ev.item = chunk->arena.keep(ev.item);
-      chunk->events.push_back(ev);
-      ++tally_.records;
+      block += parsed;
     }
+    newest_time_ = newest;
+    batch.count = kept;
+    chunk->hashed = hash_here;
+    tally_.lines += lines.size();
+    tally_.records += kept;
     parser_arena_.reset();
     progress.update(done_bytes + std::min(reader.bytes_read(), src.size));
-    if (chunk->events.empty()) {
+    if (kept == 0) {
       recycle(std::move(chunk));
     } else {
       publish(std::move(chunk));

@@ -19,6 +19,7 @@
 
 #include "ebb/engine/event.hpp"
 #include "ebb/engine/namespace_config.hpp"
+#include "ebb/engine/prepared_batch.hpp"
 #include "ebb/io/key_arena.hpp"
 #include "ebb/io/record_parser.hpp"
 
@@ -56,15 +57,24 @@ void report_input_problems(const char* program, const InputTally& tally, const s
 
 // What one read of the input became. The chunk owns every byte its events
 // point to: the read buffer itself, and an arena for keys a parser had to
-// rewrite (unescaped CSV fields, JSON strings).
+// rewrite (unescaped CSV fields, JSON strings). The events are already in
+// the engine's columns (Namespace::apply(PreparedBatch&) counts them where
+// they are): items, times, weights, and hashes when `hashed`.
 struct ParsedChunk {
-  std::vector<char> bytes;             // the read buffer (unread input)
-  std::vector<engine::Event> events;
-  std::vector<std::uint64_t> hashes;  // hash_key() of each item, or empty (the engine hashes)
+  std::vector<char> bytes;  // the read buffer (unread input)
+  engine::PreparedBatch batch;
   io::KeyArena arena;
+  // The hash column holds hash_key() of each item. With
+  // PipelineOptions::hash_keys the producer hashes a chunk while chunks
+  // queue up for the consumer (it is ahead), and leaves the hashing of the
+  // next one to the consumer otherwise: whichever side has time does it.
+  bool hashed = false;
+  std::size_t size() const noexcept { return batch.count; }
+  // Fills the hash column if the producer did not.
+  void hash_all();
   void clear() {
-    events.clear();
-    hashes.clear();
+    batch.count = 0;
+    hashed = false;
     arena.reset();
   }
 };
@@ -81,6 +91,9 @@ struct PipelineOptions {
   // Timed input: an event more than this many seconds ahead of the newest
   // event time accepted so far is a malformed line (core/time_jump.hpp).
   double max_time_jump = 86400;
+  // Hash keys (ParsedChunk::hashed) when the consumer is behind: ebb top
+  // counts the keys; ebb send only sends them.
+  bool hash_keys = false;
 };
 
 class InputPipeline {
@@ -102,12 +115,14 @@ class InputPipeline {
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
  private:
-  static constexpr std::size_t kInFlight = 4;  // read buffers (each one read of up to 256 KiB) in flight
+  static constexpr std::size_t kInFlight = 4;  // read buffers (each one read of up to 128 KiB) in flight
+  static constexpr std::size_t kParseBlock = 256;  // lines parsed per parser call
 
   void produce();
   void read_source(const Source& src, Progress& progress, std::uint64_t done_bytes);
   std::unique_ptr<ParsedChunk> take_free();
   void publish(std::unique_ptr<ParsedChunk> chunk);
+  bool consumer_behind();
   void malformed(const Source& src, std::uint64_t line_no, const std::string& why);
 
   std::vector<Source> sources_;
@@ -119,6 +134,7 @@ class InputPipeline {
   std::vector<std::string> problems_;
   std::vector<std::string> warnings_;
   double newest_time_ = NAN;  // the newest event time accepted (NaN before any)
+  std::vector<io::ParsedLine> parsed_ = std::vector<io::ParsedLine>(kParseBlock);  // the parser's block
 
   std::mutex mu_;
   std::condition_variable ready_cv_, free_cv_;

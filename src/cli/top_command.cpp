@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -47,7 +48,7 @@ class TopRun {
     const auto format = io::parse_input_format(o.format);
     auto parser = io::make_record_parser(format, o.fields, io::parse_time_format(o.time_format), parser_arena_);
     event_time_ = parser->has_time();
-    ns_.emplace(make_config(o, event_time_));
+    config_ = make_config(o, event_time_);
     if (!o.every.empty()) every_ = parse_duration(o.every);
     max_time_jump_ = parse_duration(o.max_time_jump);
     live_tty_ = every_ > 0 && ::isatty(STDOUT_FILENO);
@@ -71,7 +72,12 @@ class TopRun {
     popts.max_line_bytes = opts_.max_line_bytes;
     popts.progress = !opts_.no_progress && !live_tty_ && ::isatty(STDERR_FILENO);
     popts.max_time_jump = max_time_jump_;
-    InputPipeline input(std::move(sources), std::move(parser_), parser_arena_, ns_->config(), popts);
+    popts.hash_keys = true;
+    InputPipeline input(std::move(sources), std::move(parser_), parser_arena_, config_, popts);
+    // The namespace after the producer has started: its sketches (2 MiB a
+    // view, every page faulted in and zeroed) take milliseconds to allocate,
+    // while the first chunks are read and parsed.
+    ns_.emplace(config_);
     while (auto chunk = input.next()) {
       apply(*chunk);
       input.recycle(std::move(chunk));
@@ -83,26 +89,37 @@ class TopRun {
 
  private:
   // Every event was checked by the producer, so apply() cannot reject it.
-  void apply(const ParsedChunk& chunk) {
-    const std::span<const engine::Event> events(chunk.events);
-    const std::span<const std::uint64_t> hashes(chunk.hashes);
+  void apply(ParsedChunk& chunk) {
+    chunk.hash_all();
+    engine::PreparedBatch& batch = chunk.batch;
     if (every_ == 0) {
-      ns_->apply(events, hashes);
+      ns_->apply(batch);
       return;
     }
     // Live mode: print each time stream time crosses a multiple of --every.
-    auto hashes_of = [&](std::size_t b, std::size_t n) { return hashes.empty() ? hashes : hashes.subspan(b, n); };
     std::size_t begin = 0;
-    for (std::size_t i = 0; i < events.size(); ++i) {
-      const double t = events[i].time;
+    for (std::size_t i = 0; i < batch.count; ++i) {
+      const double t = batch.times[i];
       if (std::isnan(next_print_)) next_print_ = (std::floor(t / every_) + 1) * every_;
       if (t < next_print_) continue;
-      ns_->apply(events.subspan(begin, i - begin), hashes_of(begin, i - begin));
+      apply_part(batch, begin, i);
       begin = i;
       print_all(false, {});
       while (next_print_ <= t) next_print_ += every_;
     }
-    ns_->apply(events.subspan(begin), hashes_of(begin, events.size() - begin));
+    apply_part(batch, begin, batch.count);
+  }
+
+  // Events [begin, end) of a chunk, through a batch of their own.
+  void apply_part(const engine::PreparedBatch& batch, std::size_t begin, std::size_t end) {
+    const std::size_t n = end - begin;
+    part_.reserve(n);
+    std::copy_n(batch.items.begin() + begin, n, part_.items.begin());
+    std::copy_n(batch.hashes.begin() + begin, n, part_.hashes.begin());
+    std::copy_n(batch.times.begin() + begin, n, part_.times.begin());
+    std::copy_n(batch.weights.begin() + begin, n, part_.weights.begin());
+    part_.count = n;
+    ns_->apply(part_);
   }
 
   void print_all(bool final_frame, const InputTally& tally) {
@@ -130,6 +147,7 @@ class TopRun {
   const TopOptions& opts_;
   io::KeyArena parser_arena_;
   std::unique_ptr<io::RecordParser> parser_;
+  engine::NamespaceConfig config_;
   std::optional<engine::Namespace> ns_;
   bool event_time_ = false;
   double every_ = 0;
@@ -137,6 +155,7 @@ class TopRun {
   bool live_tty_ = false;
   double next_print_ = NAN;
   int frames_ = 0;
+  engine::PreparedBatch part_;  // live mode: the part of a chunk before an interval boundary
 };
 
 

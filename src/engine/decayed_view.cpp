@@ -34,6 +34,7 @@ DecayedView::DecayedView(ViewSpec spec, const NamespaceConfig& config)
       summary_(make_summary(config)) {
   scaled_.resize(kChunk);
   estimates_.resize(kChunk);
+  offered_.resize(kChunk);
 }
 
 void DecayedView::rebase(double t) {
@@ -66,7 +67,28 @@ void DecayedView::apply(const PreparedBatch& batch) {
     const std::span<const std::uint64_t> hashes(batch.hashes.data() + begin, n);
     sketch_.update_batch(hashes, std::span<const double>(weights, n), std::span<double>(estimates_.data(), n));
     if (auto* heap = std::get_if<CandidateHeap>(&summary_)) {
-      for (std::size_t i = 0; i < n; ++i) heap->offer(batch.items[begin + i], hashes[i], weights[i], estimates_[i]);
+      // An event whose estimate is below the heap's admission floor at the
+      // chunk's start is below its minimum now (which only grows): offer()
+      // would do nothing. Leaving those out without a branch each (on a Zipf
+      // stream whether one is is a coin toss) and prefetching the lookups
+      // of the others, in turn, is what makes the heap cheap.
+      const double floor = heap->admission_floor();
+      std::size_t m = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        offered_[m] = static_cast<std::uint32_t>(i);
+        m += estimates_[i] >= floor;
+      }
+      constexpr std::size_t kProbeAhead = 16, kEntryAhead = 8;
+      for (std::size_t j = 0; j < std::min(m, kProbeAhead); ++j) heap->prefetch_probe(hashes[offered_[j]]);
+      for (std::size_t j = 0; j < m; ++j) {
+        if (j + kProbeAhead < m) heap->prefetch_probe(hashes[offered_[j + kProbeAhead]]);
+        if (j + kEntryAhead < m) {
+          heap->prefetch_entry(hashes[offered_[j + kEntryAhead]]);
+          prefetch_hint(batch.items[begin + offered_[j + kEntryAhead]].data());  // find() compares the key
+        }
+        const std::size_t i = offered_[j];
+        heap->offer(batch.items[begin + i], hashes[i], weights[i], estimates_[i]);
+      }
     } else {
       auto& ss = std::get<SpaceSaving>(summary_);
       for (std::size_t i = 0; i < n; ++i) ss.update(batch.items[begin + i], hashes[i], weights[i]);
@@ -129,7 +151,7 @@ PointAnswer DecayedView::point(std::string_view item, std::uint64_t hash, double
 
 std::size_t DecayedView::memory_bytes() const noexcept {
   return sizeof(*this) + sketch_.memory_bytes() + std::visit([](const auto& s) { return s.memory_bytes(); }, summary_) +
-         (scaled_.capacity() + estimates_.capacity()) * sizeof(double);
+         (scaled_.capacity() + estimates_.capacity()) * sizeof(double) + offered_.capacity() * sizeof(std::uint32_t);
 }
 
 std::string DecayedView::serialize_state() const {

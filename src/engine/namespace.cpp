@@ -140,14 +140,43 @@ void Namespace::apply_staged() {
   staged_ = 0;
 }
 
-void Namespace::apply_prepared(std::size_t submitted) {
+void Namespace::apply(PreparedBatch& batch) {
+  const std::size_t n = batch.count;
+  if (batch.items.size() < n || batch.hashes.size() < n || batch.times.size() < n || batch.weights.size() < n) {
+    throw InvalidArgument("apply: a prepared batch of " + std::to_string(n) + " events has shorter columns");
+  }
+  const double wall_now = wall_clock_();  // the event clock checks a first event against it
+  std::size_t kept = 0;
+  double min_t = INFINITY, max_t = -INFINITY;
+  double newest = newest_before_batch();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::optional<double> time = kept_time(Event{batch.items[i], batch.times[i], batch.weights[i]}, i, wall_now, newest);
+    if (!time) continue;
+    const double t = *time;
+    if (kept != i) {  // after an excluded event
+      batch.items[kept] = batch.items[i];
+      batch.hashes[kept] = batch.hashes[i];
+      batch.weights[kept] = batch.weights[i];
+    }
+    batch.times[kept] = t;
+    ++kept;
+    min_t = std::min(min_t, t);
+    max_t = std::max(max_t, t);
+  }
+  batch.count = kept;
+  batch.min_time = min_t;
+  batch.max_time = max_t;
+  count_prepared(batch, n);
+}
+
+void Namespace::count_prepared(const PreparedBatch& batch, std::size_t submitted) {
   ++stats_.batches;
-  stats_.excluded += submitted - batch_.size();
-  if (batch_.size() == 0) return;
-  for (auto& view : views_) view->apply(batch_);
-  stats_.events += batch_.size();
-  for (std::size_t i = 0; i < batch_.size(); ++i) stats_.weight += batch_.weights[i];
-  stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, batch_.max_time) : batch_.max_time;
+  stats_.excluded += submitted - batch.size();
+  if (batch.size() == 0) return;
+  for (auto& view : views_) view->apply(batch);
+  stats_.events += batch.size();
+  for (std::size_t i = 0; i < batch.size(); ++i) stats_.weight += batch.weights[i];
+  stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, batch.max_time) : batch.max_time;
   seen_event_ = true;
 }
 

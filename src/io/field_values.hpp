@@ -9,6 +9,7 @@
 
 #include "ebb/io/record_parser.hpp"
 #include "ebb/io/time_format.hpp"
+#include "plain_decimal.hpp"
 
 namespace ebb::io::detail {
 
@@ -19,13 +20,24 @@ class TimeReader {
   // Converts text to seconds or explains why not. In auto mode each value
   // is read by its own shape (parse_time), never by the first one's.
   std::optional<double> read(std::string_view text, std::string& error) const {
-    auto t = parse_time(format_, text);
-    if (!t) {
-      error = "time '" + std::string(text.substr(0, 64)) + "' is not a " +
-              (format_ == TimeFormat::auto_detect ? std::string("timestamp (Unix s, ms, us or ns, rfc3339 or clf)")
-                                                  : time_format_name(format_) + std::string(" timestamp"));
-    }
+    double t = 0;
+    if (!read(text, t, error)) return std::nullopt;
     return t;
+  }
+  // The same into `out` (false: not a time): no std::optional on the hot
+  // path, whose byte-wide flag GCC stores and then reloads eight bytes wide.
+  bool read(std::string_view text, double& out, std::string& error) const {
+    // A plain decimal (a Unix time column) is read here, inline; the rest,
+    // and every format without numbers, by parse_time (the same values).
+    if (format_ == TimeFormat::auto_detect && parse_plain_decimal(text, out)) {
+      out = unix_seconds_from_number(out);
+      return true;
+    }
+    if (auto t = parse_time(format_, text)) {
+      out = *t;
+      return true;
+    }
+    return not_a_time(text, error);
   }
   // Numeric JSON times: seconds or milliseconds by format, by magnitude when auto.
   double from_number(double v) const noexcept {
@@ -34,6 +46,13 @@ class TimeReader {
   }
 
  private:
+  [[gnu::cold, gnu::noinline]] bool not_a_time(std::string_view text, std::string& error) const {
+    error = "time '" + std::string(text.substr(0, 64)) + "' is not a " +
+            (format_ == TimeFormat::auto_detect ? std::string("timestamp (Unix s, ms, us or ns, rfc3339 or clf)")
+                                                : time_format_name(format_) + std::string(" timestamp"));
+    return false;
+  }
+
   TimeFormat format_;
 };
 

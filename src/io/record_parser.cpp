@@ -26,6 +26,17 @@ class PlainParser final : public RecordParser {
     out = Record{line, std::nullopt, 1};
     return ParseStatus::record;
   }
+  std::size_t parse_lines(std::span<const Line> lines, ParsedLine* out, std::string&) override {
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].oversized) [[unlikely]] {
+        out[i].status = ParseStatus::malformed;
+        return i + 1;
+      }
+      out[i].status = lines[i].text.empty() ? ParseStatus::skipped : ParseStatus::record;
+      out[i].record = Record{lines[i].text, std::nullopt, 1};
+    }
+    return lines.size();
+  }
   bool has_time() const noexcept override { return false; }
 };
 
@@ -58,30 +69,11 @@ class DelimitedParser final : public RecordParser {
         arena_(arena) {
     need_header_ = !key_.name.empty() || !time_.name.empty() || !weight_.name.empty();
     max_index_ = std::max({key_.index, time_.index, weight_.index});
-    key_only_ = sep_ == '\t' && !need_header_ && time_.index < 0 && weight_.index < 0;
   }
 
   ParseStatus parse(std::string_view line, Record& out, std::string& error) override {
     if (line.empty()) return ParseStatus::skipped;
-    if (key_only_) {
-      // Only the key column is wanted: walk to it without collecting fields.
-      std::size_t pos = 0;
-      for (int column = 0; column < key_.index; ++column) {
-        const std::size_t tab = pos + find_byte(line.data() + pos, line.size() - pos, '\t');
-        if (tab == line.size()) {
-          error = "has " + std::to_string(column + 1) + " columns, needs " + std::to_string(key_.index + 1);
-          return ParseStatus::malformed;
-        }
-        pos = tab + 1;
-      }
-      const std::size_t end = pos + find_byte(line.data() + pos, line.size() - pos, '\t');
-      out = Record{line.substr(pos, end - pos), std::nullopt, 1};
-      if (out.key.empty()) {
-        error = "key column " + std::to_string(key_.index + 1) + " is empty";
-        return ParseStatus::malformed;
-      }
-      return ParseStatus::record;
-    }
+    if (sep_ == '\t' && !need_header_) return parse_tsv(line, out, error);
     if (!split(line, error)) return ParseStatus::malformed;
     if (need_header_) {
       resolve_header();
@@ -107,7 +99,56 @@ class DelimitedParser final : public RecordParser {
   }
   bool has_time() const noexcept override { return time_.index >= 0 || !time_.name.empty(); }
 
+  std::size_t parse_lines(std::span<const Line> lines, ParsedLine* out, std::string& error) override {
+    if (sep_ != '\t' || need_header_) return RecordParser::parse_lines(lines, out, error);
+    // TSV once the columns are known: parse_tsv() inline, line after line.
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const Line& line = lines[i];
+      ParseStatus status;
+      if (line.oversized) [[unlikely]] {
+        status = ParseStatus::malformed;
+      } else if (line.text.empty()) [[unlikely]] {
+        status = ParseStatus::skipped;
+      } else {
+        status = parse_tsv(line.text, out[i].record, error);
+      }
+      out[i].status = status;
+      if (status == ParseStatus::malformed) [[unlikely]] return i + 1;
+    }
+    return lines.size();
+  }
+
  private:
+  // TSV once the columns are known: walk to the last column needed, taking
+  // the wanted ones on the way (the same checks, in the same order, as the
+  // split() path: column count, empty key, time, weight).
+  // Inline into parse_lines(), its messages built out of line.
+  [[gnu::always_inline]] ParseStatus parse_tsv(std::string_view line, Record& out, std::string& error) const {
+    std::string_view key, time, weight;
+    std::size_t pos = 0;
+    for (int column = 0;; ++column) {
+      const std::size_t tab = pos + find_byte(line.data() + pos, line.size() - pos, '\t');
+      const std::string_view field(line.data() + pos, tab - pos);
+      if (column == key_.index) key = field;
+      if (column == time_.index) time = field;
+      if (column == weight_.index) weight = field;
+      if (column == max_index_) break;
+      if (tab == line.size()) [[unlikely]] return too_few_columns(column + 1, error);
+      pos = tab + 1;
+    }
+    out.key = key;
+    out.time.reset();
+    out.weight = 1;
+    if (key.empty()) [[unlikely]] return empty_key(error);
+    if (time_.index >= 0) {
+      double t = 0;
+      if (!times_.read(time, t, error)) return ParseStatus::malformed;
+      out.time = t;
+    }
+    if (weight_.index >= 0) return read_weight(weight, out.weight, error);
+    return ParseStatus::record;
+  }
+
   bool split(std::string_view line, std::string& error) {
     fields_.clear();
     if (sep_ == '\t') {
@@ -163,6 +204,15 @@ class DelimitedParser final : public RecordParser {
     }
   }
 
+  [[gnu::cold, gnu::noinline]] ParseStatus too_few_columns(int columns, std::string& error) const {
+    error = "has " + std::to_string(columns) + " columns, needs " + std::to_string(max_index_ + 1);
+    return ParseStatus::malformed;
+  }
+  [[gnu::cold, gnu::noinline]] ParseStatus empty_key(std::string& error) const {
+    error = "key column " + std::to_string(key_.index + 1) + " is empty";
+    return ParseStatus::malformed;
+  }
+
   void resolve_header() {
     auto resolve = [&](Column& c, const char* flag) {
       if (c.name.empty()) return;
@@ -181,7 +231,6 @@ class DelimitedParser final : public RecordParser {
   TimeReader times_;
   KeyArena& arena_;
   bool need_header_ = false;
-  bool key_only_ = false;  // TSV with neither time nor weight: the fast path
   int max_index_ = 0;
   std::vector<std::string_view> fields_;
 };
@@ -376,6 +425,18 @@ class ClfParser final : public RecordParser {
 };
 
 }  // namespace
+
+std::size_t RecordParser::parse_lines(std::span<const Line> lines, ParsedLine* out, std::string& error) {
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].oversized) {
+      out[i].status = ParseStatus::malformed;
+      return i + 1;
+    }
+    out[i].status = parse(lines[i].text, out[i].record, error);
+    if (out[i].status == ParseStatus::malformed) return i + 1;
+  }
+  return lines.size();
+}
 
 InputFormat parse_input_format(std::string_view name) {
   if (name == "plain") return InputFormat::plain;

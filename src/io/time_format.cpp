@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ebb/core/error.hpp"
+#include "plain_decimal.hpp"
 
 namespace ebb::io {
 namespace {
@@ -46,6 +47,7 @@ std::optional<double> civil_seconds(int y, int mo, int d, int h, int mi, int s) 
 
 std::optional<double> parse_number(std::string_view text) noexcept {
   double v = 0;
+  if (detail::parse_plain_decimal(text, v)) return v;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
   return v;
@@ -137,14 +139,6 @@ std::optional<double> parse_clf_time(std::string_view s) noexcept {
   auto base = civil_seconds(y, mo, d, h, mi, sec);
   if (!base) return std::nullopt;
   return *base - (s[21] == '+' ? 1 : -1) * (zh * 3600.0 + zm * 60.0);
-}
-
-double unix_seconds_from_number(double v) noexcept {
-  const double magnitude = v < 0 ? -v : v;
-  if (magnitude < 1e11) return v;
-  if (magnitude < 1e14) return v / 1e3;
-  if (magnitude < 1e17) return v / 1e6;
-  return v / 1e9;
 }
 
 std::optional<double> parse_time(TimeFormat format, std::string_view text) noexcept {

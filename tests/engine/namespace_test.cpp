@@ -10,7 +10,10 @@
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/engine/decayed_view.hpp"
+#include "ebb/sketch/candidate_heap/candidate_heap.hpp"
+#include "ebb/sketch/count_min/count_min.hpp"
 #include "support/exact_model.hpp"
 
 namespace ebb::engine {
@@ -331,6 +334,95 @@ TEST(Namespace, SameEventsGiveTheSameState) {
   a.apply(events);
   b.apply(events);
   for (const auto& v : a.views()) EXPECT_EQ(a.top(v->spec(), 64).items, b.top(v->spec(), 64).items);
+}
+
+PreparedBatch as_prepared(std::span<const Event> events) {
+  PreparedBatch b;
+  b.reserve(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    b.items[i] = events[i].item;
+    b.hashes[i] = hash_key(events[i].item);
+    b.times[i] = events[i].time;
+    b.weights[i] = events[i].weight;
+  }
+  b.count = events.size();
+  return b;
+}
+
+// A batch a front end lays out in columns itself counts exactly as the same
+// events through apply(events): the same state to the byte, with excluded
+// events dropped from the columns, wall-clock times clamped, and a bad event
+// named by its index with nothing counted.
+TEST(Namespace, PreparedBatchCountsExactlyAsItsEvents) {
+  const auto stream = testing::random_stream({}, 21);
+  const auto events = as_events(stream);
+  for (const bool wall : {false, true}) {
+    for (auto summary : {SummaryKind::candidate_heap, SummaryKind::space_saving}) {
+      auto config = small_config();
+      config.summary = summary;
+      config.exclude = {std::string(events[3].item), std::string(events[10].item)};
+      double now = 1.7e9 + 3600;
+      if (wall) {
+        config.clock = ClockMode::wall;
+        config.max_future_skew = 1e9;  // every event clamped or taken as is
+        now = 1.7e9 + 1800;
+      }
+      Namespace by_events(config, [&] { return now; }), by_columns(config, [&] { return now; });
+      for (std::size_t begin = 0; begin < events.size(); begin += 700) {
+        const auto part = std::span<const Event>(events).subspan(begin, std::min<std::size_t>(700, events.size() - begin));
+        by_events.apply(part);
+        auto batch = as_prepared(part);
+        by_columns.apply(batch);
+        EXPECT_LE(batch.count, part.size());
+      }
+      EXPECT_EQ(by_columns.serialize_state(), by_events.serialize_state());
+      EXPECT_GT(by_columns.stats().excluded, 0u);
+    }
+  }
+  Namespace ns(small_config());
+  std::vector<Event> bad = {{"a", 100, 1}, {"b", 100, 1}, {"c", 100, -1}};
+  auto batch = as_prepared(bad);
+  try {
+    ns.apply(batch);
+    FAIL() << "accepted a bad weight";
+  } catch (const BatchError& e) {
+    EXPECT_EQ(e.index(), 2u);
+    EXPECT_EQ(e.field(), "weight");
+  }
+  EXPECT_EQ(ns.stats().events, 0u);
+  EXPECT_EQ(ns.top().total, 0);
+  PreparedBatch short_columns;
+  short_columns.count = 1;
+  EXPECT_THROW(ns.apply(short_columns), InvalidArgument);
+}
+
+// The all-time view is a Count-Min sketch feeding a candidate heap, one
+// event after the other: however the view batches, prefetches and filters
+// the heap's lookups, its state is the one the plain loop gives.
+TEST(Namespace, AllTimeViewIsTheSketchAndHeapFedOneEventAtATime) {
+  testing::StreamSpec spec;
+  spec.events = 30000;
+  spec.universe = 3000;
+  const auto stream = testing::random_stream(spec, 4);
+  const auto events = as_events(stream);
+  auto config = small_config();
+  config.half_lives = {};
+  Namespace ns(config);
+  CountMin sketch(config.sketch);
+  CandidateHeap heap(config.candidates);
+  for (std::size_t begin = 0; begin < events.size(); begin += 1000) {
+    ns.apply(std::span<const Event>(events).subspan(begin, 1000));
+  }
+  for (const auto& e : events) {
+    const auto h = hash_key(e.item);
+    heap.offer(e.item, h, e.weight, sketch.update(h, e.weight));
+  }
+  const auto answer = ns.top(ViewSpec::all_time(), config.candidates);
+  const auto want = heap.top(config.candidates);
+  ASSERT_EQ(answer.items.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(answer.items[i], want[i]) << i;
+  EXPECT_EQ(answer.total, sketch.total());
+  EXPECT_EQ(answer.accuracy.guarantee_threshold, heap.threshold());
 }
 
 // A checkpoint restored into a namespace of the same configuration answers

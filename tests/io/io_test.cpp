@@ -3,7 +3,9 @@
 
 #include <simdjson.h>
 
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -80,6 +82,43 @@ TEST(TimeFormat, NumbersTakeTheUnitOfTheirSize) {
   EXPECT_EQ(unix_seconds_from_number(1e17), 1e8);
   EXPECT_EQ(unix_seconds_from_number(1708632000.5), 1708632000.5);
   EXPECT_EQ(unix_seconds_from_number(-5), -5.0);
+}
+
+// Plain decimals are read without from_chars (Clinger's fast path) where
+// that is exact: every shape must give from_chars' very bits, and the ones
+// it refuses ("1.", ".5", signs, exponents, 16+ digits) still go to it.
+TEST(TimeFormat, PlainDecimalsReadExactlyAsFromCharsReadsThem) {
+  std::mt19937_64 rng(11);
+  auto expect_same = [](const std::string& text) {
+    double want = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), want);
+    const bool ok = ec == std::errc() && end == text.data() + text.size() && std::isfinite(want);
+    const auto got = parse_unix_seconds(text);
+    ASSERT_EQ(got.has_value(), ok) << text;
+    if (ok) {
+      std::uint64_t a, b;
+      std::memcpy(&a, &want, 8);
+      std::memcpy(&b, &*got, 8);
+      ASSERT_EQ(a, b) << text;
+    }
+  };
+  for (const char* t : {"0", "0.0", "1700000000.000", "1700000000.001", "999999999999999", "9999999999999999", "99999999999999.9",
+                        "0.000000000000001", "0.1", "0.3", "00000000000000000001", "1.", ".5", "-1.5", "+1", "1e3", "1.5e-3",
+                        "12345678", "123456789012345", "1234567890123456", "12345678.12345678", "1234567.1234567", " 1", "1 ", ""}) {
+    expect_same(t);
+  }
+  for (int i = 0; i < 200000; ++i) {
+    std::string text;
+    const int int_digits = static_cast<int>(rng() % 18);
+    const int frac_digits = rng() % 3 == 0 ? -1 : static_cast<int>(rng() % 18);
+    for (int d = 0; d < int_digits; ++d) text += static_cast<char>('0' + rng() % 10);
+    if (frac_digits >= 0) {
+      text += '.';
+      for (int d = 0; d < frac_digits; ++d) text += static_cast<char>('0' + rng() % 10);
+    }
+    if (rng() % 50 == 0 && !text.empty()) text[rng() % text.size()] = "x/:-e"[rng() % 5];
+    expect_same(text);
+  }
 }
 
 struct Parsed {
@@ -203,6 +242,73 @@ TEST(RecordParser, CommonAndCombinedLogFormat) {
   EXPECT_EQ(r.rec.key, "10.0.0.9");
   EXPECT_THROW(make_record_parser(InputFormat::clf, {"colour", "", ""}, TimeFormat::auto_detect, arena), InvalidArgument);
   EXPECT_THROW(make_record_parser(InputFormat::plain, {"1", "", ""}, TimeFormat::auto_detect, arena), InvalidArgument);
+}
+
+// parse_lines() is parse() line after line, for every format, and stops
+// right after a malformed or oversized line (which it leaves unparsed), so
+// a header line after it is not resolved before the bad line is reported.
+TEST(RecordParser, ParseLinesIsParseLineAfterLineAndStopsAtABadLine) {
+  struct Case {
+    InputFormat format;
+    FieldSpec fields;
+    std::vector<std::string> lines;
+  };
+  const std::vector<Case> cases = {
+      {InputFormat::tsv, {"1", "", ""}, {"a\t1", "", "b", "\tx", "c\td\te", "dd"}},
+      {InputFormat::tsv, {"2", "1", "3"}, {"1708632000\tapple\t2", "noon\tpear\t1", "1708632001\tfig", "1708632002\tfig\t0",
+                                           "1708632003000\tkiwi\t-", "1708632004\t\t1", "", "1.5\tx\t3"}},
+      {InputFormat::tsv, {"k", "t", ""}, {"t\tk", "1708632000\ta", "x\tb", "1708632001\tc"}},
+      {InputFormat::csv, {"2", "1", ""}, {"1708632000,a", "1708632001,\"b,c\"", "oops", "1708632002,\"d"}},
+      {InputFormat::json, {"k", "", ""}, {R"({"k":"a"})", R"({"k":1})", "{", R"({"j":1})", "  ", R"({"k":"b"})"}},
+      {InputFormat::plain, {}, {"a", "", "b c"}},
+      {InputFormat::clf, {}, {R"(1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.0" 200 5)", "junk"}},
+  };
+  std::mt19937_64 rng(3);
+  for (const auto& c : cases) {
+    for (int round = 0; round < 50; ++round) {
+      std::vector<std::string> texts;
+      std::vector<Line> lines;
+      for (int i = 0; i < 300; ++i) texts.push_back(c.lines[i == 0 ? 0 : rng() % c.lines.size()]);
+      for (std::size_t i = 0; i < texts.size(); ++i) lines.push_back({texts[i], i > 0 && rng() % 40 == 0});  // not the header
+      KeyArena arena_a, arena_b;
+      auto one = make_record_parser(c.format, c.fields, TimeFormat::auto_detect, arena_a);
+      auto batch = make_record_parser(c.format, c.fields, TimeFormat::auto_detect, arena_b);
+      std::vector<ParsedLine> out(lines.size());
+      std::size_t at = 0;
+      while (at < lines.size()) {
+        const std::size_t block = std::min<std::size_t>(1 + rng() % 64, lines.size() - at);
+        std::string error;
+        const std::size_t n = batch->parse_lines(std::span<const Line>(lines).subspan(at, block), out.data(), error);
+        ASSERT_GE(n, 1u);
+        ASSERT_LE(n, block);
+        for (std::size_t j = 0; j < n; ++j) {
+          const Line& line = lines[at + j];
+          if (line.oversized) {
+            ASSERT_EQ(out[j].status, ParseStatus::malformed);
+            ASSERT_EQ(j + 1, n) << "went on past an oversized line";
+            continue;
+          }
+          Record want;
+          std::string want_error;
+          const ParseStatus status = one->parse(line.text, want, want_error);
+          ASSERT_EQ(out[j].status, status) << line.text;
+          if (status == ParseStatus::malformed) {
+            ASSERT_EQ(error, want_error);
+            ASSERT_EQ(j + 1, n) << "went on past a malformed line";
+          }
+          if (status == ParseStatus::record) {
+            ASSERT_EQ(out[j].record.key, want.key);
+            ASSERT_EQ(out[j].record.time, want.time);
+            ASSERT_EQ(out[j].record.weight, want.weight);
+          }
+        }
+        if (n < block) {
+          ASSERT_TRUE(lines[at + n - 1].oversized || out[n - 1].status == ParseStatus::malformed);
+        }
+        at += n;
+      }
+    }
+  }
 }
 
 // Lines split across reads, CRLF, a last line without a newline, and an
@@ -347,6 +453,18 @@ TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
       t[at] = '\t';
       t[n + 1] = '\t';  // beyond n: must not be found
       ASSERT_EQ(find_byte(t.data(), n, '\t'), at) << n << " " << at;
+    }
+  }
+  // Several matches (the first wins) and bytes with the high bit set around
+  // them, in the 8-byte tail words too.
+  for (std::size_t n = 0; n < 40; ++n) {
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string t(n + 8, '\x89');
+      for (std::size_t i = 0; i < n; i += 3) t[i] = static_cast<char>(0x80 + i);
+      t[at] = '\t';
+      for (std::size_t later = at + 1; later < n; later += 5) t[later] = '\t';
+      ASSERT_EQ(find_byte(t.data(), n, '\t'), at) << n << " " << at;
+      ASSERT_EQ(find_byte8(t.data() + (at / 8) * 8, '\t'), at % 8);
     }
   }
   std::string block(64, '-');

@@ -60,5 +60,26 @@ TEST(KeyedMinHeap, FromEntriesKeepsTheLargest) {
   EXPECT_EQ(heap.find("k5", hash_key("k5")), KeyedMinHeap::kNone);
 }
 
+// Keys compare word-wide with overlapping last words: equal keys of every
+// length are equal, and a difference in any one byte, or in the length, is
+// seen.
+TEST(KeyedMinHeap, SameKeySeesEveryByteAtEveryLength) {
+  for (std::size_t n = 0; n <= 40; ++n) {
+    std::string held;
+    for (std::size_t i = 0; i < n; ++i) held += static_cast<char>('a' + i % 26);
+    const std::string copy = held;
+    EXPECT_TRUE(same_key(held, copy)) << n;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::string other = held;
+      other[i] = static_cast<char>(other[i] ^ 0x80);
+      EXPECT_FALSE(same_key(held, other)) << n << " " << i;
+    }
+    EXPECT_FALSE(same_key(held, copy + "x")) << n;
+    if (n > 0) {
+      EXPECT_FALSE(same_key(held, std::string_view(copy).substr(0, n - 1))) << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ebb

@@ -46,6 +46,7 @@ class DecayedView final : public View {
   std::uint64_t rebases_ = 0;
   std::vector<double> scaled_;     // scratch: weights in landmark coordinates (decayed views only)
   std::vector<double> estimates_;  // scratch: CMS estimates after each update
+  std::vector<std::uint32_t> offered_;  // scratch: the events of a chunk the candidate heap may take
 };
 
 }  // namespace ebb::engine

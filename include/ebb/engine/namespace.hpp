@@ -72,6 +72,12 @@ class Namespace {
   // The same with every key's hash_key() computed by the caller (a parser
   // thread that has the bytes in cache); hashes.size() == events.size().
   void apply(std::span<const Event> events, std::span<const std::uint64_t> hashes);
+  // The same for a batch a front end has laid out in the views' columns
+  // itself (items, hashes = hash_key(item), times, weights; count), which
+  // saves copying it: checked as apply() checks, in place (an excluded event
+  // is dropped from it, a time clamped), then counted. On BatchError nothing
+  // is counted and the columns' contents are unspecified.
+  void apply(PreparedBatch& batch);
   // Checks a batch as apply() would with the wall clock reading `wall_now`,
   // without counting anything; throws BatchError. A front end that must
   // apply several namespaces' batches all or nothing checks each first, then
@@ -152,7 +158,8 @@ class Namespace {
   [[noreturn]] void reject_old(const Event& e, std::size_t index, double now, const char* what_now) const;
   [[noreturn]] void reject_jump(const Event& e, std::size_t index, double reference, const char* what_reference) const;
   double clamp_future(const Event& e, std::size_t index, double wall_now) const;
-  void apply_prepared(std::size_t submitted);
+  void apply_prepared(std::size_t submitted) { count_prepared(batch_, submitted); }
+  void count_prepared(const PreparedBatch& batch, std::size_t submitted);
   void rebuild_exclude();
 
   NamespaceConfig config_;

@@ -12,6 +12,7 @@
 // thread touches a key past the new end, and reading into buffers measured
 // no slower (docs/design.md, "ebb top").
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,7 +35,7 @@ class LineReader {
 
   // Replaces `lines` with the next complete lines, read into `buffer`
   // (grown when it cannot hold the unfinished line carried over and one
-  // read: at most max_line_bytes + 256 KiB); false at end of input (then
+  // read: at most max_line_bytes + 128 KiB); false at end of input (then
   // `lines` is empty). Throws std::system_error on a read error.
   bool next(std::vector<char>& buffer, std::vector<Line>& lines);
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
@@ -60,6 +61,8 @@ class LineReader {
   bool shrank_ = false;
   bool skipping_ = false;        // inside the rest of an oversized line
   std::uint64_t bytes_read_ = 0;
+  std::unique_ptr<std::uint32_t[]> newlines_;  // scratch: offsets of the newlines of a buffer
+  std::size_t newline_capacity_ = 0;
 };
 
 }  // namespace ebb::io

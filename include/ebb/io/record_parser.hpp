@@ -12,10 +12,12 @@
 // can count them (and stop on the first one under --strict).
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "ebb/io/key_arena.hpp"
+#include "ebb/io/line_reader.hpp"
 #include "ebb/io/time_format.hpp"
 
 namespace ebb::io {
@@ -43,11 +45,23 @@ enum class ParseStatus {
   malformed,    // `error` says what is wrong
 };
 
+// What parse_lines() made of one line.
+struct ParsedLine {
+  ParseStatus status;
+  Record record;  // when status is record
+};
+
 class RecordParser {
  public:
   virtual ~RecordParser() = default;
   // `line` has no terminator. Keys point into `line` or into the arena.
   virtual ParseStatus parse(std::string_view line, Record& out, std::string& error) = 0;
+  // parse() for lines in turn, into out[0, ...): one call for a run of
+  // lines instead of one per line. Stops after the first line that is
+  // oversized (not parsed: its status says malformed, `error` is left as it
+  // is) or malformed (`error` says why), so a caller can act on it before
+  // any later line is parsed; returns how many lines it consumed.
+  virtual std::size_t parse_lines(std::span<const Line> lines, ParsedLine* out, std::string& error);
   // Whether records carry a time (then the stream runs on event time).
   virtual bool has_time() const noexcept = 0;
 };

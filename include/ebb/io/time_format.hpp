@@ -26,7 +26,13 @@ std::optional<double> parse_clf_time(std::string_view text) noexcept;
 // below 1e17 microseconds, above that nanoseconds. So a 10-digit time is
 // seconds, 13 digits milliseconds, 16 microseconds, 19 nanoseconds, for
 // any date from 1973 to 5138 whatever unit it is written in.
-double unix_seconds_from_number(double v) noexcept;
+inline double unix_seconds_from_number(double v) noexcept {
+  const double magnitude = v < 0 ? -v : v;
+  if (magnitude < 1e11) return v;
+  if (magnitude < 1e14) return v / 1e3;
+  if (magnitude < 1e17) return v / 1e6;
+  return v / 1e9;
+}
 
 // Parses one timestamp. auto_detect reads each value by its own shape: a
 // number by its magnitude (unix_seconds_from_number), else rfc3339, else

@@ -30,17 +30,6 @@ KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity) : capacity_(capacity) {
   table_mask_ = table_.size() - 1;
 }
 
-std::uint32_t KeyedMinHeap::find(std::string_view key, std::uint64_t hash) const noexcept {
-  const std::uint64_t fingerprint = hash & 0xffffffff00000000ULL;
-  for (std::uint64_t i = hash & table_mask_;; i = (i + 1) & table_mask_) {
-    const std::uint64_t v = table_[i];
-    if (v == 0) return kNone;
-    if ((v & 0xffffffff00000000ULL) != fingerprint) continue;
-    const Entry& e = slots_[table_slot(v)];
-    if (e.hash == hash && same_key(e.key, key)) return table_slot(v);
-  }
-}
-
 std::uint32_t KeyedMinHeap::insert(std::string_view key, std::uint64_t hash, double value, double aux) {
   const auto slot = size();
   slots_.push_back(Entry{std::string(key), hash, value, aux});
@@ -63,12 +52,6 @@ std::uint32_t KeyedMinHeap::replace_min(std::string_view key, std::uint64_t hash
   table_insert(hash, slot);
   sift_down(0);
   return slot;
-}
-
-void KeyedMinHeap::raise(std::uint32_t slot, double value, double aux) noexcept {
-  slots_[slot].value = value;
-  slots_[slot].aux = aux;
-  sift_down(pos_[slot]);
 }
 
 void KeyedMinHeap::scale(double factor) noexcept {

@@ -122,7 +122,7 @@ namespace {
 // of consecutive events overlap instead of queueing one after another.
 template <std::uint32_t Depth>
 void batch_loop(double* base, std::uint32_t width, std::uint32_t depth_any, unsigned shift, UpdatePolicy policy,
-                const std::uint64_t* hashes, const double* weights, double* estimates, std::size_t n) noexcept {
+                const std::uint64_t* hashes, const double* weights, double* estimates, std::size_t n, double& total) noexcept {
   const std::uint32_t depth = Depth != 0 ? Depth : depth_any;
   constexpr std::uint32_t kRows = Depth != 0 ? Depth : CountMinShape::kMaxDepth;
   // The cells an event touches are computed once, when it is prefetched,
@@ -138,12 +138,17 @@ void batch_loop(double* base, std::uint32_t width, std::uint32_t depth_any, unsi
     }
   };
   for (std::size_t i = 0; i < std::min(n, kLookahead); ++i) locate(i);
+  // The total is summed in event order (the same bits as a loop of its own
+  // after this one), here where its chain of adds overlaps the updates.
+  double sum = total;
   for (std::size_t i = 0; i < n; ++i) {
+    sum += weights[i];
     const double est = update_cells<Depth>(ring[i % kLookahead], depth, policy, weights[i]);
     if (estimates != nullptr) estimates[i] = est;
     // Reuse this event's ring slot for the event kLookahead ahead.
     if (i + kLookahead < n) locate(i + kLookahead);
   }
+  total = sum;
 }
 
 }  // namespace
@@ -155,13 +160,12 @@ void CountMin::update_batch(std::span<const std::uint64_t> hashes, std::span<con
   double* base = counters_.get();
   const auto w = shape_.width;
   switch (shape_.depth) {
-    case 2: batch_loop<2>(base, w, 2, shift_, policy_, hashes.data(), weights.data(), out, n); break;
-    case 3: batch_loop<3>(base, w, 3, shift_, policy_, hashes.data(), weights.data(), out, n); break;
-    case 4: batch_loop<4>(base, w, 4, shift_, policy_, hashes.data(), weights.data(), out, n); break;
-    case 5: batch_loop<5>(base, w, 5, shift_, policy_, hashes.data(), weights.data(), out, n); break;
-    default: batch_loop<0>(base, w, shape_.depth, shift_, policy_, hashes.data(), weights.data(), out, n); break;
+    case 2: batch_loop<2>(base, w, 2, shift_, policy_, hashes.data(), weights.data(), out, n, total_); break;
+    case 3: batch_loop<3>(base, w, 3, shift_, policy_, hashes.data(), weights.data(), out, n, total_); break;
+    case 4: batch_loop<4>(base, w, 4, shift_, policy_, hashes.data(), weights.data(), out, n, total_); break;
+    case 5: batch_loop<5>(base, w, 5, shift_, policy_, hashes.data(), weights.data(), out, n, total_); break;
+    default: batch_loop<0>(base, w, shape_.depth, shift_, policy_, hashes.data(), weights.data(), out, n, total_); break;
   }
-  for (std::size_t i = 0; i < n; ++i) total_ += weights[i];
 }
 
 double CountMin::estimate(std::uint64_t hash) const noexcept {

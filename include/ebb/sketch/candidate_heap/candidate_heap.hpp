@@ -11,6 +11,7 @@
 // heap has true count <= its last estimate <= threshold(): every item with
 // true count above threshold() is a candidate, deterministically.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,15 @@ class CandidateHeap {
     if (heap_.full() && estimate < heap_.min().value) return;
     offer_candidate(key, hash, weight, estimate);
   }
+
+  // offer() does nothing for an estimate below this: when the heap is full,
+  // its minimum (which only grows until a rescale), else -infinity. A batch
+  // can leave out such events without a branch each.
+  double admission_floor() const noexcept { return heap_.full() ? heap_.min().value : -std::numeric_limits<double>::infinity(); }
+  // Cache hints for the lookups offer() will make, some events ahead
+  // (KeyedMinHeap::prefetch_probe, prefetch_entry).
+  void prefetch_probe(std::uint64_t hash) const noexcept { heap_.prefetch_probe(hash); }
+  void prefetch_entry(std::uint64_t hash) const noexcept { heap_.prefetch_entry(hash); }
 
   std::optional<CountedItem> find(std::string_view key, std::uint64_t hash) const;
   double threshold() const noexcept;

@@ -24,21 +24,43 @@ namespace ebb {
 
 // Equality of a held key and a candidate, inline: keys are mostly a few
 // tens of bytes, where a call to memcmp costs more than the comparison.
+// Word-wide throughout, the last word overlapping the one before, so no
+// branch depends on how many bytes are left.
 inline bool same_key(const std::string& held, std::string_view key) noexcept {
-  if (held.size() != key.size()) return false;
+  const std::size_t n = key.size();
+  if (held.size() != n) return false;
   const char* p = held.data();
   const char* q = key.data();
-  std::size_t n = key.size();
-  for (; n >= 8; n -= 8, p += 8, q += 8) {
-    std::uint64_t a, b;
-    std::memcpy(&a, p, 8);
-    std::memcpy(&b, q, 8);
-    if (a != b) return false;
+  auto word = [](const char* at) {
+    std::uint64_t w;
+    std::memcpy(&w, at, 8);
+    return w;
+  };
+  auto half = [](const char* at) {
+    std::uint32_t w;
+    std::memcpy(&w, at, 4);
+    return w;
+  };
+  if (n >= 8) {
+    std::uint64_t diff = word(p + n - 8) ^ word(q + n - 8);
+    for (std::size_t i = 0; i + 8 < n; i += 8) diff |= word(p + i) ^ word(q + i);
+    return diff == 0;
   }
-  for (; n > 0; --n) {
-    if (*p++ != *q++) return false;
+  if (n >= 4) return ((half(p) ^ half(q)) | (half(p + n - 4) ^ half(q + n - 4))) == 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != q[i]) return false;
   }
   return true;
+}
+
+// A prefetch the compiler must keep (GCC 12 drops __builtin_prefetch from
+// some loops as dead code; see count_min.cpp).
+inline void prefetch_hint(const void* p) noexcept {
+#if defined(__x86_64__)
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 0, 3);
+#endif
 }
 
 class KeyedMinHeap {
@@ -59,8 +81,30 @@ class KeyedMinHeap {
   bool full() const noexcept { return size() == capacity_; }
   bool empty() const noexcept { return slots_.empty(); }
 
-  // Slot of the key, or kNone.
-  std::uint32_t find(std::string_view key, std::uint64_t hash) const noexcept;
+  // Slot of the key, or kNone. Inline: it runs for most events of a skewed
+  // stream.
+  std::uint32_t find(std::string_view key, std::uint64_t hash) const noexcept {
+    const std::uint64_t fingerprint = hash & 0xffffffff00000000ULL;
+    for (std::uint64_t i = hash & table_mask_;; i = (i + 1) & table_mask_) {
+      const std::uint64_t v = table_[i];
+      if (v == 0) return kNone;
+      if ((v & 0xffffffff00000000ULL) != fingerprint) continue;
+      const Entry& e = slots_[table_slot(v)];
+      if (e.hash == hash && same_key(e.key, key)) return table_slot(v);
+    }
+  }
+  // Cache hints for a caller that will find() a batch of keys in turn: the
+  // table line a key's probe starts at, some events ahead; then, once that
+  // line is in cache, the entry its first table cell names (the one find()
+  // compares first). Neither changes anything.
+  void prefetch_probe(std::uint64_t hash) const noexcept { prefetch_hint(&table_[hash & table_mask_]); }
+  void prefetch_entry(std::uint64_t hash) const noexcept {
+    const std::uint64_t v = table_[hash & table_mask_];
+    const std::uint32_t slot = v != 0 ? table_slot(v) : 0;  // slots_ has its capacity reserved
+    const char* e = reinterpret_cast<const char*>(slots_.data() + slot);
+    prefetch_hint(e);
+    prefetch_hint(e + sizeof(Entry) - 1);  // an entry may straddle two lines
+  }
   const Entry& at(std::uint32_t slot) const noexcept { return slots_[slot]; }
   const Entry& min() const noexcept { return slots_[heap_[0]]; }
   std::span<const Entry> entries() const noexcept { return slots_; }
@@ -70,7 +114,14 @@ class KeyedMinHeap {
   // Requires full() and the key absent: evicts the minimum.
   std::uint32_t replace_min(std::string_view key, std::uint64_t hash, double value, double aux);
   // Sets a held entry's value (>= its current value) and aux.
-  void raise(std::uint32_t slot, double value, double aux) noexcept;
+  // Inline: a hot item of a skewed stream sits at a leaf (large values are
+  // at the bottom of a min-heap), where there is nothing to sift.
+  void raise(std::uint32_t slot, double value, double aux) noexcept {
+    slots_[slot].value = value;
+    slots_[slot].aux = aux;
+    const std::uint32_t i = pos_[slot];
+    if (2 * i + 1 < size()) sift_down(i);
+  }
   void scale(double factor) noexcept;
   void clear() noexcept;
 
