@@ -81,6 +81,57 @@ TEST(EventBodyParser, RefusalsAreApiErrorsNamingWhere) {
   EXPECT_EQ(r.message, "events: more than 2 events in one batch (--max-batch-events)");
 }
 
+// A body means what its JSON means whatever the order of its fields, and a
+// body that is not JSON is refused even where the bad bytes sit in a field
+// ebb ignores. (Kept for any one-pass reader: simdjson 3.0's On-Demand API
+// checks only what it reads, and skips the rest unread.)
+TEST(EventBodyParser, ReadingKeepsJsonMeaning) {
+  simdjson::dom::parser parser;
+  ParsedBatch b;
+  // The body's namespace after the events still applies to them; an event's own wins.
+  parse_event_body(R"({"events":[{"item_id":"a"},{"namespace":"own","item_id":"b"}],"namespace":"late"})", false, "query", kNow, {},
+                   parser, b);
+  ASSERT_EQ(b.namespaces.size(), 2u);
+  EXPECT_EQ(b.namespaces[0], "late");
+  EXPECT_EQ(b.namespaces[1], "own");
+  // Escaped field names and values are unescaped; unknown fields of any shape are ignored.
+  ParsedBatch e;
+  parse_event_body(R"({"namespace":"n","events":[{"item\u005fid":"caf\u00e9","meta":{"x":[1,2.5,-3e2,true,false,null,"s",{}]},"weight":3}]})",
+                   false, "", kNow, {}, parser, e);
+  ASSERT_EQ(e.events.size(), 1u);
+  EXPECT_EQ(e.events[0].item, "caf\xC3\xA9");
+  EXPECT_EQ(e.events[0].weight, 3.0);
+  // A second "events" array replaces the first, as a JSON object's last member does.
+  ParsedBatch twice;
+  parse_event_body(R"({"namespace":"n","events":[{"item_id":"a"},{"item_id":"b"}],"events":[{"item_id":"c"}]})", false, "", kNow, {}, parser,
+                   twice);
+  ASSERT_EQ(twice.events.size(), 1u);
+  EXPECT_EQ(twice.events[0].item, "c");
+  // Without any namespace, the first event that needed one is named.
+  EXPECT_EQ(refusal(R"({"events":[{"item_id":"a","namespace":"x"},{"item_id":"b"}]})", false).message,
+            "events[1].namespace: is required (per event, as \"namespace\" at the top level, or ?namespace=)");
+  for (const char* bad : {R"({"namespace":"n","events":[{"item_id":"a","meta":tru}]})",
+                          R"({"namespace":"n","events":[{"item_id":"a","meta":[1,]}]})",
+                          R"({"namespace":"n","events":[{"item_id":"a","meta":nul}]})",
+                          R"({"namespace":"n","events":[{"item_id":"a","weight":1x}]})",
+                          R"({"namespace":"n","events":[{"item_id":"a\x"}]})",
+                          R"({"namespace":"n","events":[{"item_id":"a","meta":"\q"}]})",
+                          R"({"namespace":"n","events":[{"item_id":"a"}]} trailing)",
+                          R"({"namespace":"n","events":[{"item_id":"a"}]}})",
+                          R"({"namespace":"n","events":[{"item_id":"a"}])",
+                          R"({"namespace":"n","events":[{"item_id":"a","big":123456789012345678901234567890}]})"}) {
+    const auto r = refusal(bad, false);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.code, "invalid_json") << bad << ": " << r.message;
+  }
+  const auto r = refusal("{\"item_id\":\"a\",\"namespace\":\"n\"} {}", true);
+  EXPECT_EQ(r.code, "invalid_json");
+  EXPECT_EQ(r.message.rfind("events[0] (line 1): not valid JSON: ", 0), 0u) << r.message;
+  // Nesting past simdjson's depth limit in an ignored field is refused, not recursed into without end.
+  const std::string deep = R"({"namespace":"n","events":[{"item_id":"a","meta":)" + std::string(5000, '[') + std::string(5000, ']') + "}]}";
+  EXPECT_EQ(refusal(deep, false).code, "invalid_json");
+}
+
 // A field name that starts with a NUL byte (JSON "\u0000") used to give an
 // empty message: what() ends at the first NUL. Found by fuzz/fuzz_event_body.
 TEST(EventBodyParser, NulInAnUnknownFieldNameIsSpelledOutInTheMessage) {
