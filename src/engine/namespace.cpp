@@ -129,9 +129,14 @@ void Namespace::apply_at(std::span<const Event> events, double wall_now) {
   apply_prepared(events.size());
 }
 
-void Namespace::stage(std::span<const Event> events, double wall_now) {
+void Namespace::stage(std::span<const Event> events, double wall_now) { stage(events, {}, wall_now); }
+
+void Namespace::stage(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
+  if (!hashes.empty() && hashes.size() != events.size()) {
+    throw InvalidArgument("stage: " + std::to_string(hashes.size()) + " hashes for " + std::to_string(events.size()) + " events");
+  }
   staged_ = 0;
-  prepare(events, {}, wall_now);
+  prepare(events, hashes, wall_now);
   staged_ = events.size();
 }
 

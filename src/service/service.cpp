@@ -6,6 +6,7 @@
 
 #include "ebb/core/clock.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/service/log_records.hpp"
 #include "service_state.hpp"
 
@@ -142,23 +143,36 @@ Commit Service::ingest(const IngestRequest& req) {
     EntryPtr entry;
     std::vector<std::size_t> indices;  // empty: every event
     std::vector<engine::Event> events;
+    std::vector<std::uint64_t> hashes;  // of `events`
   };
   std::vector<Target> targets;
   const std::string_view first_ns = req.namespaces.front();
   const bool single = std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
   if (single) {
-    targets.push_back({s.require(first_ns, at_event(0) + ".namespace"), {}, {}});
+    targets.push_back({s.require(first_ns, at_event(0) + ".namespace"), {}, {}, {}});
   } else {
     std::map<std::string_view, std::vector<std::size_t>> groups;  // name order: a fixed lock order
     for (std::size_t i = 0; i < req.events.size(); ++i) groups[req.namespaces[i]].push_back(i);
     for (auto& [name, indices] : groups) {
-      Target t{s.require(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}};
+      Target t{s.require(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}};
       t.events.reserve(t.indices.size());
       for (std::size_t i : t.indices) t.events.push_back(req.events[i]);
       targets.push_back(std::move(t));
     }
   }
   auto events_of = [&](const Target& t) { return t.indices.empty() ? req.events : std::span<const engine::Event>(t.events); };
+  // Keys are hashed before any lock is taken: a namespace's lock is held
+  // only to check, log and count (two event loops ingesting into one
+  // namespace wait for each other less).
+  thread_local std::vector<std::uint64_t> hashes;
+  hashes.resize(req.events.size());
+  for (std::size_t i = 0; i < req.events.size(); ++i) hashes[i] = hash_key(req.events[i].item);
+  for (auto& t : targets) {
+    if (t.indices.empty()) continue;
+    t.hashes.reserve(t.indices.size());
+    for (std::size_t i : t.indices) t.hashes.push_back(hashes[i]);
+  }
+  auto hashes_of = [&](const Target& t) { return t.indices.empty() ? std::span<const std::uint64_t>(hashes) : std::span<const std::uint64_t>(t.hashes); };
 
   // The record is built before any lock is taken.
   BatchRecord record;
@@ -174,7 +188,7 @@ Commit Service::ingest(const IngestRequest& req) {
   for (auto& t : targets) {
     if (t.entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + t.entry->name + "' was deleted");
     try {
-      t.entry->ns.stage(events_of(t), req.received_at);
+      t.entry->ns.stage(events_of(t), hashes_of(t), req.received_at);
     } catch (const BatchError& e) {
       const std::size_t index = t.indices.empty() ? e.index() : t.indices[e.index()];
       throw invalid("invalid_event", at_event(index) + "." + e.field() + ": " + e.message());

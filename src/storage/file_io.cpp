@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +30,19 @@ void write_all(int fd, std::string_view bytes, const std::filesystem::path& path
     if (n < 0) throw IoError("cannot write", path, errno);
     done += static_cast<std::size_t>(n);
   }
+}
+
+void write_all(int fd, std::string_view first, std::string_view second, const std::filesystem::path& path) {
+  std::size_t done = 0;  // of first, then of second
+  while (done < first.size()) {
+    iovec parts[2] = {{const_cast<char*>(first.data() + done), first.size() - done}, {const_cast<char*>(second.data()), second.size()}};
+    const ssize_t n = ::writev(fd, parts, 2);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw IoError("cannot write", path, errno);
+    done += static_cast<std::size_t>(n);
+  }
+  // `done` now counts past the end of first: what of second is written.
+  if (done - first.size() < second.size()) write_all(fd, second.substr(done - first.size()), path);
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {

@@ -34,10 +34,14 @@ void append_segment_header(std::string& out, std::uint64_t first_lsn) {
   store<std::uint64_t>(out, first_lsn);
 }
 
-void append_segment_record(std::string& out, std::uint64_t lsn, std::string_view payload) {
+void append_segment_record_header(std::string& out, std::uint64_t lsn, std::string_view payload) {
   store<std::uint32_t>(out, static_cast<std::uint32_t>(payload.size()));
   store<std::uint64_t>(out, lsn);
   store<std::uint64_t>(out, segment_record_checksum(lsn, payload));
+}
+
+void append_segment_record(std::string& out, std::uint64_t lsn, std::string_view payload) {
+  append_segment_record_header(out, lsn, payload);
   out.append(payload);
 }
 

@@ -297,9 +297,10 @@ std::uint64_t SegmentLog::append(std::string_view payload) {
     }
     const std::uint64_t lsn = next_lsn_;
     scratch_.clear();
-    append_segment_record(scratch_, lsn, payload);
+    append_segment_record_header(scratch_, lsn, payload);
+    const std::size_t record_bytes = scratch_.size() + payload.size();
     try {
-      write_all(current_->fd, scratch_, current_->path);
+      write_all(current_->fd, scratch_, payload, current_->path);
     } catch (const IoError&) {
       // Nothing half-written stays: cut back to the last whole record. If
       // even that fails the log's end is unknown and it takes no more.
@@ -308,10 +309,10 @@ std::uint64_t SegmentLog::append(std::string_view payload) {
       }
       throw;
     }
-    current_bytes_ += scratch_.size();
+    current_bytes_ += record_bytes;
     ++next_lsn_;
     std::lock_guard s(stats_mu_);
-    stats_.bytes += scratch_.size();
+    stats_.bytes += record_bytes;
     ++stats_.records;
     return lsn;
   } catch (const IoError& e) {

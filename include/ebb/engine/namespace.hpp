@@ -89,6 +89,9 @@ class Namespace {
   // (BatchError, nothing staged then); apply_staged() counts the staged
   // batch and cannot fail. Another stage() replaces an unapplied one.
   void stage(std::span<const Event> events, double wall_now);
+  // The same with hashes[i] = hash_key(events[i].item) computed by the
+  // caller before it took the namespace's lock (hashes.size() == events.size()).
+  void stage(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   void apply_staged();
 
   // What can change at run time: the default answer size and the

@@ -28,5 +28,8 @@ void read_whole_file_into(const std::filesystem::path& path, std::string& out);
 void fsync_directory(const std::filesystem::path& dir);
 // write(2) until done; EINTR retried.
 void write_all(int fd, std::string_view bytes, const std::filesystem::path& path);
+// The same for two pieces one after the other, in one writev(2) call
+// when the kernel takes them whole.
+void write_all(int fd, std::string_view first, std::string_view second, const std::filesystem::path& path);
 
 }  // namespace ebb::storage

@@ -25,6 +25,9 @@ std::uint64_t segment_record_checksum(std::uint64_t lsn, std::string_view payloa
 // Appends a segment header, or one record (header and payload), to `out`.
 void append_segment_header(std::string& out, std::uint64_t first_lsn);
 void append_segment_record(std::string& out, std::uint64_t lsn, std::string_view payload);
+// Appends only the header of that record (kRecordHeaderBytes): a writer
+// sends the payload from where it lies (writev) instead of copying it.
+void append_segment_record_header(std::string& out, std::uint64_t lsn, std::string_view payload);
 
 struct SegmentScan {
   std::size_t valid_bytes = 0;  // the header and the valid records before the first invalid one; 0 if the header is bad
