@@ -8,7 +8,7 @@
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
-#include "ebb/engine/decayed_view.hpp"
+#include "ebb/engine/view_factory.hpp"
 
 namespace ebb::engine {
 namespace {
@@ -42,8 +42,7 @@ Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::mo
   // The summary capacity is fixed at creation: a later set_k() must not
   // change what a checkpoint of this namespace holds.
   config_.candidates = config_.resolved_candidates();
-  if (config_.all_time) views_.push_back(std::make_unique<DecayedView>(ViewSpec::all_time(), config_));
-  for (double h : config_.half_lives) views_.push_back(std::make_unique<DecayedView>(ViewSpec::decayed(h), config_));
+  for (const ViewSpec& spec : configured_views(config_)) views_.push_back(make_view(spec, config_));
   rebuild_exclude();
 }
 
@@ -253,7 +252,7 @@ void Namespace::restore_state(std::string_view blob) {
   // Restore into fresh views first so a bad part leaves this namespace as it was.
   std::vector<std::unique_ptr<View>> fresh;
   for (std::uint32_t i = 0; i < n; ++i) {
-    auto v = std::make_unique<DecayedView>(views_[i]->spec(), config_);
+    auto v = make_view(views_[i]->spec(), config_);
     v->restore_state(parts[i]);
     fresh.push_back(std::move(v));
   }

@@ -1,0 +1,23 @@
+#pragma once
+// Views are built from their spec here, and only here: the namespace asks
+// for "the view of this spec" when it builds its views and when it restores
+// them from a checkpoint, without knowing which class counts each kind.
+// A new kind of view (time windows) is one more case in make_view().
+#include <memory>
+#include <vector>
+
+#include "ebb/engine/namespace_config.hpp"
+#include "ebb/engine/view.hpp"
+#include "ebb/engine/view_spec.hpp"
+
+namespace ebb::engine {
+
+// A fresh, empty view of `spec` sized by the namespace's configuration.
+std::unique_ptr<View> make_view(const ViewSpec& spec, const NamespaceConfig& config);
+
+// The specs of the views a configuration asks for, in the namespace's
+// order (the order its checkpoints store them in): all-time first, then
+// each half-life as configured.
+std::vector<ViewSpec> configured_views(const NamespaceConfig& config);
+
+}  // namespace ebb::engine
