@@ -53,7 +53,7 @@ std::vector<Expected> reference(std::string_view bytes, std::size_t max_line, bo
 std::vector<Expected> read_all(int fd, std::size_t max_line, std::optional<std::uint64_t> size_at_open, bool& shrank) {
   io::LineReader reader(fd, max_line, size_at_open);
   // Reused across runs, as `ebb top` reuses its buffers: stale bytes from
-  // the last input must never show up in a line (and a fresh 256 KiB
+  // the last input must never show up in a line (and a fresh read-sized
   // buffer per run would cost more than the reading).
   static std::vector<char> buffer;
   std::vector<io::Line> lines;

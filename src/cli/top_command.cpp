@@ -73,11 +73,11 @@ class TopRun {
     popts.progress = !opts_.no_progress && !live_tty_ && ::isatty(STDERR_FILENO);
     popts.max_time_jump = max_time_jump_;
     popts.hash_keys = true;
-    InputPipeline input(std::move(sources), std::move(parser_), parser_arena_, config_, popts);
-    // The namespace after the producer has started: its sketches (2 MiB a
-    // view, every page faulted in and zeroed) take milliseconds to allocate,
-    // while the first chunks are read and parsed.
+    // The namespace before the producer thread starts: if building it fails
+    // (memory), the error is reported at once, not after a pipeline blocked
+    // in read(2) on an idle stdin was joined.
     ns_.emplace(config_);
+    InputPipeline input(std::move(sources), std::move(parser_), parser_arena_, config_, popts);
     while (auto chunk = input.next()) {
       apply(*chunk);
       input.recycle(std::move(chunk));

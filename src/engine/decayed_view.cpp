@@ -70,7 +70,7 @@ void DecayedView::apply(const PreparedBatch& batch) {
       // An event whose estimate is below the heap's admission floor at the
       // chunk's start is below its minimum now (which only grows): offer()
       // would do nothing. Leaving those out without a branch each (on a Zipf
-      // stream whether one is is a coin toss) and prefetching the lookups
+      // stream which events those are is a coin toss) and prefetching the lookups
       // of the others, in turn, is what makes the heap cheap.
       const double floor = heap->admission_floor();
       std::size_t m = 0;

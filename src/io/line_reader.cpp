@@ -26,11 +26,6 @@ std::size_t popcount64(std::uint64_t x) noexcept {
 }
 }  // namespace
 
-// How many bytes one read asks for: ~4.5k short lines, a chunk small enough
-// to stay in cache between the parsing and the counting thread (with its
-// columns, ~300 KB; 128 KiB reads ran 5-7% faster than 256 KiB ones on
-// bench/compare_top.sh's TSV, 64 KiB no faster again).
-constexpr std::size_t kReadBytes = std::size_t{1} << 17;
 
 LineReader::LineReader(int fd, std::size_t max_line_bytes, std::optional<std::uint64_t> size_at_open)
     : fd_(fd), max_line_(max_line_bytes) {

@@ -9,6 +9,7 @@
 // fast path). Anything else (a sign, an exponent, more digits, "1.", ".5")
 // is left to from_chars. Digits are read eight at a time (SWAR) where eight
 // remain.
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -34,6 +35,7 @@ inline std::size_t read_digits(std::string_view text, std::size_t& i, std::uint6
   while (i + 8 <= n) {
     std::uint64_t v;
     std::memcpy(&v, text.data() + i, 8);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);  // the first digit in the low byte
     if (!eight_digits(v)) break;
     m = m * 100000000 + eight_digits_value(v);
     i += 8;

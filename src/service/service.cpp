@@ -143,7 +143,7 @@ Commit Service::ingest(const IngestRequest& req) {
     EntryPtr entry;
     std::vector<std::size_t> indices;  // empty: every event
     std::vector<engine::Event> events;
-    std::vector<std::uint64_t> hashes;  // of `events`
+    std::vector<std::uint64_t> hashes;  // hash_key() of each of its events
   };
   std::vector<Target> targets;
   const std::string_view first_ns = req.namespaces.front();
@@ -164,15 +164,11 @@ Commit Service::ingest(const IngestRequest& req) {
   // Keys are hashed before any lock is taken: a namespace's lock is held
   // only to check, log and count (two event loops ingesting into one
   // namespace wait for each other less).
-  thread_local std::vector<std::uint64_t> hashes;
-  hashes.resize(req.events.size());
-  for (std::size_t i = 0; i < req.events.size(); ++i) hashes[i] = hash_key(req.events[i].item);
   for (auto& t : targets) {
-    if (t.indices.empty()) continue;
-    t.hashes.reserve(t.indices.size());
-    for (std::size_t i : t.indices) t.hashes.push_back(hashes[i]);
+    const auto events = events_of(t);
+    t.hashes.resize(events.size());
+    for (std::size_t i = 0; i < events.size(); ++i) t.hashes[i] = hash_key(events[i].item);
   }
-  auto hashes_of = [&](const Target& t) { return t.indices.empty() ? std::span<const std::uint64_t>(hashes) : std::span<const std::uint64_t>(t.hashes); };
 
   // The record is built before any lock is taken.
   BatchRecord record;
@@ -188,7 +184,7 @@ Commit Service::ingest(const IngestRequest& req) {
   for (auto& t : targets) {
     if (t.entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + t.entry->name + "' was deleted");
     try {
-      t.entry->ns.stage(events_of(t), hashes_of(t), req.received_at);
+      t.entry->ns.stage(events_of(t), t.hashes, req.received_at);
     } catch (const BatchError& e) {
       const std::size_t index = t.indices.empty() ? e.index() : t.indices[e.index()];
       throw invalid("invalid_event", at_event(index) + "." + e.field() + ": " + e.message());

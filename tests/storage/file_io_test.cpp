@@ -18,7 +18,7 @@ TEST(FileIo, TwoPiecesLandInOrderWhateverTheirSizes) {
   const auto path = dir / "pieces";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ASSERT_GE(fd, 0);
-  const std::string big(3 << 20, 'b');  // more than one write of a pipe or socket would take
+  const std::string big(3 << 20, 'b');  // a regular file takes it whole (the short-write branch needs a full disk)
   write_all(fd, "head", "tail", path);
   write_all(fd, "", "x", path);
   write_all(fd, "y", "", path);

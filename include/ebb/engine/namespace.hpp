@@ -69,8 +69,8 @@ class Namespace {
   // naming its index and field, and nothing of the batch is counted. Events
   // without a time should carry the receive time (front ends' job).
   void apply(std::span<const Event> events);
-  // The same with every key's hash_key() computed by the caller (a parser
-  // thread that has the bytes in cache); hashes.size() == events.size().
+  // The same with every key's hash_key() computed by the caller (who had
+  // the bytes in cache, or time to spare); hashes.size() == events.size().
   void apply(std::span<const Event> events, std::span<const std::uint64_t> hashes);
   // The same for a batch a front end has laid out in the views' columns
   // itself (items, hashes = hash_key(item), times, weights; count), which

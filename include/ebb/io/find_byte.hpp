@@ -51,8 +51,12 @@ inline std::size_t find_byte(const char* p, std::size_t n, char c) noexcept {
     return hit != nullptr ? static_cast<std::size_t>(static_cast<const char*>(hit) - p) : n;
   }
 #endif
-  // A tail shorter than 16 bytes (a short last field, a timestamp): eight
-  // bytes at a time, the last eight overlapping, instead of a branch per byte.
+  // Without SSE2 (other machines), eight bytes at a time up to the last 16.
+  for (; n - i > 16; i += 8) {
+    if (const std::size_t hit = find_byte8(p + i, c); hit < 8) return i + hit;
+  }
+  // A tail of 8 to 16 bytes (a short last field, a timestamp): two words,
+  // the last one overlapping, instead of a branch per byte.
   if (n - i >= 8) {
     const std::size_t head = find_byte8(p + i, c);
     const std::size_t tail = find_byte8(p + n - 8, c);

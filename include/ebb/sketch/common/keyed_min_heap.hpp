@@ -100,8 +100,8 @@ class KeyedMinHeap {
   void prefetch_probe(std::uint64_t hash) const noexcept { prefetch_hint(&table_[hash & table_mask_]); }
   void prefetch_entry(std::uint64_t hash) const noexcept {
     const std::uint64_t v = table_[hash & table_mask_];
-    const std::uint32_t slot = v != 0 ? table_slot(v) : 0;  // slots_ has its capacity reserved
-    const char* e = reinterpret_cast<const char*>(slots_.data() + slot);
+    if (v == 0) return;  // an empty cell: find() compares no entry
+    const char* e = reinterpret_cast<const char*>(slots_.data() + table_slot(v));
     prefetch_hint(e);
     prefetch_hint(e + sizeof(Entry) - 1);  // an entry may straddle two lines
   }
