@@ -83,34 +83,41 @@ void Namespace::validate(std::span<const Event> events, double wall_now) const {
   for (std::size_t i = 0; i < events.size(); ++i) (void)kept_time(events[i], i, wall_now, newest);
 }
 
-void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
-  const bool prehashed = !hashes.empty();
-  // Filled by index into columns that only grow: this loop runs for every event.
-  const std::size_t n = events.size();
-  batch_.reserve(n);
+template <typename EventAt, typename Keep>
+void Namespace::check_into(PreparedBatch& out, std::size_t n, double wall_now, EventAt event_at, Keep keep) const {
   std::size_t kept = 0;
   double min_t = INFINITY, max_t = -INFINITY;
   double newest = newest_before_batch();
-  // Validate everything before anything is counted.
   for (std::size_t i = 0; i < n; ++i) {
-    const Event& e = events[i];
+    const Event e = event_at(i);
     const std::optional<double> time = kept_time(e, i, wall_now, newest);
     if (!time) continue;
     const double t = *time;
-    batch_.items[kept] = e.item;
-    batch_.times[kept] = t;
-    batch_.weights[kept] = e.weight;
-    if (prehashed) batch_.hashes[kept] = hashes[i];
+    keep(i, kept, e);
+    out.times[kept] = t;
     ++kept;
     min_t = std::min(min_t, t);
     max_t = std::max(max_t, t);
   }
-  batch_.count = kept;
+  out.count = kept;
+  out.min_time = min_t;
+  out.max_time = max_t;
+}
+
+void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
+  const bool prehashed = !hashes.empty();
+  // Filled by index into columns that only grow: this loop runs for every event.
+  batch_.reserve(events.size());
+  // Validate everything before anything is counted.
+  check_into(batch_, events.size(), wall_now, [&](std::size_t i) -> const Event& { return events[i]; },
+             [&](std::size_t i, std::size_t kept, const Event& e) {
+               batch_.items[kept] = e.item;
+               batch_.weights[kept] = e.weight;
+               if (prehashed) batch_.hashes[kept] = hashes[i];
+             });
   if (!prehashed) {
-    for (std::size_t i = 0; i < kept; ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
+    for (std::size_t i = 0; i < batch_.count; ++i) batch_.hashes[i] = hash_key(batch_.items[i]);
   }
-  batch_.min_time = min_t;
-  batch_.max_time = max_t;
 }
 
 void Namespace::apply(std::span<const Event> events) { apply(events, {}); }
@@ -149,27 +156,15 @@ void Namespace::apply(PreparedBatch& batch) {
   if (batch.items.size() < n || batch.hashes.size() < n || batch.times.size() < n || batch.weights.size() < n) {
     throw InvalidArgument("apply: a prepared batch of " + std::to_string(n) + " events has shorter columns");
   }
-  const double wall_now = wall_clock_();  // the event clock checks a first event against it
-  std::size_t kept = 0;
-  double min_t = INFINITY, max_t = -INFINITY;
-  double newest = newest_before_batch();
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::optional<double> time = kept_time(Event{batch.items[i], batch.times[i], batch.weights[i]}, i, wall_now, newest);
-    if (!time) continue;
-    const double t = *time;
-    if (kept != i) {  // after an excluded event
-      batch.items[kept] = batch.items[i];
-      batch.hashes[kept] = batch.hashes[i];
-      batch.weights[kept] = batch.weights[i];
-    }
-    batch.times[kept] = t;
-    ++kept;
-    min_t = std::min(min_t, t);
-    max_t = std::max(max_t, t);
-  }
-  batch.count = kept;
-  batch.min_time = min_t;
-  batch.max_time = max_t;
+  // Checked in place: an event moves down only after an excluded one.
+  check_into(batch, n, wall_clock_() /* the event clock checks a first event against it */,
+             [&](std::size_t i) { return Event{batch.items[i], batch.times[i], batch.weights[i]}; },
+             [&](std::size_t i, std::size_t kept, const Event&) {
+               if (kept == i) return;
+               batch.items[kept] = batch.items[i];
+               batch.hashes[kept] = batch.hashes[i];
+               batch.weights[kept] = batch.weights[i];
+             });
   count_prepared(batch, n);
 }
 

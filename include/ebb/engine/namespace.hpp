@@ -157,6 +157,13 @@ class Namespace {
   }
   // The event clock's newest time before this batch (NaN before any event).
   double newest_before_batch() const noexcept;
+  // The one check loop of every way in: events [0, n) (event_at(i), an
+  // Event) are checked in order (BatchError on the first bad one); each
+  // counted one goes to out[kept], its time set here and its other columns
+  // by keep(i, kept, event) (kept <= i, so `out` may be the source); out's
+  // count and time range are set. Defined in namespace.cpp, its only user.
+  template <typename EventAt, typename Keep>
+  void check_into(PreparedBatch& out, std::size_t n, double wall_now, EventAt event_at, Keep keep) const;
   [[noreturn]] void reject(const Event& e, std::size_t index) const;
   [[noreturn]] void reject_old(const Event& e, std::size_t index, double now, const char* what_now) const;
   [[noreturn]] void reject_jump(const Event& e, std::size_t index, double reference, const char* what_reference) const;
