@@ -18,6 +18,21 @@ using detail::TimeReader;
 
 bool all_digits(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); }
 
+// RecordParser::parse_lines() with the per-line parse given (a parser
+// passes its own, which then inlines instead of a virtual call a line).
+template <typename Parse>
+std::size_t parse_each(std::span<const Line> lines, ParsedLine* out, std::string& error, Parse parse) {
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].oversized) [[unlikely]] {
+      out[i].status = ParseStatus::malformed;
+      return i + 1;
+    }
+    out[i].status = parse(lines[i].text, out[i].record, error);
+    if (out[i].status == ParseStatus::malformed) [[unlikely]] return i + 1;
+  }
+  return lines.size();
+}
+
 // ---------------------------------------------------------------- plain
 class PlainParser final : public RecordParser {
  public:
@@ -26,16 +41,8 @@ class PlainParser final : public RecordParser {
     out = Record{line, std::nullopt, 1};
     return ParseStatus::record;
   }
-  std::size_t parse_lines(std::span<const Line> lines, ParsedLine* out, std::string&) override {
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      if (lines[i].oversized) [[unlikely]] {
-        out[i].status = ParseStatus::malformed;
-        return i + 1;
-      }
-      out[i].status = lines[i].text.empty() ? ParseStatus::skipped : ParseStatus::record;
-      out[i].record = Record{lines[i].text, std::nullopt, 1};
-    }
-    return lines.size();
+  std::size_t parse_lines(std::span<const Line> lines, ParsedLine* out, std::string& error) override {
+    return parse_each(lines, out, error, [this](std::string_view line, Record& record, std::string& e) { return PlainParser::parse(line, record, e); });
   }
   bool has_time() const noexcept override { return false; }
 };
@@ -102,20 +109,9 @@ class DelimitedParser final : public RecordParser {
   std::size_t parse_lines(std::span<const Line> lines, ParsedLine* out, std::string& error) override {
     if (sep_ != '\t' || need_header_) return RecordParser::parse_lines(lines, out, error);
     // TSV once the columns are known: parse_tsv() inline, line after line.
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      const Line& line = lines[i];
-      ParseStatus status;
-      if (line.oversized) [[unlikely]] {
-        status = ParseStatus::malformed;
-      } else if (line.text.empty()) [[unlikely]] {
-        status = ParseStatus::skipped;
-      } else {
-        status = parse_tsv(line.text, out[i].record, error);
-      }
-      out[i].status = status;
-      if (status == ParseStatus::malformed) [[unlikely]] return i + 1;
-    }
-    return lines.size();
+    return parse_each(lines, out, error, [this](std::string_view line, Record& record, std::string& e) {
+      return line.empty() ? ParseStatus::skipped : parse_tsv(line, record, e);
+    });
   }
 
  private:
@@ -427,15 +423,7 @@ class ClfParser final : public RecordParser {
 }  // namespace
 
 std::size_t RecordParser::parse_lines(std::span<const Line> lines, ParsedLine* out, std::string& error) {
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].oversized) {
-      out[i].status = ParseStatus::malformed;
-      return i + 1;
-    }
-    out[i].status = parse(lines[i].text, out[i].record, error);
-    if (out[i].status == ParseStatus::malformed) return i + 1;
-  }
-  return lines.size();
+  return parse_each(lines, out, error, [this](std::string_view line, Record& record, std::string& e) { return parse(line, record, e); });
 }
 
 InputFormat parse_input_format(std::string_view name) {
