@@ -1,5 +1,7 @@
 #include "client_commands.hpp"
 
+#include <charconv>
+
 #include <simdjson.h>
 #include <unistd.h>
 
@@ -85,9 +87,15 @@ std::string body_of(const std::string& ns, const engine::PreparedBatch& events, 
 
 engine::TopKAnswer answer_from(simdjson::dom::element doc) {
   engine::TopKAnswer a;
-  std::string_view half_life;
+  std::string_view half_life, window_length, source;
   if (!doc["half_life"].get(half_life)) a.view = engine::ViewSpec::decayed(parse_duration(half_life));
+  if (!doc["window_length"].get(window_length)) a.view = engine::ViewSpec::sliding(parse_duration(window_length));
   a.as_of = double(doc["as_of"]);
+  double number = 0;
+  if (!doc["window"]["start"].get(number)) a.window_start = number;
+  if (!doc["window"]["end"].get(number)) a.window_end = number;
+  if (!doc["granularity"].get(number)) a.granularity = number;
+  if (!doc["source"].get(source)) a.source = source;
   a.total = double(doc["total"]);
   for (auto item : simdjson::dom::array(doc["items"])) {
     a.items.push_back(CountedItem{std::string(std::string_view(item["item_id"])), double(item["estimated_count"]),
@@ -147,8 +155,9 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   cmd->add_option("--auth-token-file", o.auth_token_file, "Send the first token of this file as 'Authorization: Bearer' (a server with --auth-reads)");
   cmd->add_option("-k", o.k, "Items (default: the namespace's k)")->check(CLI::Range(1, 1000));
   auto* hl = cmd->add_option("--half-life", o.half_life, "A decayed view the namespace keeps")->check(duration_validator());
-  auto* win = cmd->add_option("--window", o.window, "all (all-time)");
+  auto* win = cmd->add_option("--window", o.window, "all (all-time) or a window the namespace keeps (1m, 1h, ...)");
   hl->excludes(win);
+  cmd->add_option("--timestamp", o.timestamp, "As it was at this time (seconds since the epoch): from a window's buckets while they reach");
   cmd->add_option("--item", o.items, "Count these items instead of listing the top K (repeatable)")->allow_extra_args(false);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is");
   return cmd;
@@ -237,6 +246,11 @@ int run_query(const QueryOptions& o) {
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);
     if (!o.window.empty()) view = "&window=" + url_encode(o.window);
+    if (o.timestamp) {
+      char t[32];
+      auto res = std::to_chars(t, t + sizeof t, *o.timestamp);
+      view += "&timestamp=" + std::string(t, res.ptr);
+    }
     if (o.items.empty()) {
       std::string target = "/top-k?namespace=" + url_encode(o.ns) + view;
       if (o.k > 0) target += "&k=" + std::to_string(o.k);
@@ -256,6 +270,7 @@ int run_query(const QueryOptions& o) {
     w.end_array();
     if (!o.half_life.empty()) w.key("half_life").value(o.half_life);
     if (!o.window.empty()) w.key("window").value(o.window);
+    if (o.timestamp) w.key("timestamp").value(*o.timestamp);
     w.end_object();
     auto r = call(client, o.url, "POST", "/counts", w.str(), headers);
     if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};

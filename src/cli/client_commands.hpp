@@ -2,6 +2,7 @@
 // Clients of `ebb serve`: `ebb send` streams files or stdin to a server in
 // batches; `ebb query` asks it for a top-K list or item counts.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct QueryOptions {
   std::uint32_t k = 0;  // 0: the namespace's k
   std::string half_life;
   std::string window;
+  std::optional<double> timestamp;  // as it was then (seconds since the epoch)
   std::vector<std::string> items;
   bool json = false;
 };

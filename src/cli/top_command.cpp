@@ -23,6 +23,7 @@ engine::NamespaceConfig make_config(const TopOptions& o, bool event_time) {
   c.name = "top";
   c.k = o.k;
   c.all_time = true;
+  for (const auto& w : o.windows) c.windows.push_back(parse_duration(w));
   for (const auto& h : o.half_lives) c.half_lives.push_back(parse_duration(h));
   if (o.epsilon || o.delta) {
     c.sketch = CountMinShape::for_error(o.epsilon.value_or(1e-4), o.delta.value_or(1e-3));
@@ -184,7 +185,7 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   cmd->add_option("--half-life", o.half_lives, "Add a decayed view with this half-life (e.g. 5m, 1h); repeatable")
       ->allow_extra_args(false)
       ->check(duration_validator());
-  cmd->add_option("--window", o.windows, "Exact-boundary window view (not available yet)")->allow_extra_args(false)->check(duration_validator());
+  cmd->add_option("--window", o.windows, "Add an exact-boundary window view (the last DUR: 1m, 1h, 1d); repeatable")->allow_extra_args(false)->check(duration_validator());
   auto* eps = cmd->add_option("--epsilon", o.epsilon, "Sketch error target: over-count <= epsilon x total (sizes the width)")
                   ->check(CLI::Range(1e-9, 0.5));
   auto* delta = cmd->add_option("--delta", o.delta, "Sketch failure probability (sizes the depth)")->check(CLI::Range(1e-12, 0.5));
@@ -208,10 +209,6 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
 }
 
 int run_top(const TopOptions& o) {
-  if (!o.windows.empty()) {
-    std::fprintf(stderr, "ebb top: --window is not available yet (exact-boundary windows are a later issue); use --half-life for a decayed view\n");
-    return 2;
-  }
   try {
     TopRun run(o);
     return run.run();

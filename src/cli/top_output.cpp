@@ -48,6 +48,12 @@ std::string format_utc(double t) {
 void print_table(std::FILE* out, const engine::TopKAnswer& a, bool event_time) {
   std::fprintf(out, "%s  total %s  as of %s%s\n", a.view.label().c_str(), count(a.total).c_str(), format_utc(a.as_of).c_str(),
                event_time ? " (event time)" : "");
+  if (a.view.kind == engine::ViewSpec::Kind::window) {
+    // The buckets' true boundaries, not the asked ones.
+    std::fprintf(out, "counted from %s to %s (boundaries exact to %s s)\n", format_utc(a.window_start).c_str(), format_utc(a.window_end).c_str(),
+                 general(a.granularity).c_str());
+  }
+  if (!a.source.empty()) std::fprintf(out, "as it was at %s, from %s\n", format_utc(a.as_of).c_str(), a.source.c_str());
   std::size_t width = 4;
   for (const auto& item : a.items) width = std::max(width, std::min<std::size_t>(printable(item.key, 60).size(), 60));
   std::fprintf(out, "%5s  %-*s  %14s  %14s  %14s\n", "rank", static_cast<int>(width), "item", "estimate", "lower", "upper");

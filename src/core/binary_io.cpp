@@ -25,6 +25,8 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::decayed_view: return "decayed view";
     case BlobKind::namespace_state: return "namespace state";
     case BlobKind::checkpoint_manifest: return "checkpoint manifest";
+    case BlobKind::time_rings: return "time rings";
+    case BlobKind::window_view: return "window view";
   }
   return "unknown";
 }

@@ -67,28 +67,7 @@ void DecayedView::apply(const PreparedBatch& batch) {
     const std::span<const std::uint64_t> hashes(batch.hashes.data() + begin, n);
     sketch_.update_batch(hashes, std::span<const double>(weights, n), std::span<double>(estimates_.data(), n));
     if (auto* heap = std::get_if<CandidateHeap>(&summary_)) {
-      // An event whose estimate is below the heap's admission floor at the
-      // chunk's start is below its minimum now (which only grows): offer()
-      // would do nothing. Leaving those out without a branch each (on a Zipf
-      // stream which events those are is a coin toss) and prefetching the lookups
-      // of the others, in turn, is what makes the heap cheap.
-      const double floor = heap->admission_floor();
-      std::size_t m = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        offered_[m] = static_cast<std::uint32_t>(i);
-        m += estimates_[i] >= floor;
-      }
-      constexpr std::size_t kProbeAhead = 16, kEntryAhead = 8;
-      for (std::size_t j = 0; j < std::min(m, kProbeAhead); ++j) heap->prefetch_probe(hashes[offered_[j]]);
-      for (std::size_t j = 0; j < m; ++j) {
-        if (j + kProbeAhead < m) heap->prefetch_probe(hashes[offered_[j + kProbeAhead]]);
-        if (j + kEntryAhead < m) {
-          heap->prefetch_entry(hashes[offered_[j + kEntryAhead]]);
-          prefetch_hint(batch.items[begin + offered_[j + kEntryAhead]].data());  // find() compares the key
-        }
-        const std::size_t i = offered_[j];
-        heap->offer(batch.items[begin + i], hashes[i], weights[i], estimates_[i]);
-      }
+      heap->offer_batch(batch.items.data() + begin, hashes.data(), weights, estimates_.data(), n, offered_.data());
     } else {
       auto& ss = std::get<SpaceSaving>(summary_);
       for (std::size_t i = 0; i < n; ++i) ss.update(batch.items[begin + i], hashes[i], weights[i]);

@@ -42,7 +42,7 @@ Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::mo
   // The summary capacity is fixed at creation: a later set_k() must not
   // change what a checkpoint of this namespace holds.
   config_.candidates = config_.resolved_candidates();
-  for (const ViewSpec& spec : configured_views(config_)) views_.push_back(make_view(spec, config_));
+  views_ = make_views(config_);
   rebuild_exclude();
 }
 
@@ -102,6 +102,8 @@ void Namespace::check_into(PreparedBatch& out, std::size_t n, double wall_now, E
   out.count = kept;
   out.min_time = min_t;
   out.max_time = max_t;
+  // "Now" once this batch is counted: what windows measure lateness against.
+  out.now = config_.clock == ClockMode::wall ? wall_now : (std::isnan(newest) ? max_t : newest);
 }
 
 void Namespace::prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now) {
@@ -245,12 +247,8 @@ void Namespace::restore_state(std::string_view blob) {
   for (std::uint32_t i = 0; i < n; ++i) parts.push_back(r.get_string(std::size_t{1} << 36));
   r.expect_end();
   // Restore into fresh views first so a bad part leaves this namespace as it was.
-  std::vector<std::unique_ptr<View>> fresh;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    auto v = make_view(views_[i]->spec(), config_);
-    v->restore_state(parts[i]);
-    fresh.push_back(std::move(v));
-  }
+  std::vector<std::unique_ptr<View>> fresh = make_views(config_);
+  for (std::uint32_t i = 0; i < n; ++i) fresh[i]->restore_state(parts[i]);
   views_ = std::move(fresh);
   stats_ = stats;
   seen_event_ = seen;
@@ -261,10 +259,11 @@ const View& Namespace::view(const std::optional<ViewSpec>& spec) const {
   for (const auto& v : views_) {
     if (v->spec() == *spec) return *v;
   }
-  if (spec->kind == ViewSpec::Kind::all_time) throw InvalidArgument("window: namespace '" + config_.name + "' keeps no all-time view");
   std::string kept;
-  for (const auto& v : views_) kept += (kept.empty() ? "" : ", ") + v->spec().name();
-  throw InvalidArgument("half_life: namespace '" + config_.name + "' keeps no " + format_duration(spec->half_life) +
+  for (const auto& v : views_) kept += (kept.empty() ? "" : ", ") + v->spec().label();
+  if (spec->kind == ViewSpec::Kind::all_time) throw InvalidArgument("window: namespace '" + config_.name + "' keeps no all-time view (it keeps: " + kept + ")");
+  const bool window = spec->kind == ViewSpec::Kind::window;
+  throw InvalidArgument(std::string(window ? "window" : "half_life") + ": namespace '" + config_.name + "' keeps no " + spec->label() +
                         " view (it keeps: " + kept + ")");
 }
 
@@ -283,10 +282,38 @@ PointAnswer Namespace::count(std::string_view item, const std::optional<ViewSpec
   return view(spec).point(item, hash_key(item), now());
 }
 
+double Namespace::checked_as_of(double as_of) const {
+  const double t = now();
+  if (!std::isfinite(as_of) || as_of < 0) throw InvalidArgument("timestamp: must be a finite time in seconds since the epoch");
+  if (as_of > t) throw InvalidArgument("timestamp: " + number(as_of) + " is after now (" + number(t) + ")");
+  return as_of;
+}
+
+std::optional<TopKAnswer> Namespace::top_at(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k, double as_of) const {
+  const std::size_t want = k.value_or(config_.k);
+  if (want < 1 || want > NamespaceConfig::kMaxK) {
+    throw InvalidArgument("k: must be in [1, " + std::to_string(NamespaceConfig::kMaxK) + "] (got " + std::to_string(want) + ")");
+  }
+  const View& v = view(spec);
+  return v.top_at(want, checked_as_of(as_of));
+}
+
+std::optional<PointAnswer> Namespace::count_at(std::string_view item, const std::optional<ViewSpec>& spec, double as_of) const {
+  if (item.empty() || item.size() > config_.max_item_bytes) {
+    throw InvalidArgument("item_id: must be 1 to " + std::to_string(config_.max_item_bytes) + " bytes");
+  }
+  const View& v = view(spec);
+  return v.point_at(item, hash_key(item), checked_as_of(as_of));
+}
+
 NamespaceStats Namespace::stats() const {
   NamespaceStats s = stats_;
   s.memory_bytes = sizeof(*this);
-  for (const auto& v : views_) s.memory_bytes += v->memory_bytes();
+  for (const auto& v : views_) {
+    const std::size_t bytes = v->memory_bytes();
+    s.memory_bytes += bytes;
+    s.views.push_back({v->spec(), bytes, v->dropped()});
+  }
   return s;
 }
 

@@ -22,7 +22,21 @@ bool valid_namespace_name(const std::string& name) noexcept {
 void NamespaceConfig::validate() const {
   if (!valid_namespace_name(name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + name + "')");
   if (k < 1 || k > kMaxK) bad("k", "must be in [1, " + std::to_string(kMaxK) + "] (got " + std::to_string(k) + ")");
-  if (!all_time && half_lives.empty()) bad("half_lives", "a namespace needs at least one view (all-time or a half-life)");
+  if (!all_time && half_lives.empty() && windows.empty()) bad("windows", "a namespace needs at least one view (all-time, a window or a half-life)");
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    const double w = windows[i];
+    if (!(w >= 1 && w <= kMaxWindow) || w != std::floor(w)) bad("windows", "entry " + std::to_string(i) + " must be a whole number of seconds in [1s, 366d]");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (windows[j] == w) bad("windows", "entry " + std::to_string(i) + " repeats an earlier window");
+    }
+  }
+  if (!windows.empty()) {
+    try {
+      (void)CountMinShape::with_dimensions(window_sketch_width, sketch.depth);
+    } catch (const InvalidArgument& e) {
+      bad("window_sketch_width", e.what());
+    }
+  }
   for (std::size_t i = 0; i < half_lives.size(); ++i) {
     if (!(half_lives[i] > 0) || !std::isfinite(half_lives[i])) bad("half_lives", "entry " + std::to_string(i) + " must be a finite duration > 0");
     for (std::size_t j = 0; j < i; ++j) {

@@ -2,6 +2,7 @@
 #include <simdjson.h>
 
 #include <charconv>
+#include <cmath>
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
@@ -11,18 +12,16 @@
 namespace ebb::server {
 namespace {
 
-// window=all | half_life=DUR (one of the two; none = the namespace's first view).
+// window=all|DUR | half_life=DUR (one of the two; none = the namespace's first view).
 std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& window, const std::optional<std::string>& half_life) {
   if (window && half_life) throw bad_request("bad_parameter", "window, half_life: give one of the two, not both");
   if (window) {
     if (*window == "all") return engine::ViewSpec::all_time();
     try {
-      (void)parse_duration(*window);
+      return engine::ViewSpec::sliding(parse_duration(*window));
     } catch (const InvalidArgument&) {
       throw bad_request("bad_parameter", "window: must be \"all\" or a duration like 1h (got '" + *window + "')");
     }
-    throw bad_request("unsupported_window", "window: exact-boundary windows ('" + *window +
-                                                "') are not available yet; use window=all or a half_life the namespace keeps");
   }
   if (half_life) {
     try {
@@ -34,10 +33,15 @@ std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& wind
   return std::nullopt;
 }
 
-void reject_timestamp(bool given) {
-  if (given) {
-    throw bad_request("unsupported_history", "timestamp: answers as of a past time (history) are not available yet; omit timestamp for now");
+// timestamp=T: seconds since the epoch (a decimal); none = now.
+std::optional<double> as_of_from(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  double t = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), t);
+  if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(t) || t < 0) {
+    throw bad_request("bad_parameter", "timestamp: must be seconds since the epoch, like 1708632000 (got '" + *text + "')");
   }
+  return t;
 }
 
 std::optional<std::size_t> k_from(const std::optional<std::string>& text) {
@@ -63,7 +67,11 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));
     const auto view = view_from(req.param("window"), req.param("half_life"));
-    reject_timestamp(req.param("timestamp").has_value());
+    if (const auto as_of = as_of_from(req.param("timestamp"))) {
+      io::JsonWriter w;
+      service::write_top_k(w, name, ctx.service.top_at(name, view, k, *as_of));
+      return json_response(200, w.take());
+    }
     const auto body = ctx.service.top_rendered(name, view, k, "json", [&name](const engine::TopKAnswer& answer) {
       io::JsonWriter w;
       service::write_top_k(w, name, answer);
@@ -76,8 +84,8 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const std::string name = required(req, "namespace");
     const std::string item = required(req, "item_id");
     const auto view = view_from(req.param("window"), req.param("half_life"));
-    reject_timestamp(req.param("timestamp").has_value());
-    const auto answer = ctx.service.count(name, item, view);
+    const auto as_of = as_of_from(req.param("timestamp"));
+    const auto answer = as_of ? ctx.service.count_at(name, item, view, *as_of) : ctx.service.count(name, item, view);
     io::JsonWriter w;
     service::write_point(w, name, answer);
     return json_response(200, w.take());
@@ -92,6 +100,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     if (!doc.is_object()) throw bad_request("invalid_json", "request body must be a JSON object");
     std::string name;
     std::optional<std::string> window, half_life;
+    std::optional<double> as_of;
     std::vector<std::string> ids;
     bool has_ids = false;
     const simdjson::dom::object members = doc.get_object().value_unsafe();
@@ -109,7 +118,11 @@ void add_query_routes(Router& router, ApiContext& ctx) {
       } else if (field == "half_life") {
         half_life = text();
       } else if (field == "timestamp") {
-        reject_timestamp(true);
+        double t = 0;
+        if (value.get_double().get(t) != simdjson::SUCCESS || !std::isfinite(t) || t < 0) {
+          throw bad_request("invalid_field", "timestamp: must be a number of seconds since the epoch");
+        }
+        as_of = t;
       } else if (field == "item_ids") {
         has_ids = true;
         if (!value.is_array()) throw bad_request("invalid_field", "item_ids: must be an array of strings");
@@ -129,7 +142,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     if (!has_ids) throw bad_request("invalid_field", "item_ids: is required");
     const auto view = view_from(window, half_life);
     engine::TopKAnswer view_answer;  // the view and its accuracy block, read under the same lock
-    const auto answers = ctx.service.counts(name, ids, view, view_answer);
+    const auto answers = ctx.service.counts(name, ids, view, view_answer, as_of);
     io::JsonWriter w;
     service::write_counts(w, name, answers, view_answer);
     return json_response(200, w.take());

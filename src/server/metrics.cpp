@@ -148,6 +148,13 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   for (const auto& r : rows) out += "ebb_events_excluded_total{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.excluded) + "\n";
   header(out, "ebb_ingest_bytes_total", "counter", "Request body bytes ingested per namespace.");
   for (const auto& r : rows) out += "ebb_ingest_bytes_total{namespace=\"" + r.name + "\"} " + std::to_string(r.ingest_bytes) + "\n";
+  header(out, "ebb_window_dropped_events_total", "counter", "Events older than a window when they arrived: counted in the other views, not in that window.");
+  for (const auto& r : rows) {
+    for (const auto& v : r.stats.views) {
+      if (v.view.kind != engine::ViewSpec::Kind::window) continue;
+      out += "ebb_window_dropped_events_total{namespace=\"" + r.name + "\",window=\"" + v.view.name() + "\"} " + std::to_string(v.dropped) + "\n";
+    }
+  }
   header(out, "ebb_namespace_memory_bytes", "gauge", "Memory held by a namespace's sketches and summaries.");
   for (const auto& r : rows) out += "ebb_namespace_memory_bytes{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.memory_bytes) + "\n";
   header(out, "ebb_namespaces", "gauge", "Namespaces on the server.");

@@ -3,14 +3,22 @@
 namespace ebb::service {
 namespace {
 
-void write_view(io::JsonWriter& w, const engine::ViewSpec& view, double window_start, double as_of) {
-  if (view.kind == engine::ViewSpec::Kind::decayed) {
-    w.key("half_life").value(view.name());
+template <typename Answer>
+void write_view(io::JsonWriter& w, const Answer& a) {
+  using Kind = engine::ViewSpec::Kind;
+  if (a.view.kind == Kind::decayed) {
+    w.key("half_life").value(a.view.name());
+  } else if (a.view.kind == Kind::window) {
+    // The cover's true boundaries, exact to its buckets.
+    w.key("window").begin_object().key("start").value(a.window_start).key("end").value(a.window_end).end_object();
+    w.key("window_length").value(a.view.name());
   } else {
     // All-time: the window runs from the first event counted to now.
-    w.key("window").begin_object().key("start").value(window_start).key("end").value(as_of).end_object();
+    w.key("window").begin_object().key("start").value(a.window_start).key("end").value(a.as_of).end_object();
   }
-  w.key("as_of").value(as_of);
+  w.key("as_of").value(a.as_of);
+  if (!a.source.empty()) w.key("source").value(a.source);
+  if (a.view.kind == Kind::window || !a.source.empty()) w.key("granularity").value(a.granularity);
 }
 
 void write_item_fields(io::JsonWriter& w, const CountedItem& item) {
@@ -37,7 +45,7 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a) {
 void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer) {
   w.begin_object();
   w.key("namespace").value(ns);
-  write_view(w, answer.view, answer.window_start, answer.as_of);
+  write_view(w, answer);
   w.key("items").begin_array();
   for (std::size_t i = 0; i < answer.items.size(); ++i) {
     w.begin_object();
@@ -55,7 +63,7 @@ void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<en
                   const engine::TopKAnswer& view_answer) {
   w.begin_object();
   w.key("namespace").value(ns);
-  write_view(w, view_answer.view, view_answer.window_start, view_answer.as_of);
+  write_view(w, view_answer);
   w.key("items").begin_array();
   for (const auto& a : answers) {
     w.begin_object();
@@ -72,7 +80,7 @@ void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<en
 void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer) {
   w.begin_object();
   w.key("namespace").value(ns);
-  write_view(w, answer.view, answer.window_start, answer.as_of);
+  write_view(w, answer);
   write_item_fields(w, answer.item);
   w.key("rate").value(answer.rate);
   w.key("tracked").value(answer.tracked);

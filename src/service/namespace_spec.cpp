@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -9,11 +10,21 @@
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/engine/time_rings.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service_error.hpp"
 
 namespace ebb::service {
 namespace {
+
+// The window buckets' sketches when every ring is full (buckets are
+// allocated as time fills them).
+std::size_t window_sketch_bytes(const engine::NamespaceConfig& c) {
+  if (c.windows.empty()) return 0;
+  std::size_t slots = 0;
+  for (const auto& level : engine::plan_ring_levels(c.windows)) slots += level.slots;
+  return slots * std::size_t{c.window_sketch_width} * c.sketch.depth * sizeof(double);
+}
 
 using simdjson::dom::element;
 
@@ -134,7 +145,8 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   static const std::set<std::string_view> kFields = {"name",    "k",       "windows",          "half_lives", "sketch_width",
                                                      "sketch_depth", "epsilon", "delta",         "hot_key_threshold",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
-                                                     "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump"};
+                                                     "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump",
+                                                     "window_sketch_width"};
   const simdjson::dom::object members = doc.get_object().value_unsafe();
   for (auto [key, value] : members) {
     const std::string field(key);
@@ -152,9 +164,12 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
           c.all_time = true;
           continue;
         }
-        (void)get_duration(w, "windows");
-        throw invalid("unsupported_window", "windows: exact-boundary windows ('" + w +
-                                                    "') are not available yet; use \"all\" for all-time or half_lives for decayed views");
+        const double window = get_duration(w, field);
+        if (!(window >= 1 && window <= engine::NamespaceConfig::kMaxWindow) || window != std::floor(window)) {
+          bad(field, "'" + w + "' must be a whole number of seconds in [1s, 366d]");
+        }
+        if (std::find(c.windows.begin(), c.windows.end(), window) != c.windows.end()) bad(field, "'" + w + "' is given twice");
+        c.windows.push_back(window);
       }
     } else if (field == "half_lives") {
       for (const auto& h : get_strings(value, field, limits.max_views)) {
@@ -166,6 +181,9 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
         }
         c.half_lives.push_back(half_life);
       }
+    } else if (field == "window_sketch_width") {
+      const auto ww = get_uint(value, field, CountMinShape::kMinWidth, CountMinShape::kMaxWidth);
+      c.window_sketch_width = static_cast<std::uint32_t>(std::bit_ceil(ww));
     } else if (field == "sketch_width") {
       width = get_uint(value, field, CountMinShape::kMinWidth, CountMinShape::kMaxWidth);
     } else if (field == "sketch_depth") {
@@ -217,8 +235,10 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     for (const auto& e : c.exclude) c.max_item_bytes = std::max<std::uint32_t>(c.max_item_bytes, static_cast<std::uint32_t>(e.size()));
   }
   if (!has_windows && c.half_lives.empty()) c.all_time = true;  // default view: all-time
-  if (!c.all_time && c.half_lives.empty()) bad("windows", "a namespace needs at least one view: \"all\" or a half-life");
-  if ((c.all_time ? 1 : 0) + c.half_lives.size() > limits.max_views) bad("half_lives", "at most " + std::to_string(limits.max_views) + " views per namespace");
+  if (!c.all_time && c.half_lives.empty() && c.windows.empty()) bad("windows", "a namespace needs at least one view: \"all\", a window or a half-life");
+  if ((c.all_time ? 1 : 0) + c.windows.size() + c.half_lives.size() > limits.max_views) {
+    bad("half_lives", "at most " + std::to_string(limits.max_views) + " views (windows and half-lives) per namespace");
+  }
   if ((width || depth) && (epsilon || delta)) bad("sketch_width", "give sketch_width/sketch_depth or epsilon/delta, not both");
   try {
     if (epsilon || delta) {
@@ -231,10 +251,12 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     bad(epsilon || delta ? "epsilon" : "sketch_width", e.what());
   }
   const std::size_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
-  const std::size_t bytes = c.sketch.counter_bytes() * views;
-  if (bytes > limits.max_namespace_bytes) {
-    bad(epsilon || delta ? "epsilon" : "sketch_width",
-        "the namespace would need " + std::to_string(bytes >> 20) + " MiB of sketches (" + std::to_string(views) + " views), over the limit of " +
+  const std::size_t view_bytes = c.sketch.counter_bytes() * views;
+  const std::size_t window_bytes = window_sketch_bytes(c);
+  if (view_bytes + window_bytes > limits.max_namespace_bytes) {
+    bad(window_bytes > view_bytes ? "window_sketch_width" : epsilon || delta ? "epsilon" : "sketch_width",
+        "the namespace would need " + std::to_string((view_bytes + window_bytes) >> 20) + " MiB of sketches (" + std::to_string(views) +
+            " views, " + std::to_string(window_bytes >> 20) + " MiB of window buckets), over the limit of " +
             std::to_string(limits.max_namespace_bytes >> 20) + " MiB");
   }
   if (c.candidates != 0 && c.candidates < c.k) bad("candidates", "must be at least k (" + std::to_string(c.k) + ")");
@@ -286,12 +308,14 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
   w.key("k").value(c.k);
   w.key("windows").begin_array();
   if (c.all_time) w.value("all");
+  for (double window : c.windows) w.value(format_duration(window));
   w.end_array();
   w.key("half_lives").begin_array();
   for (double h : c.half_lives) w.value(format_duration(h));
   w.end_array();
   w.key("sketch_width").value(c.sketch.width);
   w.key("sketch_depth").value(c.sketch.depth);
+  if (!c.windows.empty()) w.key("window_sketch_width").value(c.window_sketch_width);
   w.key("candidates").value(c.candidates);
   w.key("summary").value(c.summary == engine::SummaryKind::candidate_heap ? "candidate_heap" : "space_saving");
   w.key("hot_key_threshold");
@@ -316,6 +340,12 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
     w.key("epsilon").value(c.sketch.epsilon());
     w.key("confidence").value(c.sketch.confidence());
     w.key("sketch_bytes_per_view").value(static_cast<std::uint64_t>(c.sketch.counter_bytes()));
+    if (!c.windows.empty()) {
+      // Every window's bound: its buckets' width, whatever the window.
+      const auto bucket = CountMinShape::with_dimensions(c.window_sketch_width, c.sketch.depth);
+      w.key("window_epsilon").value(bucket.epsilon());
+      w.key("window_sketch_bytes_max").value(static_cast<std::uint64_t>(window_sketch_bytes(c)));
+    }
     w.end_object();
   }
 }
@@ -344,6 +374,19 @@ std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::
   else w.null();
   w.key("memory_bytes").value(static_cast<std::uint64_t>(stats.memory_bytes));
   w.key("ingest_bytes").value(ingest_bytes);
+  // Per view: its memory (the first window holds the windows' shared
+  // buckets) and, for windows, the late events it left out.
+  w.key("views").begin_array();
+  for (const auto& v : stats.views) {
+    using Kind = engine::ViewSpec::Kind;
+    w.begin_object();
+    w.key("kind").value(v.view.kind == Kind::all_time ? "all" : v.view.kind == Kind::window ? "window" : "half_life");
+    w.key("name").value(v.view.name());
+    w.key("memory_bytes").value(static_cast<std::uint64_t>(v.memory_bytes));
+    if (v.view.kind == Kind::window) w.key("dropped_events").value(v.dropped);
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
   w.end_object();
   return w.take();

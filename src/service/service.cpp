@@ -1,6 +1,8 @@
 // Ingest, admin and queries: the rules every front end shares.
 #include "ebb/service/service.hpp"
 
+#include <charconv>
+
 #include <algorithm>
 #include <future>
 
@@ -25,7 +27,7 @@ auto on_query(F&& f) {
     return f();
   } catch (const InvalidArgument& e) {
     const std::string what = e.what();
-    throw invalid(what.starts_with("k:") || what.starts_with("item_id:") ? "bad_parameter" : "unknown_view", what);
+    throw invalid(what.starts_with("k:") || what.starts_with("item_id:") || what.starts_with("timestamp:") ? "bad_parameter" : "unknown_view", what);
   }
 }
 
@@ -358,7 +360,7 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
   // The question: the view as asked (none: the namespace's first view, which
   // a patch cannot change without bumping the version), k as asked, format.
   std::string question;
-  if (view) question = view->name();
+  if (view) question = view->label();  // "window 1h" and "half-life 1h" are different questions
   question += '\0';
   if (k) question += std::to_string(*k);
   question += '\0';
@@ -381,6 +383,50 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
   return body;
 }
 
+namespace {
+
+std::string format_decimal(double v) {
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+// What the rings cannot answer: history's (not built yet).
+[[noreturn]] void beyond_memory(const engine::Namespace& ns, const std::optional<engine::ViewSpec>& view, double as_of) {
+  const auto& spec = ns.view(view).spec();
+  if (spec.kind != engine::ViewSpec::Kind::window) {
+    throw invalid("history_unavailable", "timestamp: the " + spec.label() +
+                                             " view keeps no past in memory, and answers from persisted history are not available yet; ask a window view");
+  }
+  throw invalid("history_unavailable", "timestamp: " + format_decimal(as_of) + " is older than the " + spec.label() +
+                                           " view's buckets reach, and answers from persisted history are not available yet");
+}
+
+template <typename Answer>
+Answer from_memory(std::optional<Answer> answer, const engine::Namespace& ns, const std::optional<engine::ViewSpec>& view, double as_of) {
+  if (!answer) beyond_memory(ns, view, as_of);
+  answer->source = "memory";
+  return std::move(*answer);
+}
+
+}  // namespace
+
+engine::TopKAnswer Service::top_at(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                                   double as_of) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto e = s_->require(name, "namespace");
+  std::shared_lock lock(e->mu);
+  return on_query([&] { return from_memory(e->ns.top_at(view, k, as_of), e->ns, view, as_of); });
+}
+
+engine::PointAnswer Service::count_at(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view,
+                                      double as_of) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto e = s_->require(name, "namespace");
+  std::shared_lock lock(e->mu);
+  return on_query([&] { return from_memory(e->ns.count_at(item, view, as_of), e->ns, view, as_of); });
+}
+
 engine::PointAnswer Service::count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
@@ -389,7 +435,8 @@ engine::PointAnswer Service::count(const std::string& name, std::string_view ite
 }
 
 std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::span<const std::string> items,
-                                                 const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer) const {
+                                                 const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
+                                                 std::optional<double> as_of) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   if (items.size() > s_->options.limits.max_batch_events) {
     throw ServiceError(ErrorKind::too_large, "batch_too_large",
@@ -404,15 +451,20 @@ std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::s
     if (items[i].empty() || items[i].size() > max_bytes) {
       throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
     }
-    answers.push_back(on_query([&] { return e->ns.count(items[i], view); }));
+    answers.push_back(on_query([&] {
+      return as_of ? from_memory(e->ns.count_at(items[i], view, *as_of), e->ns, view, *as_of) : e->ns.count(items[i], view);
+    }));
   }
   if (answers.empty()) {
-    view_answer = on_query([&] { return e->ns.top(view, 1); });
+    view_answer = on_query([&] { return as_of ? from_memory(e->ns.top_at(view, 1, *as_of), e->ns, view, *as_of) : e->ns.top(view, 1); });
   } else {
     const auto& first = answers.front();
     view_answer.view = first.view;
     view_answer.as_of = first.as_of;
     view_answer.window_start = first.window_start;
+    view_answer.window_end = first.window_end;
+    view_answer.granularity = first.granularity;
+    view_answer.source = first.source;
     view_answer.accuracy = first.accuracy;
   }
   return answers;

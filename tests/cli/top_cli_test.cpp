@@ -234,7 +234,7 @@ TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
       {{"-k", "0"}, 2, "-k"},
       {{"--width", "1000"}, 2, "power of two"},
       {{"--epsilon", "0.01", "--width", "1024"}, 2, "excludes"},
-      {{"--window", "1h"}, 2, "--window is not available yet"},
+      {{"--window", "1.5s"}, 2, "windows: entry 0 must be a whole number of seconds in [1s, 366d]"},
       {{"--time", "1"}, 2, "plain input has no fields"},
       {{"--format", "clf", "--key", "colour"}, 2, "unknown clf field 'colour'"},
       {{"/no/such/file"}, 1, "cannot open '/no/such/file'"},

@@ -312,7 +312,7 @@ TEST(Namespace, UnknownViewsAndBadQueriesAreClearErrors) {
     ns.top(ViewSpec::decayed(300));
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("keeps no 5m view"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("keeps no half-life 5m view"), std::string::npos) << e.what();
   }
   EXPECT_THROW(ns.top(std::nullopt, 0), InvalidArgument);
   EXPECT_THROW(ns.top(std::nullopt, 1001), InvalidArgument);

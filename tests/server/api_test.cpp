@@ -106,7 +106,10 @@ TEST_F(ServerApi, BadNamespaceFieldsAreNamed) {
       {R"({"name":"bad name"})", "invalid_field", "name: must match"},
       {R"({"name":"a","k":0})", "invalid_field", "k: must be in [1, 1000]"},
       {R"({"name":"a","k":"ten"})", "invalid_field", "k: must be a whole number"},
-      {R"({"name":"a","windows":["1h"]})", "unsupported_window", "windows:"},
+      {R"({"name":"a","windows":["1.5s"]})", "invalid_field", "windows: '1.5s' must be a whole number of seconds in [1s, 366d]"},
+      {R"({"name":"a","windows":["367d"]})", "invalid_field", "windows: '367d' must be a whole number of seconds"},
+      {R"({"name":"a","windows":["1h","60m"]})", "invalid_field", "windows: '60m' is given twice"},
+      {R"({"name":"a","windows":["1h"],"window_sketch_width":1073741824})", "invalid_field", "window_sketch_width: the namespace would need"},
       {R"({"name":"a","windows":["soon"]})", "invalid_field", "windows: bad duration 'soon'"},
       {R"({"name":"a","half_lives":["5m","5m"]})", "invalid_field", "half_lives:"},
       {R"({"name":"a","half_lives":["1e-300s"]})", "invalid_field", "half_lives: bad duration '1e-300s'"},
@@ -382,11 +385,15 @@ TEST_F(ServerApi, QueriesAnswerWithBoundsAndRejectWhatIsNotThereYet) {
       {"/top-k", "namespace: is required"},
       {"/top-k?namespace=q&k=0", "k: must be a whole number in [1, 1000]"},
       {"/top-k?namespace=q&k=abc", "k: must be"},
-      {"/top-k?namespace=q&half_life=1h", "keeps no 1h view"},
+      {"/top-k?namespace=q&half_life=1h", "keeps no half-life 1h view (it keeps: all-time, half-life 5m)"},
       {"/top-k?namespace=q&half_life=5x", "half_life: bad duration"},
-      {"/top-k?namespace=q&window=1h", "window: exact-boundary windows"},
+      {"/top-k?namespace=q&window=1h", "window: namespace 'q' keeps no window 1h view (it keeps: all-time, half-life 5m)"},
+      {"/top-k?namespace=q&window=soon", "or a duration like 1h (got 'soon')"},
       {"/top-k?namespace=q&window=all&half_life=5m", "give one of the two"},
-      {"/top-k?namespace=q&timestamp=1700000000", "timestamp: answers as of a past time"},
+      {"/top-k?namespace=q&timestamp=1700000000", "timestamp: the all-time view keeps no past in memory"},
+      {"/top-k?namespace=q&half_life=5m&timestamp=1700000000", "timestamp: the half-life 5m view keeps no past in memory"},
+      {"/top-k?namespace=q&timestamp=noon", "timestamp: must be seconds since the epoch, like 1708632000 (got 'noon')"},
+      {"/top-k?namespace=q&timestamp=99999999999", "timestamp: 99999999999 is after now"},
       {"/top-k?namespace=q&k=1&k=2", "k: given more than once"},
       {"/count?namespace=q", "item_id: is required"},
       {"/top-k?namespace=%zz", "malformed percent-encoding"},
@@ -399,6 +406,77 @@ TEST_F(ServerApi, QueriesAnswerWithBoundsAndRejectWhatIsNotThereYet) {
   EXPECT_EQ(call("GET", "/top-k?namespace=nope").status, 404);
   EXPECT_EQ(call("POST", "/counts", R"({"namespace":"q"})").status, 400);
   EXPECT_EQ(call("POST", "/counts", R"({"namespace":"q","item_ids":[1]})").status, 400);
+}
+
+TEST_F(ServerApi, WindowsAnswerOverTheirStatedBoundariesNowAndAsTheyWere) {
+  // Event clock: "now" is the newest event, 1700000000 + 3599.5 (a
+  // midnight UTC plus an hour less half a second).
+  create(R"({"name":"win","k":3,"windows":["1m","1h"],"half_lives":["5m"],"clock":"event"})");
+  const std::string events = R"({"namespace":"win","events":[
+      {"item_id":"old","timestamp":1700000000,"weight":7},
+      {"item_id":"a","timestamp":1700003000},
+      {"item_id":"a","timestamp":1700003550,"weight":2},
+      {"item_id":"b","timestamp":1700003560,"weight":4},
+      {"item_id":"a","timestamp":1700003599.5}]})";
+  ASSERT_EQ(call("POST", "/events", events).status, 204);
+  simdjson::dom::parser p;
+  auto r = call("GET", "/top-k?namespace=win&window=1m");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto doc = parse(p, r.body);
+  // The 1 s buckets from 1700003539 (the second holding now - 60 s) to now.
+  EXPECT_EQ(double(doc["window"]["start"]), 1700003539);
+  EXPECT_EQ(double(doc["window"]["end"]), 1700003599.5);
+  EXPECT_EQ(double(doc["granularity"]), 1);
+  EXPECT_EQ(std::string_view(doc["window_length"]), "1m");
+  EXPECT_EQ(double(doc["total"]), 7);
+  EXPECT_EQ(std::string_view(doc["items"].at(0)["item_id"]), "b");
+  EXPECT_EQ(double(doc["items"].at(0)["estimated_count"]), 4);
+  EXPECT_EQ(std::string_view(doc["items"].at(1)["item_id"]), "a");
+  EXPECT_EQ(double(doc["items"].at(1)["estimated_count"]), 3);
+  EXPECT_EQ(double(doc["items"].at(1)["lower_bound"]), 3);
+  EXPECT_TRUE(doc["source"].error());  // only answers as of a past time say where they come from
+
+  r = call("GET", "/top-k?namespace=win&window=1h");
+  doc = parse(p, r.body);
+  EXPECT_EQ(double(doc["window"]["start"]), 1699999980);  // the minute holding now - 1 h
+  EXPECT_EQ(double(doc["granularity"]), 60);
+  EXPECT_EQ(double(doc["total"]), 15);
+  EXPECT_EQ(std::string_view(doc["items"].at(0)["item_id"]), "old");
+
+  // As it was at 1700003555.5: the end on the second boundary before it;
+  // the 1 s level keeps 78 s, so the start is on a 10 s boundary.
+  r = call("GET", "/count?namespace=win&window=1m&item_id=a&timestamp=1700003555.5");
+  ASSERT_EQ(r.status, 200) << r.body;
+  doc = parse(p, r.body);
+  EXPECT_EQ(std::string_view(doc["source"]), "memory");
+  EXPECT_EQ(double(doc["window"]["end"]), 1700003555);
+  EXPECT_EQ(double(doc["window"]["start"]), 1700003490);
+  EXPECT_EQ(double(doc["granularity"]), 10);
+  EXPECT_EQ(double(doc["estimated_count"]), 2);
+  EXPECT_EQ(double(doc["rate"]), 2.0 / 65);
+  r = call("POST", "/counts", R"({"namespace":"win","window":"1h","item_ids":["a","old","zz"],"timestamp":1700003000.5})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  doc = parse(p, r.body);
+  EXPECT_EQ(std::string_view(doc["source"]), "memory");
+  // Only the minute level reaches back 10 minutes: the end is the minute
+  // boundary before 1700003000.5, and the a at 1700003000 is after it.
+  EXPECT_EQ(double(doc["window"]["end"]), 1700002980);
+  EXPECT_EQ(double(doc["granularity"]), 60);
+  EXPECT_EQ(double(doc["items"].at(0)["estimated_count"]), 0);
+  EXPECT_EQ(double(doc["items"].at(1)["estimated_count"]), 7);
+  EXPECT_EQ(double(doc["items"].at(2)["upper_bound"]), 0);
+
+  // Before the rings reach: history's, which is not built yet.
+  r = call("GET", "/top-k?namespace=win&window=1h&timestamp=1600000000");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(error_code(r), "history_unavailable");
+  r = call("GET", "/top-k?namespace=win&window=2h");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("window: namespace 'win' keeps no window 2h view (it keeps: window 1m, window 1h, half-life 5m)"), std::string::npos) << r.body;
+  r = call("GET", "/namespaces/win");
+  doc = parse(p, r.body);
+  EXPECT_EQ(std::string_view(doc["windows"].at(1)), "1h");
+  EXPECT_EQ(uint64_t(doc["window_sketch_width"]), 8192u);
 }
 
 TEST_F(ServerApi, OperationsRoutesAndHttpErrors) {

@@ -26,6 +26,8 @@ enum class BlobKind : std::uint16_t {
   decayed_view = 6,
   namespace_state = 7,
   checkpoint_manifest = 8,
+  time_rings = 9,
+  window_view = 10,
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

@@ -28,6 +28,9 @@ struct TopKAnswer {
   ViewSpec view;
   double as_of = 0;
   double window_start = 0;  // all-time views: the first event time counted
+  double window_end = 0;    // window views: the cover's end (as_of, or a bucket boundary before it)
+  double granularity = 0;   // window views: the boundaries are exact to this many seconds
+  std::string source;       // answers as of a past time: "memory" or "history"; empty for now
   std::vector<CountedItem> items;  // report order; rank = index + 1
   double total = 0;
   Accuracy accuracy;
@@ -37,6 +40,9 @@ struct PointAnswer {
   ViewSpec view;
   double as_of = 0;
   double window_start = 0;
+  double window_end = 0;
+  double granularity = 0;
+  std::string source;
   CountedItem item;
   bool tracked = false;  // in the candidate set (tighter bounds)
   double rate = 0;       // events/s: lambda x score (decayed), count / elapsed (all-time)

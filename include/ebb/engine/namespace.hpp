@@ -47,6 +47,12 @@ inline std::optional<EventProblem> check_event(const Event& e, const NamespaceCo
   return describe_event_problem(e, config);
 }
 
+struct ViewStats {
+  ViewSpec view;
+  std::size_t memory_bytes = 0;  // the first window view holds the windows' shared rings
+  std::uint64_t dropped = 0;     // events older than the view's window when they arrived
+};
+
 struct NamespaceStats {
   std::uint64_t events = 0;     // counted (after exclusions)
   std::uint64_t excluded = 0;   // dropped by the exclusion list
@@ -54,6 +60,7 @@ struct NamespaceStats {
   double weight = 0;            // undecayed total weight counted
   double newest_time = 0;       // newest event time seen (0 before any)
   std::size_t memory_bytes = 0;
+  std::vector<ViewStats> views;
 };
 
 class Namespace {
@@ -117,10 +124,16 @@ class Namespace {
 
   TopKAnswer top(const std::optional<ViewSpec>& spec = std::nullopt, std::optional<std::size_t> k = std::nullopt) const;
   PointAnswer count(std::string_view item, const std::optional<ViewSpec>& spec = std::nullopt) const;
+  // The same as they were at `as_of` (seconds since the epoch, at most now),
+  // from the view's own memory: nullopt when it keeps nothing that old (the
+  // caller turns to history). Throws InvalidArgument ("timestamp: ...").
+  std::optional<TopKAnswer> top_at(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k, double as_of) const;
+  std::optional<PointAnswer> count_at(std::string_view item, const std::optional<ViewSpec>& spec, double as_of) const;
 
   NamespaceStats stats() const;
 
  private:
+  double checked_as_of(double as_of) const;
   void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   // The adjusted time of a valid event (clamped within the skew tolerance);
   // throws BatchError. Inline: it runs for every event of every batch.

@@ -15,12 +15,20 @@ enum class SummaryKind { candidate_heap, space_saving };
 
 struct NamespaceConfig {
   static constexpr std::uint32_t kMaxK = 1000;
-  static constexpr double kMaxWeight = 1e15;  // keeps weight * e^300 far from overflow
+  static constexpr double kMaxWeight = 1e15;
+  static constexpr double kMaxWindow = 366 * 86400.0;  // keeps weight * e^300 far from overflow
 
   std::string name = "default";
   std::uint32_t k = 10;               // default answer size
   bool all_time = true;               // keep the all-time view ("all")
   std::vector<double> half_lives;     // seconds; one decayed view each
+  // Exact-boundary sliding windows (seconds, whole, in [1s, 366d]); one
+  // window view each, all sharing the namespace's bucket rings.
+  std::vector<double> windows;
+  // Width of each window bucket's sketch (a power of two; depth is the
+  // namespace's). Buckets are many, so narrower than the views' sketch: a
+  // window's error bound is e / window_sketch_width times its total.
+  std::uint32_t window_sketch_width = 8192;
   CountMinShape sketch;               // per view
   UpdatePolicy update = UpdatePolicy::conservative;
   SummaryKind summary = SummaryKind::candidate_heap;

@@ -17,6 +17,7 @@ struct PreparedBatch {
   std::size_t count = 0;
   double min_time = 0;
   double max_time = 0;
+  double now = 0;  // the namespace's "now" once the batch is counted (windows' lateness)
 
   std::size_t size() const noexcept { return count; }
   void reserve(std::size_t n) {

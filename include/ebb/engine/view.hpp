@@ -1,10 +1,11 @@
 #pragma once
 // One view of a namespace: a way of counting the same events (all-time,
-// decayed with a half-life; windows later). The namespace owns its views and
+// decayed with a half-life, exact-boundary windows). The namespace owns its views and
 // feeds each the same prepared batch; queries go to the view asked for.
 // Views are single-writer objects: concurrency belongs to the namespace's
 // owner.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,21 @@ class View {
   virtual TopKAnswer top(std::size_t k, double now) const = 0;
   virtual PointAnswer point(std::string_view item, std::uint64_t hash, double now) const = 0;
   virtual std::size_t memory_bytes() const noexcept = 0;
+  // Events the namespace counted that this view left out (a window's late
+  // events older than the window when they arrived).
+  virtual std::uint64_t dropped() const noexcept { return 0; }
+
+  // The answer as it was at `as_of` (at or before now), from the view's own
+  // memory; nullopt when it keeps nothing that old (decayed and all-time
+  // views keep no past; windows keep their rings).
+  virtual std::optional<TopKAnswer> top_at(std::size_t k, double as_of) const {
+    (void)k, (void)as_of;
+    return std::nullopt;
+  }
+  virtual std::optional<PointAnswer> point_at(std::string_view item, std::uint64_t hash, double as_of) const {
+    (void)item, (void)hash, (void)as_of;
+    return std::nullopt;
+  }
 
   // The view's whole state (for checkpoints), and its restoration into a
   // view built from the same configuration. restore_state() throws

@@ -2,7 +2,7 @@
 // Views are built from their spec here, and only here: the namespace asks
 // for "the view of this spec" when it builds its views and when it restores
 // them from a checkpoint, without knowing which class counts each kind.
-// A new kind of view (time windows) is one more case in make_view().
+// A new kind of view is one more case in make_view().
 #include <memory>
 #include <vector>
 
@@ -12,12 +12,17 @@
 
 namespace ebb::engine {
 
-// A fresh, empty view of `spec` sized by the namespace's configuration.
+// A fresh, empty view of `spec` sized by the namespace's configuration (a
+// window view alone gets rings of its own).
 std::unique_ptr<View> make_view(const ViewSpec& spec, const NamespaceConfig& config);
+
+// Fresh, empty views for every spec of configured_views(), in that order;
+// the windows share one set of bucket rings.
+std::vector<std::unique_ptr<View>> make_views(const NamespaceConfig& config);
 
 // The specs of the views a configuration asks for, in the namespace's
 // order (the order its checkpoints store them in): all-time first, then
-// each half-life as configured.
+// each window, then each half-life, as configured.
 std::vector<ViewSpec> configured_views(const NamespaceConfig& config);
 
 }  // namespace ebb::engine

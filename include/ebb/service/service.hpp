@@ -131,8 +131,19 @@ class Service {
   engine::PointAnswer count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const;
   // Many items under one lock, in request order; `view_answer` gets the
   // view and accuracy block they share.
+  // With `as_of`, as they were then (see top_at()).
   std::vector<engine::PointAnswer> counts(const std::string& name, std::span<const std::string> items,
-                                          const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer) const;
+                                          const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
+                                          std::optional<double> as_of = std::nullopt) const;
+  // The answers as they were at `as_of` (seconds since the epoch, at most
+  // now): from the view's own memory while it reaches that far (a window's
+  // bucket rings; source "memory", exact to the stated granularity).
+  // Beyond it, ServiceError invalid "history_unavailable": persisted
+  // history is not built yet.
+  engine::TopKAnswer top_at(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                            double as_of) const;
+  engine::PointAnswer count_at(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view,
+                               double as_of) const;
 
   ServiceMetrics metrics() const;
   const ServiceLimits& limits() const noexcept;

@@ -47,20 +47,32 @@ void CandidateHeap::scale(double factor) noexcept {
 }
 
 void CandidateHeap::merge(const CandidateHeap& other, const CountMin& merged_sketch) {
-  const double floor = threshold() + other.threshold();
-  std::unordered_map<std::string_view, KeyedMinHeap::Entry> merged;
-  auto add = [&](const KeyedMinHeap::Entry& e) {
-    auto [it, fresh] = merged.try_emplace(e.key, KeyedMinHeap::Entry{e.key, e.hash, 0, 0});
-    it->second.aux += e.aux;
-    if (fresh) it->second.value = merged_sketch.estimate(e.hash);
+  // An item's upper bound is the tighter of the merged sketch's estimate and
+  // the sum of both sides' bounds: its value where it is held, the side's
+  // threshold where it is not. Summed bounds stay tight for the heavy items
+  // both sides hold, where a sum of sketches has lost conservative update's
+  // advantage.
+  const double mine = threshold(), theirs = other.threshold();
+  struct Sides {
+    KeyedMinHeap::Entry entry;
+    double mine, theirs;
   };
-  for (const auto& e : heap_.entries()) add(e);
-  for (const auto& e : other.heap_.entries()) add(e);
+  std::unordered_map<std::string_view, Sides> merged;
+  auto add = [&](const KeyedMinHeap::Entry& e, bool is_mine) {
+    auto [it, fresh] = merged.try_emplace(e.key, Sides{KeyedMinHeap::Entry{e.key, e.hash, 0, 0}, mine, theirs});
+    it->second.entry.aux += e.aux;
+    (is_mine ? it->second.mine : it->second.theirs) = e.value;
+  };
+  for (const auto& e : heap_.entries()) add(e, true);
+  for (const auto& e : other.heap_.entries()) add(e, false);
   std::vector<KeyedMinHeap::Entry> entries;
   entries.reserve(merged.size());
-  for (auto& [_, e] : merged) entries.push_back(std::move(e));
+  for (auto& [_, m] : merged) {
+    m.entry.value = std::min(merged_sketch.estimate(m.entry.hash), m.mine + m.theirs);
+    entries.push_back(std::move(m.entry));
+  }
   heap_ = KeyedMinHeap::from_entries(heap_.capacity(), std::move(entries));
-  floor_ = floor;
+  floor_ = mine + theirs;
 }
 
 std::string CandidateHeap::serialize() const {

@@ -10,9 +10,11 @@
 // The heap minimum only grows once the heap is full, so an item outside the
 // heap has true count <= its last estimate <= threshold(): every item with
 // true count above threshold() is a candidate, deterministically.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +32,10 @@ class CandidateHeap {
 
   std::uint32_t capacity() const noexcept { return heap_.capacity(); }
   std::uint32_t size() const noexcept { return heap_.size(); }
+  // The candidates as held: key, hash, value = upper bound (CMS estimate at
+  // the last event), aux = weight since entry (lower bound). For callers
+  // that combine several heaps (window buckets) without re-hashing keys.
+  std::span<const KeyedMinHeap::Entry> entries() const noexcept { return heap_.entries(); }
 
   // One event of `weight` for the key, whose CMS estimate after the event's
   // own CMS update is `estimate`.
@@ -41,6 +47,34 @@ class CandidateHeap {
     // so this test is inline.
     if (heap_.full() && estimate < heap_.min().value) return;
     offer_candidate(key, hash, weight, estimate);
+  }
+
+  // offer() for n events in turn (columns: keys, hashes, weights, each
+  // event's estimate after its own CMS update). An event whose estimate is
+  // below the admission floor at the start is below the minimum now (which
+  // only grows): offer() would do nothing. Leaving those out without a
+  // branch each (on a Zipf stream which events those are is a coin toss)
+  // and prefetching the lookups of the others, in turn, is what makes the
+  // heap cheap. `scratch` has room for n indices.
+  void offer_batch(const std::string_view* keys, const std::uint64_t* hashes, const double* weights, const double* estimates,
+                   std::size_t n, std::uint32_t* scratch) {
+    const double floor = admission_floor();
+    std::size_t m = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      scratch[m] = static_cast<std::uint32_t>(i);
+      m += estimates[i] >= floor;
+    }
+    constexpr std::size_t kProbeAhead = 16, kEntryAhead = 8;
+    for (std::size_t j = 0; j < std::min(m, kProbeAhead); ++j) prefetch_probe(hashes[scratch[j]]);
+    for (std::size_t j = 0; j < m; ++j) {
+      if (j + kProbeAhead < m) prefetch_probe(hashes[scratch[j + kProbeAhead]]);
+      if (j + kEntryAhead < m) {
+        prefetch_entry(hashes[scratch[j + kEntryAhead]]);
+        prefetch_hint(keys[scratch[j + kEntryAhead]].data());  // find() compares the key
+      }
+      const std::size_t i = scratch[j];
+      offer(keys[i], hashes[i], weights[i], estimates[i]);
+    }
   }
 
   // offer() does nothing for an estimate below this: when the heap is full,
@@ -57,8 +91,10 @@ class CandidateHeap {
   std::vector<CountedItem> top(std::size_t k) const;
 
   void scale(double factor) noexcept;
-  // Union of both candidate sets, re-estimated against `merged_sketch` (the
-  // sum of both sides' sketches); lower bounds add; the capacity() best stay.
+  // Union of both candidate sets; each upper bound is the tighter of
+  // `merged_sketch`'s estimate (the sum of both sides' sketches) and the sum
+  // of the sides' bounds (value where held, threshold() where not); lower
+  // bounds add; the capacity() best stay.
   void merge(const CandidateHeap& other, const CountMin& merged_sketch);
 
   std::size_t memory_bytes() const noexcept { return heap_.memory_bytes() + sizeof(*this) - sizeof(heap_); }

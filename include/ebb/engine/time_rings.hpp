@@ -1,0 +1,141 @@
+#pragma once
+// The event-time store behind a namespace's window views: hierarchical
+// bucket rings (1 s -> 10 s -> 1 min -> 10 min -> 1 h -> 1 d, seed 002).
+// A bucket holds one period of event time: a small Count-Min sketch and a
+// candidate heap. A conservative-update sketch cannot be subtracted, so a
+// window is a sum of buckets (notes/algorithms.md section 4).
+//
+// - Ingest: an event goes to the finest level's newest bucket (its head).
+//   When a head closes it is added into its parent: one sketch merge per
+//   bucket period, so an event costs one sketch update whatever the number
+//   of windows.
+// - Cover: a window [T - W, T] is the sum of whole buckets, the coarsest that
+//   fit, each from a level that still holds it. Its start is exact to the
+//   granularity of the bucket at that end, and the answer says so (the
+//   rings never pretend to a boundary they do not have).
+// - Late events land in their bucket while some level still holds it, and
+//   in each parent that bucket was already added into; older ones are
+//   counted as unplaced.
+// - Every level keeps the buckets its windows need plus a quarter, so "the
+//   window as it was at T" is answered from memory while T is that recent.
+//
+// Single-writer like every view: the namespace's owner serialises apply()
+// against reads.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/engine/prepared_batch.hpp"
+#include "ebb/sketch/candidate_heap/candidate_heap.hpp"
+#include "ebb/sketch/count_min/count_min.hpp"
+
+namespace ebb::engine {
+
+struct RingLevel {
+  double granularity = 1;  // seconds per bucket (whole)
+  std::uint32_t slots = 0;  // buckets kept
+  friend bool operator==(const RingLevel&, const RingLevel&) = default;
+};
+
+// The granularity a window's start is exact to: the coarsest of the ladder
+// that still gives the window at least 24 buckets (1m -> 1 s, 1h -> 1 min,
+// 1d and 7d -> 1 h).
+double window_granularity(double window_seconds);
+// The levels a set of windows needs, finest first.
+std::vector<RingLevel> plan_ring_levels(std::span<const double> windows);
+
+class TimeRings {
+ public:
+  struct Bucket {
+    Bucket(std::int64_t index, const CountMinShape& shape, UpdatePolicy policy, std::uint32_t candidates)
+        : index(index), sketch(shape, policy), heap(candidates) {}
+    std::int64_t index;  // period: [index * granularity, (index + 1) * granularity)
+    CountMin sketch;
+    CandidateHeap heap;
+  };
+
+  // The buckets whose sum holds exactly the events in [start, end].
+  struct Cover {
+    bool reached = false;  // false: the rings hold no stretch ending there (too old)
+    double start = 0;
+    double end = 0;
+    double granularity = 0;  // the coarsest bucket at either boundary
+    // Closed buckets change only by late events; open ones (the heads)
+    // with every event.
+    std::vector<const Bucket*> closed;
+    std::vector<const Bucket*> open;
+  };
+
+  TimeRings(std::vector<double> windows, CountMinShape bucket_shape, UpdatePolicy policy, std::uint32_t candidates);
+
+  const std::vector<double>& windows() const noexcept { return windows_; }
+  const std::vector<RingLevel>& levels() const noexcept { return levels_; }
+  const CountMinShape& bucket_shape() const noexcept { return shape_; }
+  std::uint32_t candidates() const noexcept { return candidates_; }
+
+  void apply(const PreparedBatch& batch);
+
+  // The cover of the window of `window` seconds as it was at `as_of`. While
+  // as_of is at or after the newest event counted, the newest buckets count
+  // up to as_of itself; before that the end is rounded down to a bucket
+  // boundary so no event after as_of is in the answer.
+  Cover cover(double window, double as_of) const;
+
+  double newest() const noexcept { return newest_; }  // -infinity before any event
+  // Events older than the window when they arrived (counted in the other views).
+  std::uint64_t dropped(double window) const noexcept;
+  // Late events older than every level's oldest bucket (in no window).
+  std::uint64_t unplaced() const noexcept { return unplaced_; }
+  // Changes whenever a closed bucket does (late events, restores): caches
+  // of sums over closed buckets compare it.
+  std::uint64_t closed_version() const noexcept { return closed_version_; }
+
+  std::size_t memory_bytes() const noexcept;
+  std::string serialize() const;
+  // Into rings built from the same configuration; FormatError otherwise
+  // (unchanged then).
+  void restore(std::string_view blob);
+
+ private:
+  struct Level {
+    RingLevel plan;
+    std::int64_t ratio = 1;  // this level's buckets per parent bucket
+    std::int64_t head = kNoHead;
+    std::vector<std::unique_ptr<Bucket>> slots;
+  };
+  static constexpr std::int64_t kNoHead = INT64_MIN;
+
+  std::int64_t index_at(std::size_t level, double t) const noexcept;
+  // Whether a level still holds (or will hold) the bucket of this index.
+  bool holds(std::size_t level, std::int64_t index) const noexcept;
+  const Bucket* find(std::size_t level, std::int64_t index) const noexcept;
+  Bucket& open_bucket(std::size_t level, std::int64_t index);
+  void advance(std::size_t level, std::int64_t index);
+  void add_late(std::string_view item, std::uint64_t hash, double weight, double t);
+  void add_run(Bucket& head, const PreparedBatch& batch, std::size_t begin, std::size_t end);
+  // Appends the buckets holding the events of (level, index); a head holds
+  // the heads below it too.
+  void collect(std::size_t level, std::int64_t index, Cover& cover) const;
+  // Steps back from `cursor` to `start` by whole buckets; false if a stretch
+  // is held by no level. The cover's granularity becomes at least that of
+  // the bucket its start lies in (`start_granularity` if none is taken).
+  bool walk_back(double cursor, double start, Cover& cover, double start_granularity) const;
+
+  std::vector<double> windows_;
+  CountMinShape shape_;
+  UpdatePolicy policy_;
+  std::uint32_t candidates_;
+  std::vector<RingLevel> levels_;
+  std::vector<Level> rings_;
+  std::vector<std::uint64_t> dropped_;  // per window
+  std::uint64_t unplaced_ = 0;
+  double newest_;
+  std::uint64_t closed_version_ = 0;
+  std::vector<double> estimates_;       // scratch
+  std::vector<std::uint32_t> offered_;  // scratch
+};
+
+}  // namespace ebb::engine
