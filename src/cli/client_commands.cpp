@@ -248,7 +248,7 @@ int run_query(const QueryOptions& o) {
     if (!o.window.empty()) view = "&window=" + url_encode(o.window);
     if (o.timestamp) {
       char t[32];
-      auto res = std::to_chars(t, t + sizeof t, *o.timestamp);
+      auto res = std::to_chars(t, t + sizeof t, *o.timestamp, std::chars_format::fixed);  // never "1.7e+09": '+' reads as a space
       view += "&timestamp=" + std::string(t, res.ptr);
     }
     if (o.items.empty()) {

@@ -124,8 +124,8 @@ void TimeRings::advance(std::size_t level, std::int64_t index) {
       const Bucket* closing = find(level, l.head);
       if (closing && !closing->sketch.empty()) {
         Bucket& parent = open_bucket(level + 1, floor_div(l.head, l.ratio));
+        parent.heap.merge(closing->heap, parent.sketch, closing->sketch);
         parent.sketch.merge(closing->sketch);
-        parent.heap.merge(closing->heap, parent.sketch);
       }
     }
     const std::int64_t parent = floor_div(index, l.ratio);
@@ -157,7 +157,7 @@ void TimeRings::add_late(std::string_view item, std::uint64_t hash, double weigh
     Bucket& b = open_bucket(level, index);
     b.heap.offer(item, hash, weight, b.sketch.update(hash, weight));
     if (index == rings_[level].head) break;  // a head: its events move up when it closes
-    ++closed_version_;
+    ++b.late_events;
     // A closed bucket was already added into its parent: the parent needs
     // the event as well.
     if (++level == rings_.size()) break;
@@ -176,19 +176,23 @@ void TimeRings::apply(const PreparedBatch& batch) {
   }
   std::size_t i = 0;
   while (i < n) {
+    if (!(batch.times[i] < kMaxTime)) {
+      ++unplaced_;
+      ++i;
+      continue;
+    }
     const std::int64_t index = index_at(0, batch.times[i]);
     if (rings_[0].head == kNoHead || index > rings_[0].head) advance(0, index);
     if (index == rings_[0].head) {
       std::size_t j = i + 1;
-      while (j < n && index_at(0, batch.times[j]) == index) ++j;
+      while (j < n && batch.times[j] < kMaxTime && index_at(0, batch.times[j]) == index) ++j;
       add_run(open_bucket(0, index), batch, i, j);
-      i = j;
+      for (; i < j; ++i) newest_ = std::max(newest_, batch.times[i]);
     } else {
       add_late(batch.items[i], batch.hashes[i], batch.weights[i], batch.times[i]);
       ++i;
     }
   }
-  newest_ = std::max(newest_, batch.max_time);
 }
 
 void TimeRings::collect(std::size_t level, std::int64_t index, Cover& cover) const {
@@ -234,6 +238,11 @@ bool TimeRings::walk_back(double cursor, double start, Cover& cover, double star
 }
 
 TimeRings::Cover TimeRings::cover(double window, double as_of) const {
+  if (!(as_of >= 0 && as_of < kMaxTime)) {
+    Cover none;
+    none.start = none.end = as_of;
+    return none;
+  }
   const double start = as_of - window;
   if (as_of >= newest_) {
     // Nothing after as_of is counted: the newest buckets end at as_of. The
@@ -351,7 +360,12 @@ void TimeRings::restore(std::string_view blob) {
   }
   const auto unplaced = r.get<std::uint64_t>();
   const double newest = r.get<double>();
-  if (std::isnan(newest) || newest == std::numeric_limits<double>::infinity()) r.fail("bad newest event time");
+  // The newest event is in the finest head; before any event there is none.
+  if (heads[0] == kNoHead) {
+    if (newest != -std::numeric_limits<double>::infinity()) r.fail("a newest event time without a head bucket");
+  } else if (!(newest >= 0 && newest < kMaxTime) || heads[0] != index_at(0, newest)) {
+    r.fail("newest event time and head bucket disagree");
+  }
   std::vector<Level> rings(level_count);
   for (std::uint32_t i = 0; i < level_count; ++i) {
     rings[i].plan = rings_[i].plan;
@@ -381,7 +395,6 @@ void TimeRings::restore(std::string_view blob) {
   dropped_ = std::move(dropped);
   unplaced_ = unplaced;
   newest_ = newest;
-  ++closed_version_;
 }
 
 }  // namespace ebb::engine

@@ -122,15 +122,20 @@ Answer WindowView::describe(const TimeRings::Cover& cover, double as_of) const {
 
 std::shared_ptr<const WindowView::Sum> WindowView::closed_sum(const TimeRings::Cover& cover) const {
   const std::size_t keep = std::max<std::size_t>(kMinKept, rings_->candidates());
-  std::vector<std::pair<const Bucket*, std::int64_t>> key;
+  std::vector<Cache::Key> key;
   key.reserve(cover.closed.size());
-  for (const Bucket* b : cover.closed) key.emplace_back(b, b->index);
+  for (const Bucket* b : cover.closed) key.push_back({b, b->index, b->late_events});
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (cache_.sum && cache_.buckets == key) return cache_.sum;
+  }
+  // Summed outside the lock: concurrent queries of this view do not wait
+  // on one another (at worst two sum the same buckets).
+  auto sum = sum_of(cover.closed, *rings_, keep);
   std::lock_guard lock(cache_mutex_);
-  if (cache_.sum && cache_.version == rings_->closed_version() && cache_.buckets == key) return cache_.sum;
-  cache_.sum = sum_of(cover.closed, *rings_, keep);
+  cache_.sum = sum;
   cache_.buckets = std::move(key);
-  cache_.version = rings_->closed_version();
-  return cache_.sum;
+  return sum;
 }
 
 TopKAnswer WindowView::answer(const TimeRings::Cover& cover, std::size_t k, double as_of, const Sum& closed) const {
@@ -169,9 +174,16 @@ TopKAnswer WindowView::answer(const TimeRings::Cover& cover, std::size_t k, doub
   return a;
 }
 
+double WindowView::live(double now) const noexcept {
+  // A wall clock stepped back behind the newest event still reads the
+  // newest buckets whole.
+  return std::max(now, rings_->newest());
+}
+
 TopKAnswer WindowView::top(std::size_t k, double now) const {
-  const auto cover = rings_->cover(spec_.window, now);
-  return answer(cover, k, now, *closed_sum(cover));
+  const double as_of = live(now);
+  const auto cover = rings_->cover(spec_.window, as_of);
+  return answer(cover, k, as_of, *closed_sum(cover));
 }
 
 std::optional<TopKAnswer> WindowView::top_at(std::size_t k, double as_of) const {
@@ -192,7 +204,8 @@ PointAnswer WindowView::point_answer(const TimeRings::Cover& cover, std::string_
 }
 
 PointAnswer WindowView::point(std::string_view item, std::uint64_t hash, double now) const {
-  return point_answer(rings_->cover(spec_.window, now), item, hash, now);
+  const double as_of = live(now);
+  return point_answer(rings_->cover(spec_.window, as_of), item, hash, as_of);
 }
 
 std::optional<PointAnswer> WindowView::point_at(std::string_view item, std::uint64_t hash, double as_of) const {

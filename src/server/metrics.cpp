@@ -148,7 +148,7 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   for (const auto& r : rows) out += "ebb_events_excluded_total{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.excluded) + "\n";
   header(out, "ebb_ingest_bytes_total", "counter", "Request body bytes ingested per namespace.");
   for (const auto& r : rows) out += "ebb_ingest_bytes_total{namespace=\"" + r.name + "\"} " + std::to_string(r.ingest_bytes) + "\n";
-  header(out, "ebb_window_dropped_events_total", "counter", "Events older than a window when they arrived: counted in the other views, not in that window.");
+  header(out, "ebb_window_dropped_events_total", "counter", "Events older than a window when they arrived: counted in the other views, too late for that window's live answer.");
   for (const auto& r : rows) {
     for (const auto& v : r.stats.views) {
       if (v.view.kind != engine::ViewSpec::Kind::window) continue;

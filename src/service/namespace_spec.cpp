@@ -11,19 +11,20 @@
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/engine/time_rings.hpp"
+#include "ebb/sketch/common/keyed_min_heap.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service_error.hpp"
 
 namespace ebb::service {
 namespace {
 
-// The window buckets' sketches when every ring is full (buckets are
-// allocated as time fills them).
+// The window buckets' sketches and candidate heaps (before key bytes) when
+// every ring is full (buckets are allocated as time fills them).
 std::size_t window_sketch_bytes(const engine::NamespaceConfig& c) {
   if (c.windows.empty()) return 0;
   std::size_t slots = 0;
   for (const auto& level : engine::plan_ring_levels(c.windows)) slots += level.slots;
-  return slots * std::size_t{c.window_sketch_width} * c.sketch.depth * sizeof(double);
+  return slots * (std::size_t{c.window_sketch_width} * c.sketch.depth * sizeof(double) + KeyedMinHeap::reserved_bytes(c.resolved_candidates()));
 }
 
 using simdjson::dom::element;
@@ -344,7 +345,7 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
       // Every window's bound: its buckets' width, whatever the window.
       const auto bucket = CountMinShape::with_dimensions(c.window_sketch_width, c.sketch.depth);
       w.key("window_epsilon").value(bucket.epsilon());
-      w.key("window_sketch_bytes_max").value(static_cast<std::uint64_t>(window_sketch_bytes(c)));
+      w.key("window_bytes_max").value(static_cast<std::uint64_t>(window_sketch_bytes(c)));
     }
     w.end_object();
   }

@@ -264,5 +264,29 @@ TEST(TimeRings, EventsOlderThanEveryLevelAreUnplacedAndDroppedForEachWindow) {
   EXPECT_THROW((void)ns.top_at(ViewSpec::sliding(kMinute), 5, 1.7e9 + 1), InvalidArgument);  // after now
 }
 
+TEST(TimeRings, FarFutureEventTimesAreInNoWindowAndQueriesStayCheap) {
+  // An event-clock namespace without a jump limit takes a nanosecond
+  // timestamp: the all-time view counts it, no window can.
+  NamespaceConfig c = window_config();
+  c.max_time_jump = INFINITY;
+  Namespace ns(c);
+  std::vector<Event> batch = {{"a", 1.7e9, 1}, {"ns", 1.7e18, 1}};
+  ns.apply(batch);
+  EXPECT_EQ(ns.top(ViewSpec::all_time(), 5).total, 2);
+  const auto day = ns.top(ViewSpec::sliding(kDay), 5);  // now = 1.7e18: no bucket is that late
+  EXPECT_EQ(day.total, 0);
+  EXPECT_TRUE(day.items.empty());
+  const auto& v = dynamic_cast<const WindowView&>(ns.view(ViewSpec::sliding(kDay)));
+  EXPECT_EQ(v.rings().unplaced(), 1u);
+  EXPECT_EQ(v.rings().newest(), 1.7e9);
+  auto past = ns.top_at(ViewSpec::sliding(kHour), 5, 1.7e9 + 1);
+  ASSERT_TRUE(past.has_value());
+  EXPECT_EQ(past->total, 1);
+  // And the state restores (the newest placed event is the finest head's).
+  Namespace back(c);
+  back.restore_state(ns.serialize_state());
+  EXPECT_EQ(back.top_at(ViewSpec::sliding(kHour), 5, 1.7e9 + 1)->total, 1);
+}
+
 }  // namespace
 }  // namespace ebb::engine

@@ -42,7 +42,8 @@ struct RingLevel {
 
 // The granularity a window's start is exact to: the coarsest of the ladder
 // that still gives the window at least 24 buckets (1m -> 1 s, 1h -> 1 min,
-// 1d and 7d -> 1 h).
+// 1d and 7d -> 1 h). Finer levels do not reach back that far, so the bucket
+// holding a live window's start is of this level.
 double window_granularity(double window_seconds);
 // The levels a set of windows needs, finest first.
 std::vector<RingLevel> plan_ring_levels(std::span<const double> windows);
@@ -55,6 +56,7 @@ class TimeRings {
     std::int64_t index;  // period: [index * granularity, (index + 1) * granularity)
     CountMin sketch;
     CandidateHeap heap;
+    std::uint64_t late_events = 0;  // counted after it closed: caches of sums over it compare this
   };
 
   // The buckets whose sum holds exactly the events in [start, end].
@@ -87,11 +89,14 @@ class TimeRings {
   double newest() const noexcept { return newest_; }  // -infinity before any event
   // Events older than the window when they arrived (counted in the other views).
   std::uint64_t dropped(double window) const noexcept;
-  // Late events older than every level's oldest bucket (in no window).
+  // Late events older than every level's oldest bucket, and events past
+  // kMaxTime: in no window.
   std::uint64_t unplaced() const noexcept { return unplaced_; }
-  // Changes whenever a closed bucket does (late events, restores): caches
-  // of sums over closed buckets compare it.
-  std::uint64_t closed_version() const noexcept { return closed_version_; }
+
+  // Event times from here on are not placed (2^40 s, year 36812): every
+  // bucket boundary stays an exact double and an exact int64 index, and a
+  // millisecond timestamp cannot make a window walk 10^12 buckets.
+  static constexpr double kMaxTime = 1099511627776.0;
 
   std::size_t memory_bytes() const noexcept;
   std::string serialize() const;
@@ -133,7 +138,6 @@ class TimeRings {
   std::vector<std::uint64_t> dropped_;  // per window
   std::uint64_t unplaced_ = 0;
   double newest_;
-  std::uint64_t closed_version_ = 0;
   std::vector<double> estimates_;       // scratch
   std::vector<std::uint32_t> offered_;  // scratch
 };

@@ -63,6 +63,8 @@ class WindowView final : public View {
  private:
   TopKAnswer answer(const TimeRings::Cover& cover, std::size_t k, double as_of, const Sum& closed) const;
   PointAnswer point_answer(const TimeRings::Cover& cover, std::string_view item, std::uint64_t hash, double as_of) const;
+  // "Now" for a live answer: never before the newest event.
+  double live(double now) const noexcept;
   // The closed buckets' sum for this cover: the cached one while neither
   // changed.
   std::shared_ptr<const Sum> closed_sum(const TimeRings::Cover& cover) const;
@@ -75,8 +77,13 @@ class WindowView final : public View {
   bool feeds_;
 
   struct Cache {
-    std::vector<std::pair<const TimeRings::Bucket*, std::int64_t>> buckets;
-    std::uint64_t version = 0;
+    struct Key {
+      const TimeRings::Bucket* bucket;
+      std::int64_t index;
+      std::uint64_t late_events;
+      friend bool operator==(const Key&, const Key&) = default;
+    };
+    std::vector<Key> buckets;
     std::shared_ptr<const Sum> sum;
   };
   mutable std::mutex cache_mutex_;  // queries run concurrently under a shared lock

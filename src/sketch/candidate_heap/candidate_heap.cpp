@@ -46,20 +46,20 @@ void CandidateHeap::scale(double factor) noexcept {
   floor_ *= factor;
 }
 
-void CandidateHeap::merge(const CandidateHeap& other, const CountMin& merged_sketch) {
-  // An item's upper bound is the tighter of the merged sketch's estimate and
-  // the sum of both sides' bounds: its value where it is held, the side's
-  // threshold where it is not. Summed bounds stay tight for the heavy items
-  // both sides hold, where a sum of sketches has lost conservative update's
-  // advantage.
+void CandidateHeap::merge(const CandidateHeap& other, const CountMin& mine_sketch, const CountMin& other_sketch) {
+  // An item's upper bound is the sum of each side's bound: its value where
+  // the side holds it, else the tighter of the side's threshold and the
+  // side's sketch estimate. Summed per side, bounds stay as tight as each
+  // side's conservative update made them (a sum of the sketches has lost
+  // that, and its estimate is never below this sum).
   const double mine = threshold(), theirs = other.threshold();
   struct Sides {
     KeyedMinHeap::Entry entry;
-    double mine, theirs;
+    double mine = -1, theirs = -1;  // -1: not held by that side
   };
   std::unordered_map<std::string_view, Sides> merged;
   auto add = [&](const KeyedMinHeap::Entry& e, bool is_mine) {
-    auto [it, fresh] = merged.try_emplace(e.key, Sides{KeyedMinHeap::Entry{e.key, e.hash, 0, 0}, mine, theirs});
+    auto [it, fresh] = merged.try_emplace(e.key, Sides{KeyedMinHeap::Entry{e.key, e.hash, 0, 0}});
     it->second.entry.aux += e.aux;
     (is_mine ? it->second.mine : it->second.theirs) = e.value;
   };
@@ -68,7 +68,10 @@ void CandidateHeap::merge(const CandidateHeap& other, const CountMin& merged_ske
   std::vector<KeyedMinHeap::Entry> entries;
   entries.reserve(merged.size());
   for (auto& [_, m] : merged) {
-    m.entry.value = std::min(merged_sketch.estimate(m.entry.hash), m.mine + m.theirs);
+    const std::uint64_t h = m.entry.hash;
+    const double a = m.mine >= 0 ? m.mine : std::min(mine, mine_sketch.estimate(h));
+    const double b = m.theirs >= 0 ? m.theirs : std::min(theirs, other_sketch.estimate(h));
+    m.entry.value = a + b;
     entries.push_back(std::move(m.entry));
   }
   heap_ = KeyedMinHeap::from_entries(heap_.capacity(), std::move(entries));

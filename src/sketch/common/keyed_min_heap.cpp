@@ -17,6 +17,11 @@ bool ranks_higher(const KeyedMinHeap::Entry& a, const KeyedMinHeap::Entry& b) no
 
 }  // namespace
 
+std::size_t KeyedMinHeap::reserved_bytes(std::uint32_t capacity) noexcept {
+  return sizeof(KeyedMinHeap) + std::size_t{capacity} * (sizeof(Entry) + 2 * sizeof(std::uint32_t)) +
+         std::bit_ceil(std::max<std::uint64_t>(8, std::uint64_t{capacity} * 2)) * sizeof(std::uint64_t);
+}
+
 KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity) : capacity_(capacity) {
   if (capacity < 1 || capacity > kMaxCapacity) {
     throw InvalidArgument("summary capacity must be in [1, " + std::to_string(kMaxCapacity) + "] (got " +

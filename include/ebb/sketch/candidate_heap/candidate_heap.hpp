@@ -91,11 +91,12 @@ class CandidateHeap {
   std::vector<CountedItem> top(std::size_t k) const;
 
   void scale(double factor) noexcept;
-  // Union of both candidate sets; each upper bound is the tighter of
-  // `merged_sketch`'s estimate (the sum of both sides' sketches) and the sum
-  // of the sides' bounds (value where held, threshold() where not); lower
-  // bounds add; the capacity() best stay.
-  void merge(const CandidateHeap& other, const CountMin& merged_sketch);
+  // Union of both candidate sets, for a heap whose sketch becomes the sum of
+  // both sides' sketches: call it before that sum is taken. Each upper
+  // bound is the sum of the sides' bounds (the value where a side holds the
+  // item, else the tighter of its threshold() and its sketch's estimate);
+  // lower bounds add; the capacity() best stay.
+  void merge(const CandidateHeap& other, const CountMin& mine_sketch, const CountMin& other_sketch);
 
   std::size_t memory_bytes() const noexcept { return heap_.memory_bytes() + sizeof(*this) - sizeof(heap_); }
   std::string serialize() const;

@@ -126,6 +126,8 @@ class KeyedMinHeap {
   void clear() noexcept;
 
   std::size_t memory_bytes() const noexcept;
+  // What a heap of this capacity reserves up front, before any key bytes.
+  static std::size_t reserved_bytes(std::uint32_t capacity) noexcept;
 
   // Bound on the value of any key not held, for summaries whose held values
   // only grow and whose minimum is only ever replaced by a larger value:
