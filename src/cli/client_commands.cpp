@@ -157,7 +157,12 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   auto* hl = cmd->add_option("--half-life", o.half_life, "A decayed view the namespace keeps")->check(duration_validator());
   auto* win = cmd->add_option("--window", o.window, "all (all-time) or a window the namespace keeps (1m, 1h, ...)");
   hl->excludes(win);
-  cmd->add_option("--timestamp", o.timestamp, "As it was at this time (seconds since the epoch): from a window's buckets while they reach");
+  auto* ts = cmd->add_option("--timestamp", o.timestamp, "As it was at this time (seconds since the epoch): from a window's buckets while they reach, else from history");
+  auto* from = cmd->add_option("--from", o.history_from, "With --to and one --item: the item's persisted history over [FROM, TO] (GET /history)");
+  auto* to = cmd->add_option("--to", o.history_to, "End of the history span (seconds since the epoch)");
+  from->needs(to);
+  to->needs(from);
+  from->excludes(ts);
   cmd->add_option("--item", o.items, "Count these items instead of listing the top K (repeatable)")->allow_extra_args(false);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is");
   return cmd;
@@ -239,6 +244,27 @@ int run_send(const SendOptions& o) {
   }
 }
 
+namespace {
+
+// Seconds as a plain decimal: never "1.7e+09" (a '+' in a URL reads as a space).
+std::string fixed_decimal(double v) {
+  char t[32];
+  auto res = std::to_chars(t, t + sizeof t, v, std::chars_format::fixed);
+  return std::string(t, res.ptr);
+}
+
+// The answer's body on 200 (Fatal otherwise); nullopt when --json printed it as it is.
+std::optional<std::string> answer_body(io::HttpClient& client, const QueryOptions& o, const char* method, const std::string& target,
+                                       const std::string& body, const std::vector<std::pair<std::string, std::string>>& headers) {
+  auto r = call(client, o.url, method, target, body, headers);
+  if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
+  if (!o.json) return std::move(r.body);
+  std::printf("%s\n", r.body.c_str());
+  return std::nullopt;
+}
+
+}  // namespace
+
 int run_query(const QueryOptions& o) {
   try {
     io::HttpClient client(io::parse_http_url(o.url));
@@ -246,22 +272,33 @@ int run_query(const QueryOptions& o) {
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);
     if (!o.window.empty()) view = "&window=" + url_encode(o.window);
-    if (o.timestamp) {
-      char t[32];
-      auto res = std::to_chars(t, t + sizeof t, *o.timestamp, std::chars_format::fixed);  // never "1.7e+09": '+' reads as a space
-      view += "&timestamp=" + std::string(t, res.ptr);
+    if (o.timestamp) view += "&timestamp=" + fixed_decimal(*o.timestamp);
+    if (o.history_from) {
+      if (o.items.size() != 1) throw std::invalid_argument("--from/--to: give exactly one --item");
+      const std::string target = "/history?namespace=" + url_encode(o.ns) + "&item_id=" + url_encode(o.items.front()) + view +
+                                 "&from=" + fixed_decimal(*o.history_from) + "&to=" + fixed_decimal(*o.history_to);
+      const auto body = answer_body(client, o, "GET", target, "", headers);
+      if (!body) return 0;
+      simdjson::dom::parser p;
+      simdjson::dom::element doc = p.parse(*body);
+      std::printf("%-22s  %6s  %14s  %14s  %14s\n", "time (UTC)", "rank", "estimate", "lower", "upper");
+      for (auto point : simdjson::dom::array(doc["points"])) {
+        const bool listed = !point["rank"].is_null();
+        std::printf("%-22s  %6s  %14s  %14.2f  %14.2f\n", format_utc(double(point["t"])).c_str(),
+                    listed ? std::to_string(uint64_t(point["rank"])).c_str() : "-",
+                    listed ? std::to_string(double(point["estimated_count"])).c_str() : "(not listed)", double(point["lower_bound"]),
+                    double(point["upper_bound"]));
+      }
+      if (bool(doc["truncated"])) std::printf("(more points than one answer holds: narrow --from/--to)\n");
+      return 0;
     }
     if (o.items.empty()) {
       std::string target = "/top-k?namespace=" + url_encode(o.ns) + view;
       if (o.k > 0) target += "&k=" + std::to_string(o.k);
-      auto r = call(client, o.url, "GET", target, "", headers);
-      if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
-      if (o.json) {
-        std::printf("%s\n", r.body.c_str());
-        return 0;
-      }
+      const auto body = answer_body(client, o, "GET", target, "", headers);
+      if (!body) return 0;
       simdjson::dom::parser p;
-      print_table(stdout, answer_from(p.parse(r.body)), false);
+      print_table(stdout, answer_from(p.parse(*body)), false);
       return 0;
     }
     io::JsonWriter w;
@@ -272,18 +309,17 @@ int run_query(const QueryOptions& o) {
     if (!o.window.empty()) w.key("window").value(o.window);
     if (o.timestamp) w.key("timestamp").value(*o.timestamp);
     w.end_object();
-    auto r = call(client, o.url, "POST", "/counts", w.str(), headers);
-    if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
-    if (o.json) {
-      std::printf("%s\n", r.body.c_str());
-      return 0;
-    }
+    const auto body = answer_body(client, o, "POST", "/counts", w.str(), headers);
+    if (!body) return 0;
     simdjson::dom::parser p;
-    simdjson::dom::element doc = p.parse(r.body);
+    simdjson::dom::element doc = p.parse(*body);
     std::printf("%-30s  %14s  %14s  %14s  %12s\n", "item", "estimate", "lower", "upper", "rate/s");
     for (auto item : simdjson::dom::array(doc["items"])) {
-      std::printf("%-30s  %14.2f  %14.2f  %14.2f  %12.4g\n", std::string(std::string_view(item["item_id"])).c_str(),
-                  double(item["estimated_count"]), double(item["lower_bound"]), double(item["upper_bound"]), double(item["rate"]));
+      // Not in a persisted list (history): only bounded.
+      const bool known = !item["estimated_count"].is_null();
+      std::printf("%-30s  %14s  %14.2f  %14.2f  %12.4g\n", std::string(std::string_view(item["item_id"])).c_str(),
+                  known ? fixed_decimal(std::round(double(item["estimated_count"]) * 100) / 100).c_str() : "(not listed)",
+                  double(item["lower_bound"]), double(item["upper_bound"]), double(item["rate"]));
     }
     return 0;
   } catch (const Fatal& f) {

@@ -39,6 +39,7 @@ struct QueryOptions {
   std::string half_life;
   std::string window;
   std::optional<double> timestamp;  // as it was then (seconds since the epoch)
+  std::optional<double> history_from, history_to;  // GET /history for --item
   std::vector<std::string> items;
   bool json = false;
 };

@@ -77,6 +77,14 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "How often namespaces changed since the last checkpoint are written to the data directory (the log is replayed from there)")
       ->capture_default_str()
       ->check(duration_validator());
+  cmd->add_option("--history-interval", o.history_interval,
+                  "How often every view's top K is snapshotted into <data dir>/history.sqlite3 (answers as of a past time, GET /history); 0: no history")
+      ->capture_default_str()
+      ->check(duration_or_zero_validator());
+  cmd->add_option("--history-retention", o.history_retention,
+                  "How long history is kept: every point for a day, one a minute for 7 days, one an hour until this age")
+      ->capture_default_str()
+      ->check(duration_validator());
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off (debug logs every request)")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -139,6 +147,10 @@ int run_serve(ServeOptions o) {
   so.limits = o.limits;
   so.data_dir = o.data_dir;
   so.checkpoint_interval = parse_duration(o.checkpoint_interval);
+  so.history_interval = o.history_interval == "0" ? 0 : parse_duration(o.history_interval);
+  so.history_retention.hours = parse_duration(o.history_retention);
+  so.history_retention.minutes = std::min(so.history_retention.minutes, so.history_retention.hours);
+  so.history_retention.full = std::min(so.history_retention.full, so.history_retention.hours);
   so.answer_cache_ttl = o.answer_cache_ttl == "0" ? 0 : parse_duration(o.answer_cache_ttl);
   so.log.policy = o.fsync == "batch" ? storage::FsyncPolicy::batch : o.fsync == "interval" ? storage::FsyncPolicy::interval : storage::FsyncPolicy::off;
   so.log.fsync_interval = parse_duration(o.fsync_interval);
@@ -191,6 +203,7 @@ int run_serve(ServeOptions o) {
                 r.checkpoint.empty() ? "none" : r.checkpoint, r.records_replayed, r.log_bytes, r.seconds);
       if (r.records_skipped > 0) log->error("recovery skipped {} batches that no longer applied (see the errors above)", r.records_skipped);
       service.start_checkpoints();
+      service.start_history();
     } catch (const std::exception& e) {
       log->critical("recovery failed: {}; not serving", e.what());
       recovery_failed = true;

@@ -16,6 +16,8 @@ struct ServeOptions {
   service::ServiceLimits limits;
   std::string data_dir = "./ebb-data";
   std::string checkpoint_interval = "10s";
+  std::string history_interval = "10s";
+  std::string history_retention = "90d";
   std::string answer_cache_ttl = "100ms";
   std::string log_level = "info";
   std::string max_future_skew = "60s";

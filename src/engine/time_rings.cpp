@@ -209,6 +209,15 @@ void TimeRings::collect(std::size_t level, std::int64_t index, Cover& cover) con
 }
 
 bool TimeRings::walk_back(double cursor, double start, Cover& cover, double start_granularity) const {
+  // The finest level that still holds the bucket of the start: finer levels
+  // may bridge to its grid near the end, but stepping down to them near the
+  // start would walk into buckets they no longer keep.
+  std::size_t reach = 0;
+  while (reach < rings_.size() && !holds(reach, index_at(reach, start))) ++reach;
+  if (reach == rings_.size()) {
+    cover.start = cursor;
+    return false;
+  }
   auto step = [&](std::size_t level, bool must_fit) {
     const double g = rings_[level].plan.granularity;
     if (std::fmod(cursor, g) != 0 || (must_fit && cursor - g < start)) return false;
@@ -220,12 +229,13 @@ bool TimeRings::walk_back(double cursor, double start, Cover& cover, double star
     return true;
   };
   while (cursor > start) {
+    const std::size_t finest = std::fmod(cursor, rings_[reach].plan.granularity) == 0 ? reach : 0;
     bool took = false;
-    for (std::size_t level = rings_.size(); level-- > 0 && !took;) took = step(level, true);
+    for (std::size_t level = rings_.size(); level-- > finest && !took;) took = step(level, true);
     if (took) continue;
     // No whole bucket fits: the finest one ending here takes the start
     // back to its boundary.
-    for (std::size_t level = 0; level < rings_.size() && !took; ++level) took = step(level, false);
+    for (std::size_t level = finest; level < rings_.size() && !took; ++level) took = step(level, false);
     if (!took) {
       cover.start = cursor;
       return false;
@@ -243,11 +253,11 @@ TimeRings::Cover TimeRings::cover(double window, double as_of) const {
     none.start = none.end = as_of;
     return none;
   }
-  const double start = as_of - window;
   if (as_of >= newest_) {
     // Nothing after as_of is counted: the newest buckets end at as_of. The
     // first piece is the coarsest bucket holding as_of that starts inside
     // the window (its heads below it included).
+    const double start = as_of - window;
     std::size_t level = rings_.size();
     while (level-- > 0) {
       if (index_at(level, as_of) * rings_[level].plan.granularity >= start || level == 0) break;
@@ -263,6 +273,7 @@ TimeRings::Cover TimeRings::cover(double window, double as_of) const {
   // Before the newest event the end is a bucket boundary at or before as_of:
   // the finest level that still holds as_of's bucket, or a coarser one if the
   // finer cannot reach back to the start.
+  // The window then ends there: W long, back from that boundary.
   for (std::size_t level = 0; level < rings_.size(); ++level) {
     const std::int64_t index = index_at(level, as_of);
     if (!holds(level, index)) continue;
@@ -270,7 +281,7 @@ TimeRings::Cover TimeRings::cover(double window, double as_of) const {
     const double g = rings_[level].plan.granularity;
     c.end = static_cast<double>(index) * g;
     c.granularity = g;  // the end moved back by up to this
-    if (walk_back(c.end, start, c, g)) {
+    if (walk_back(c.end, c.end - window, c, g) && c.start < c.end) {
       c.reached = true;
       return c;
     }

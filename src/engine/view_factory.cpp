@@ -4,6 +4,7 @@
 #include "ebb/engine/decayed_view.hpp"
 #include "ebb/engine/time_rings.hpp"
 #include "ebb/engine/window_view.hpp"
+#include "ebb/sketch/common/keyed_min_heap.hpp"
 
 namespace ebb::engine {
 namespace {
@@ -38,6 +39,13 @@ std::vector<std::unique_ptr<View>> make_views(const NamespaceConfig& config) {
     views.push_back(std::make_unique<WindowView>(spec, rings, feeds));
   }
   return views;
+}
+
+std::size_t window_bytes_max(const NamespaceConfig& c) {
+  if (c.windows.empty()) return 0;
+  std::size_t slots = 0;
+  for (const auto& level : plan_ring_levels(c.windows)) slots += level.slots;
+  return slots * (std::size_t{c.window_sketch_width} * c.sketch.depth * sizeof(double) + KeyedMinHeap::reserved_bytes(c.resolved_candidates()));
 }
 
 std::vector<ViewSpec> configured_views(const NamespaceConfig& config) {

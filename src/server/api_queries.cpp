@@ -1,4 +1,4 @@
-// GET /top-k, GET /count, POST /counts: answers with bounds and accuracy.
+// GET /top-k, GET /count, POST /counts, GET /history: answers with bounds and accuracy.
 #include <simdjson.h>
 
 #include <charconv>
@@ -34,12 +34,12 @@ std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& wind
 }
 
 // timestamp=T: seconds since the epoch (a decimal); none = now.
-std::optional<double> as_of_from(const std::optional<std::string>& text) {
+std::optional<double> as_of_from(const std::optional<std::string>& text, const std::string& name = "timestamp") {
   if (!text) return std::nullopt;
   double t = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), t);
   if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(t) || t < 0) {
-    throw bad_request("bad_parameter", "timestamp: must be seconds since the epoch, like 1708632000 (got '" + *text + "')");
+    throw bad_request("bad_parameter", name + ": must be seconds since the epoch, like 1708632000 (got '" + *text + "')");
   }
   return t;
 }
@@ -60,9 +60,32 @@ std::string required(const Request& req, const std::string& name) {
   return *v;
 }
 
+// A required time parameter (seconds since the epoch).
+double time_param(const Request& req, const std::string& name) {
+  const auto t = as_of_from(req.param(name), name);
+  if (!t) throw bad_request("bad_parameter", name + ": is required (seconds since the epoch)");
+  return *t;
+}
+
+// Points in one GET /history answer, at most (the answer says "truncated").
+constexpr std::size_t kMaxHistoryPoints = 10000;
+
 }  // namespace
 
 void add_query_routes(Router& router, ApiContext& ctx) {
+  router.add("GET", "/history", "/history", Router::Access::read, [&ctx](const Request& req, const std::string&) {
+    const std::string name = required(req, "namespace");
+    const std::string item = required(req, "item_id");
+    const auto view = view_from(req.param("window"), req.param("half_life"));
+    const double from = time_param(req, "from");
+    const double to = time_param(req, "to");
+    if (from > to) throw bad_request("bad_parameter", "from: must be at most to");
+    const auto series = ctx.service.history(name, item, view, from, to, kMaxHistoryPoints);
+    io::JsonWriter w;
+    service::write_history(w, name, item, series);
+    return json_response(200, w.take());
+  });
+
   router.add("GET", "/top-k", "/top-k", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));

@@ -21,9 +21,11 @@ void write_view(io::JsonWriter& w, const Answer& a) {
   if (a.view.kind == Kind::window || !a.source.empty()) w.key("granularity").value(a.granularity);
 }
 
-void write_item_fields(io::JsonWriter& w, const CountedItem& item) {
+void write_item_fields(io::JsonWriter& w, const CountedItem& item, std::optional<bool> listed = std::nullopt) {
   w.key("item_id").value(item.key);
-  w.key("estimated_count").value(item.estimate);
+  // Not in a persisted list: its count is not known, only bounded.
+  if (listed == false) w.key("estimated_count").null();
+  else w.key("estimated_count").value(item.estimate);
   w.key("lower_bound").value(item.lower);
   w.key("upper_bound").value(item.upper);
 }
@@ -67,9 +69,10 @@ void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<en
   w.key("items").begin_array();
   for (const auto& a : answers) {
     w.begin_object();
-    write_item_fields(w, a.item);
+    write_item_fields(w, a.item, a.listed);
     w.key("rate").value(a.rate);
     w.key("tracked").value(a.tracked);
+    if (a.listed) w.key("listed").value(*a.listed);
     w.end_object();
   }
   w.end_array();
@@ -77,13 +80,38 @@ void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<en
   w.end_object();
 }
 
+void write_history(io::JsonWriter& w, const std::string& ns, std::string_view item, const HistorySeries& series) {
+  w.begin_object();
+  w.key("namespace").value(ns);
+  w.key("item_id").value(item);
+  if (series.view.kind == engine::ViewSpec::Kind::decayed) w.key("half_life").value(series.view.name());
+  else w.key("window").value(series.view.name());
+  w.key("points").begin_array();
+  for (const auto& p : series.points) {
+    w.begin_object();
+    w.key("t").value(p.t);
+    if (p.rank) w.key("estimated_count").value(p.estimate);
+    else w.key("estimated_count").null();
+    w.key("lower_bound").value(p.lower);
+    w.key("upper_bound").value(p.upper);
+    w.key("rank");
+    if (p.rank) w.value(static_cast<std::uint64_t>(*p.rank));
+    else w.null();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("truncated").value(series.truncated);
+  w.end_object();
+}
+
 void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer) {
   w.begin_object();
   w.key("namespace").value(ns);
   write_view(w, answer);
-  write_item_fields(w, answer.item);
+  write_item_fields(w, answer.item, answer.listed);
   w.key("rate").value(answer.rate);
   w.key("tracked").value(answer.tracked);
+  if (answer.listed) w.key("listed").value(*answer.listed);
   write_accuracy(w, answer.accuracy);
   w.end_object();
 }

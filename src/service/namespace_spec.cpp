@@ -10,22 +10,13 @@
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
-#include "ebb/engine/time_rings.hpp"
-#include "ebb/sketch/common/keyed_min_heap.hpp"
+#include "ebb/engine/view_factory.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service_error.hpp"
 
 namespace ebb::service {
 namespace {
 
-// The window buckets' sketches and candidate heaps (before key bytes) when
-// every ring is full (buckets are allocated as time fills them).
-std::size_t window_sketch_bytes(const engine::NamespaceConfig& c) {
-  if (c.windows.empty()) return 0;
-  std::size_t slots = 0;
-  for (const auto& level : engine::plan_ring_levels(c.windows)) slots += level.slots;
-  return slots * (std::size_t{c.window_sketch_width} * c.sketch.depth * sizeof(double) + KeyedMinHeap::reserved_bytes(c.resolved_candidates()));
-}
 
 using simdjson::dom::element;
 
@@ -253,7 +244,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   }
   const std::size_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
   const std::size_t view_bytes = c.sketch.counter_bytes() * views;
-  const std::size_t window_bytes = window_sketch_bytes(c);
+  const std::size_t window_bytes = engine::window_bytes_max(c);
   if (view_bytes + window_bytes > limits.max_namespace_bytes) {
     bad(window_bytes > view_bytes ? "window_sketch_width" : epsilon || delta ? "epsilon" : "sketch_width",
         "the namespace would need " + std::to_string((view_bytes + window_bytes) >> 20) + " MiB of sketches (" + std::to_string(views) +
@@ -345,7 +336,7 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
       // Every window's bound: its buckets' width, whatever the window.
       const auto bucket = CountMinShape::with_dimensions(c.window_sketch_width, c.sketch.depth);
       w.key("window_epsilon").value(bucket.epsilon());
-      w.key("window_bytes_max").value(static_cast<std::uint64_t>(window_sketch_bytes(c)));
+      w.key("window_bytes_max").value(static_cast<std::uint64_t>(engine::window_bytes_max(c)));
     }
     w.end_object();
   }

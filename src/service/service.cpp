@@ -11,24 +11,13 @@
 #include "ebb/core/hash.hpp"
 #include "ebb/service/log_records.hpp"
 #include "service_state.hpp"
+#include "ebb/engine/view_factory.hpp"
 
 namespace ebb::service {
 namespace {
 
-
 ServiceError unavailable(const std::string& why) {
   return {ErrorKind::unavailable, "persist_failed", "the server cannot persist writes now: " + why};
-}
-
-// An unknown view or a bad k / item is the caller's mistake: 400 naming it.
-template <typename F>
-auto on_query(F&& f) {
-  try {
-    return f();
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw invalid(what.starts_with("k:") || what.starts_with("item_id:") || what.starts_with("timestamp:") ? "bad_parameter" : "unknown_view", what);
-  }
 }
 
 }  // namespace
@@ -43,7 +32,7 @@ std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
   const std::uint64_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
   // Sketch counters, plus each candidate slot with a key of typical length
   // (the heap, its index and the key bytes).
-  return views * (c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128);
+  return views * (c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128) + engine::window_bytes_max(c);
 }
 
 std::uint64_t Service::State::append(std::string_view payload) {
@@ -325,6 +314,14 @@ void Service::remove(const std::string& name) {
     s.reserved -= entry->reserved_bytes;
   }
   s.wait(lsn);
+  // Its history goes too: a new namespace of the same name starts afresh.
+  if (s.history) {
+    try {
+      s.history->drop_namespace(name);
+    } catch (const std::exception& e) {
+      s.log->error("history of deleted namespace '{}' not removed: {}", name, e.what());
+    }
+  }
 }
 
 NamespaceInfo Service::describe(const std::string& name) const {
@@ -383,50 +380,6 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
   return body;
 }
 
-namespace {
-
-std::string format_decimal(double v) {
-  char buf[32];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
-
-// What the rings cannot answer: history's (not built yet).
-[[noreturn]] void beyond_memory(const engine::Namespace& ns, const std::optional<engine::ViewSpec>& view, double as_of) {
-  const auto& spec = ns.view(view).spec();
-  if (spec.kind != engine::ViewSpec::Kind::window) {
-    throw invalid("history_unavailable", "timestamp: the " + spec.label() +
-                                             " view keeps no past in memory, and answers from persisted history are not available yet; ask a window view");
-  }
-  throw invalid("history_unavailable", "timestamp: " + format_decimal(as_of) + " is older than the " + spec.label() +
-                                           " view's buckets reach, and answers from persisted history are not available yet");
-}
-
-template <typename Answer>
-Answer from_memory(std::optional<Answer> answer, const engine::Namespace& ns, const std::optional<engine::ViewSpec>& view, double as_of) {
-  if (!answer) beyond_memory(ns, view, as_of);
-  answer->source = "memory";
-  return std::move(*answer);
-}
-
-}  // namespace
-
-engine::TopKAnswer Service::top_at(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
-                                   double as_of) const {
-  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  auto e = s_->require(name, "namespace");
-  std::shared_lock lock(e->mu);
-  return on_query([&] { return from_memory(e->ns.top_at(view, k, as_of), e->ns, view, as_of); });
-}
-
-engine::PointAnswer Service::count_at(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view,
-                                      double as_of) const {
-  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  auto e = s_->require(name, "namespace");
-  std::shared_lock lock(e->mu);
-  return on_query([&] { return from_memory(e->ns.count_at(item, view, as_of), e->ns, view, as_of); });
-}
-
 engine::PointAnswer Service::count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
@@ -451,12 +404,14 @@ std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::s
     if (items[i].empty() || items[i].size() > max_bytes) {
       throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
     }
-    answers.push_back(on_query([&] {
-      return as_of ? from_memory(e->ns.count_at(items[i], view, *as_of), e->ns, view, *as_of) : e->ns.count(items[i], view);
-    }));
+  }
+  if (as_of) {
+    answers = on_query([&] { return points_as_of(*s_, *e, items, view, *as_of); });
+  } else {
+    for (const auto& item : items) answers.push_back(on_query([&] { return e->ns.count(item, view); }));
   }
   if (answers.empty()) {
-    view_answer = on_query([&] { return as_of ? from_memory(e->ns.top_at(view, 1, *as_of), e->ns, view, *as_of) : e->ns.top(view, 1); });
+    view_answer = on_query([&] { return as_of ? top_as_of(*s_, *e, view, 1, *as_of) : e->ns.top(view, 1); });
   } else {
     const auto& first = answers.front();
     view_answer.view = first.view;

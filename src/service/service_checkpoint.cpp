@@ -112,6 +112,15 @@ void Service::shutdown() {
   }
   s.thread_cv.notify_all();
   if (s.checkpointer.joinable()) s.checkpointer.join();
+  if (s.historian.joinable()) {
+    s.historian.join();
+    // The history runs up to the stop.
+    try {
+      snapshot_history();
+    } catch (const std::exception& e) {
+      s.log->error("last history snapshot failed: {}", e.what());
+    }
+  }
   if (!s.wal) return;
   // The log first: what was acknowledged stays recoverable even if the
   // checkpoint below fails (a full disk).

@@ -98,6 +98,7 @@ RecoveryReport Service::recover() {
     return report;
   }
   s.store = std::make_unique<storage::CheckpointStore>(*s.options.data_dir);
+  if (s.options.history_interval > 0) s.history = std::make_unique<storage::HistoryStore>(*s.options.data_dir / "history.sqlite3");
   for (const auto& p : s.store->remove_temporaries()) s.log->warn("removed {} (a write interrupted by a crash)", p.string());
   for (const auto& p : s.store->foreign_files()) s.log->warn("ignoring {}: not a file ebb writes there", p.string());
 

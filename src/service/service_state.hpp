@@ -10,9 +10,11 @@
 #include <string>
 #include <thread>
 
+#include "ebb/core/error.hpp"
 #include "ebb/service/service.hpp"
 #include "answer_cache.hpp"
 #include "ebb/storage/checkpoint_store.hpp"
+#include "ebb/storage/history_store.hpp"
 #include "idempotency_table.hpp"
 
 namespace ebb::service {
@@ -63,6 +65,10 @@ struct Service::State {
   bool stop = false;
   std::thread checkpointer;
 
+  // History (null: not persistent, or history_interval 0).
+  std::unique_ptr<storage::HistoryStore> history;
+  std::thread historian;
+
   // Metrics.
   mutable std::mutex metrics_mu;
   ServiceMetrics counters;  // namespaces and log filled at read
@@ -84,5 +90,27 @@ struct Service::State {
   std::uint64_t append(std::string_view payload);
   void wait(std::uint64_t lsn);
 };
+
+// An unknown view or a bad k / item / time is the caller's mistake: 400
+// naming it.
+template <typename F>
+auto on_query(F&& f) {
+  try {
+    return f();
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw invalid(what.starts_with("k:") || what.starts_with("item_id:") || what.starts_with("timestamp:") ? "bad_parameter" : "unknown_view", what);
+  }
+}
+
+// Answers as of a past time (service_history.cpp), for a caller holding the
+// entry's lock shared: from the view's memory while it reaches, else from
+// the newest persisted snapshot at or before as_of (ServiceError
+// history_unavailable when there is none). InvalidArgument for a bad view
+// or time.
+engine::TopKAnswer top_as_of(const Service::State& s, const NamespaceEntry& e, const std::optional<engine::ViewSpec>& view,
+                             std::optional<std::size_t> k, double as_of);
+std::vector<engine::PointAnswer> points_as_of(const Service::State& s, const NamespaceEntry& e, std::span<const std::string> items,
+                                              const std::optional<engine::ViewSpec>& view, double as_of);
 
 }  // namespace ebb::service

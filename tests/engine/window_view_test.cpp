@@ -264,6 +264,41 @@ TEST(TimeRings, EventsOlderThanEveryLevelAreUnplacedAndDroppedForEachWindow) {
   EXPECT_THROW((void)ns.top_at(ViewSpec::sliding(kMinute), 5, 1.7e9 + 1), InvalidArgument);  // after now
 }
 
+TEST(TimeRings, AsOfAnswersCoverTheWholeWindowOrNoneAndReachBackWithoutGaps) {
+  // One event a second for 1000 s; every window asked at every second back:
+  // an answer covers at least the window, ends at or before the time asked,
+  // holds exactly the events in it, and once the rings stop reaching they
+  // do not reach again further back.
+  NamespaceConfig c = window_config();
+  c.windows = {kMinute, 300, kHour, kDay};
+  Namespace ns(c);
+  const double t0 = 1700000000;
+  for (int i = 0; i <= 1000; ++i) {
+    std::vector<Event> batch = {{"x", t0 + i, 1}};
+    ns.apply(batch);
+  }
+  for (double w : {kMinute, 300.0, kHour, kDay}) {
+    bool lost = false;
+    for (int back = 1; back <= 1000; back += 7) {
+      const double at = t0 + 1000 - back;
+      const auto a = ns.top_at(ViewSpec::sliding(w), 5, at);
+      if (!a) {
+        lost = true;
+        continue;
+      }
+      SCOPED_TRACE("window " + std::to_string(w) + " back " + std::to_string(back));
+      EXPECT_FALSE(lost) << "reached again after a gap";
+      EXPECT_LE(a->window_end, at);
+      EXPECT_GT(a->window_end, at - a->granularity);
+      EXPECT_GE(a->window_end - a->window_start, w);
+      EXPECT_LT(a->window_end - a->window_start, w + a->granularity);
+      // Events at whole seconds in [start, end).
+      const double first = std::max(t0, std::ceil(a->window_start)), last = std::min(t0 + 1000, std::ceil(a->window_end) - 1);
+      EXPECT_EQ(a->total, std::max(0.0, last - first + 1));
+    }
+  }
+}
+
 TEST(TimeRings, FarFutureEventTimesAreInNoWindowAndQueriesStayCheap) {
   // An event-clock namespace without a jump limit takes a nanosecond
   // timestamp: the all-time view counts it, no window can.

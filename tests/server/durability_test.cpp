@@ -3,6 +3,9 @@
 // operations rebuild the same state, damaged logs are cut and reported, a
 // full disk refuses writes instead of acknowledging them.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 #include <simdjson.h>
 #include <sys/mount.h>
 
@@ -489,6 +492,65 @@ TEST(Durability, ADataDirectoryWithWindowsLoads) {
                      R"({"item_id":"pear","estimated_count":1,"lower_bound":1,"upper_bound":1,"rank":3}],"total":5,)"),
             std::string::npos) << top;
   EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 1);
+  std::filesystem::remove_all(dir);
+}
+
+// History: the snapshot a clean stop writes survives restarts and answers
+// where the rings do not reach; after a crash, every snapshot committed
+// before it is still there.
+TEST(Durability, HistorySurvivesRestartsAndCrashes) {
+  const auto dir = testing::make_temp_dir("ebb-history");
+  const std::vector<std::string> hourly = {"--history-interval", "1h"};
+  {
+    EbbServer server(dir, hourly);
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"h","k":2,"clock":"event","windows":["1m"],"half_lives":["5m"]})").status, 201);
+    ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"h","events":[{"item_id":"a","timestamp":1700000000,"weight":3},)"
+                                            R"({"item_id":"b","timestamp":1700000000},{"item_id":"z","timestamp":1699999999,"weight":0.5}]})").status, 204);
+    EXPECT_EQ(server.stop(), 0);  // the last snapshot: t = 1700000000
+  }
+  {
+    EbbServer server(dir, hourly);
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"h","events":[{"item_id":"c","timestamp":1700000600,"weight":5}]})").status, 204);
+    // 10 minutes back the 1 s buckets are gone: the snapshot answers.
+    auto r = c.request("GET", "/top-k?namespace=h&window=1m&timestamp=1700000100");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("window":{"start":1699999940,"end":1700000000},"window_length":"1m","as_of":1700000000,"source":"history",)"
+                          R"("granularity":3600,"items":[{"item_id":"a","estimated_count":3,"lower_bound":3,"upper_bound":3,"rank":1},)"
+                          R"({"item_id":"b","estimated_count":1,"lower_bound":1,"upper_bound":1,"rank":2}],"total":4.5,)"),
+              std::string::npos) << r.body;
+    // Not in that list: no count, and at most the list's lowest.
+    r = c.request("GET", "/count?namespace=h&window=1m&item_id=z&timestamp=1700000100");
+    EXPECT_NE(r.body.find(R"("item_id":"z","estimated_count":null,"lower_bound":0,"upper_bound":1,)"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find(R"("listed":false)"), std::string::npos) << r.body;
+    r = c.request("GET", "/history?namespace=h&item_id=a&half_life=5m&from=0&to=2000000000");
+    EXPECT_NE(r.body.find(R"("points":[{"t":1700000000,"estimated_count":3,"lower_bound":3,"upper_bound":3,"rank":1}],"truncated":false)"),
+              std::string::npos) << r.body;
+    server.stop_hard();  // no snapshot of the second batch
+  }
+  {
+    EbbServer server(dir, {"--history-interval", "100ms"});
+    HttpClient c(server.port());
+    auto r = c.request("GET", "/history?namespace=h&item_id=c&window=1m&from=0&to=2000000000");
+    EXPECT_NE(r.body.find(R"("points":[{"t":1700000000,"estimated_count":null,"lower_bound":0,"upper_bound":1,"rank":null})"), std::string::npos) << r.body;
+    // Snapshots go on every 100 ms: wait (without a deadline on speed) for
+    // one with c, then crash.
+    for (int i = 0; i < 600 && r.body.find(R"("t":1700000600)") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      r = c.request("GET", "/history?namespace=h&item_id=c&window=1m&from=0&to=2000000000");
+    }
+    ASSERT_NE(r.body.find(R"({"t":1700000600,"estimated_count":5,"lower_bound":5,"upper_bound":5,"rank":1})"), std::string::npos) << r.body;
+    server.stop_hard();
+  }
+  EbbServer server(dir, hourly);
+  HttpClient c(server.port());
+  const auto r = c.request("GET", "/history?namespace=h&item_id=c&window=1m&from=1700000600&to=1700000600");
+  EXPECT_NE(r.body.find(R"("points":[{"t":1700000600,"estimated_count":5,"lower_bound":5,"upper_bound":5,"rank":1}])"), std::string::npos) << r.body;
+  // A deleted namespace takes its history with it.
+  EXPECT_EQ(c.request("DELETE", "/namespaces/h").status, 204);
+  EXPECT_EQ(c.request("POST", "/namespaces", R"({"name":"h","k":2,"clock":"event","windows":["1m"]})").status, 201);
+  EXPECT_NE(c.request("GET", "/history?namespace=h&item_id=c&window=1m&from=0&to=2000000000").body.find(R"("points":[])"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 // What the engine answers. Shapes follow ../shared/notes/api.md so the CLI's
 // --json output and the server's responses are the same documents.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct PointAnswer {
   std::string source;
   CountedItem item;
   bool tracked = false;  // in the candidate set (tighter bounds)
+  // Answers from a persisted list: whether the item was in it. When not,
+  // the item's estimate is unknown: lower 0, upper the list's bound.
+  std::optional<bool> listed;
   double rate = 0;       // events/s: lambda x score (decayed), count / elapsed (all-time)
   Accuracy accuracy;
 };

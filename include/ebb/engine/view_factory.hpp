@@ -20,6 +20,11 @@ std::unique_ptr<View> make_view(const ViewSpec& spec, const NamespaceConfig& con
 // the windows share one set of bucket rings.
 std::vector<std::unique_ptr<View>> make_views(const NamespaceConfig& config);
 
+// The most the windows' buckets hold once every ring is full: sketches and
+// candidate heaps, before key bytes (0 without windows). Buckets are
+// allocated as event time fills them.
+std::size_t window_bytes_max(const NamespaceConfig& config);
+
 // The specs of the views a configuration asks for, in the namespace's
 // order (the order its checkpoints store them in): all-time first, then
 // each window, then each half-life, as configured.

@@ -6,6 +6,7 @@
 
 #include "ebb/engine/answers.hpp"
 #include "ebb/io/json_writer.hpp"
+#include "ebb/service/service.hpp"
 
 namespace ebb::service {
 
@@ -16,5 +17,7 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy);
 // block they share. `view_answer` describes the view when there are no items.
 void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
                   const engine::TopKAnswer& view_answer);
+// GET /history: an item's persisted points.
+void write_history(io::JsonWriter& w, const std::string& ns, std::string_view item, const HistorySeries& series);
 
 }  // namespace ebb::service

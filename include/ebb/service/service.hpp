@@ -35,6 +35,7 @@
 #include "ebb/service/namespace_spec.hpp"
 #include "ebb/service/service_error.hpp"
 #include "ebb/service/service_metrics.hpp"
+#include "ebb/storage/history_store.hpp"
 #include "ebb/storage/segment_log.hpp"
 
 namespace ebb::service {
@@ -45,6 +46,15 @@ struct ServiceOptions {
   storage::SegmentLogOptions log;
   double checkpoint_interval = 10;  // seconds
   double answer_cache_ttl = 0.1;    // seconds a rendered top-K answer may be reused while nothing changed; 0: never
+  double history_interval = 10;     // seconds between history snapshots of every view; 0: none
+  storage::HistoryRetention history_retention;
+};
+
+// An item's persisted series (GET /history).
+struct HistorySeries {
+  engine::ViewSpec view;
+  std::vector<storage::HistoryPoint> points;
+  bool truncated = false;  // more points than the limit
 };
 
 // Where a write stands in the log; wait on it with when_durable().
@@ -138,12 +148,25 @@ class Service {
   // The answers as they were at `as_of` (seconds since the epoch, at most
   // now): from the view's own memory while it reaches that far (a window's
   // bucket rings; source "memory", exact to the stated granularity).
-  // Beyond it, ServiceError invalid "history_unavailable": persisted
-  // history is not built yet.
+  // Beyond it (and for decayed and all-time views), from the newest
+  // persisted snapshot at or before as_of (source "history"; an item not in
+  // that list answers listed = false with the bound an unlisted item has);
+  // ServiceError invalid "history_unavailable" when there is none.
   engine::TopKAnswer top_at(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                             double as_of) const;
   engine::PointAnswer count_at(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view,
                                double as_of) const;
+
+  // History (persistent services with history_interval > 0): a thread
+  // snapshots every namespace's views (their top K) into
+  // <data dir>/history.sqlite3 every history_interval and thins old points
+  // (history_retention).
+  void start_history();
+  // One snapshot pass now; returns the snapshots written.
+  std::size_t snapshot_history();
+  // The item's persisted points in [from, to] (at most max_points).
+  HistorySeries history(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view, double from, double to,
+                        std::size_t max_points) const;
 
   ServiceMetrics metrics() const;
   const ServiceLimits& limits() const noexcept;

@@ -1,0 +1,275 @@
+#include "ebb/storage/history_store.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+
+namespace ebb::storage {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots(
+  id INTEGER PRIMARY KEY,
+  namespace TEXT NOT NULL,
+  view TEXT NOT NULL,
+  t REAL NOT NULL,
+  window_start REAL NOT NULL,
+  window_end REAL NOT NULL,
+  total REAL NOT NULL,
+  epsilon REAL NOT NULL,
+  confidence REAL NOT NULL,
+  max_error REAL NOT NULL,
+  guarantee_threshold REAL NOT NULL,
+  k INTEGER NOT NULL,
+  unlisted_bound REAL NOT NULL,
+  UNIQUE(namespace, view, t));
+CREATE TABLE IF NOT EXISTS items(
+  snapshot INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  item TEXT NOT NULL,
+  estimate REAL NOT NULL,
+  lower REAL NOT NULL,
+  upper REAL NOT NULL,
+  PRIMARY KEY(snapshot, rank)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_by_item ON items(item, snapshot);
+)sql";
+
+// A prepared statement, finalized on every path.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail("prepare");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, std::string_view text) {
+    check(sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT), "bind");
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    check(sqlite3_bind_double(stmt_, i, v), "bind");
+    return *this;
+  }
+  Statement& bind_int(int i, std::int64_t v) {
+    check(sqlite3_bind_int64(stmt_, i, v), "bind");
+    return *this;
+  }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) fail("step");
+    return false;
+  }
+  void run() {
+    while (step()) {
+    }
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))) : std::string();
+  }
+
+ private:
+  void check(int rc, const char* what) {
+    if (rc != SQLITE_OK) fail(what);
+  }
+  [[noreturn]] void fail(const char* what) const { throw HistoryError(std::string("history: ") + what + ": " + sqlite3_errmsg(db_)); }
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+HistorySnapshot read_snapshot(sqlite3* db, Statement& s) {
+  HistorySnapshot h;
+  const std::int64_t id = s.integer(0);
+  h.ns = s.text(1);
+  h.view = s.text(2);
+  h.t = s.real(3);
+  h.window_start = s.real(4);
+  h.window_end = s.real(5);
+  h.total = s.real(6);
+  h.epsilon = s.real(7);
+  h.confidence = s.real(8);
+  h.max_error = s.real(9);
+  h.guarantee_threshold = s.real(10);
+  h.k = static_cast<std::uint32_t>(s.integer(11));
+  Statement items(db, "SELECT item, estimate, lower, upper FROM items WHERE snapshot = ? ORDER BY rank");
+  items.bind_int(1, id);
+  while (items.step()) h.items.push_back({items.text(0), items.real(1), items.real(2), items.real(3)});
+  return h;
+}
+
+}  // namespace
+
+double HistorySnapshot::unlisted_bound() const noexcept {
+  if (items.size() < k || items.empty()) return guarantee_threshold;
+  double lowest = items.front().estimate;
+  for (const auto& i : items) lowest = std::min(lowest, i.estimate);
+  return std::max(lowest, guarantee_threshold);
+}
+
+HistoryStore::HistoryStore(const std::filesystem::path& file) : file_(file) {
+  if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw HistoryError("history: cannot open " + file.string() + ": " + why);
+  }
+  try {
+    sqlite3_busy_timeout(db_, 5000);  // a user's sqlite3 shell may hold a read lock a moment
+    // WAL: readers (a user's shell) do not block the writer; NORMAL: a
+    // committed snapshot survives a process crash (an OS crash may lose the
+    // last few, which are a history's newest points, not acknowledged data).
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    exec(kSchema);
+    Statement version(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (version.step()) {
+      const std::string v = version.text(0);
+      if (v != std::to_string(kSchemaVersion)) throw HistoryError("history: " + file.string() + " has schema version " + v + ", this build reads " + std::to_string(kSchemaVersion));
+    } else {
+      exec(("INSERT INTO meta(key, value) VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "')").c_str());
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+HistoryStore::~HistoryStore() { sqlite3_close(db_); }
+
+void HistoryStore::exec(const char* sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string why = error ? error : sqlite3_errmsg(db_);
+    sqlite3_free(error);
+    throw HistoryError("history: " + why);
+  }
+}
+
+void HistoryStore::write(const std::vector<HistorySnapshot>& snapshots) {
+  std::lock_guard lock(mu_);
+  exec("BEGIN IMMEDIATE");
+  try {
+    Statement snap(db_,
+                   "INSERT OR IGNORE INTO snapshots(namespace, view, t, window_start, window_end, total, epsilon, confidence, max_error, "
+                   "guarantee_threshold, k, unlisted_bound) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement item(db_, "INSERT INTO items(snapshot, rank, item, estimate, lower, upper) VALUES(?, ?, ?, ?, ?, ?)");
+    for (const auto& h : snapshots) {
+      snap.bind(1, h.ns).bind(2, h.view).bind(3, h.t).bind(4, h.window_start).bind(5, h.window_end).bind(6, h.total);
+      snap.bind(7, h.epsilon).bind(8, h.confidence).bind(9, h.max_error).bind(10, h.guarantee_threshold);
+      snap.bind_int(11, h.k).bind(12, h.unlisted_bound());
+      snap.run();
+      if (sqlite3_changes(db_) == 0) continue;  // already stored
+      const std::int64_t id = sqlite3_last_insert_rowid(db_);
+      for (std::size_t r = 0; r < h.items.size(); ++r) {
+        const auto& i = h.items[r];
+        item.bind_int(1, id).bind_int(2, static_cast<std::int64_t>(r + 1)).bind(3, i.item).bind(4, i.estimate).bind(5, i.lower).bind(6, i.upper);
+        item.run();
+      }
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::optional<HistorySnapshot> HistoryStore::at(std::string_view ns, std::string_view view, double t) const {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "SELECT id, namespace, view, t, window_start, window_end, total, epsilon, confidence, max_error, guarantee_threshold, k "
+              "FROM snapshots WHERE namespace = ? AND view = ? AND t <= ? ORDER BY t DESC LIMIT 1");
+  s.bind(1, ns).bind(2, view).bind(3, t);
+  if (!s.step()) return std::nullopt;
+  return read_snapshot(db_, s);
+}
+
+std::vector<HistoryPoint> HistoryStore::series(std::string_view ns, std::string_view view, std::string_view item, double from, double to,
+                                               std::size_t limit) const {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "SELECT s.t, i.rank, i.estimate, i.lower, i.upper, s.unlisted_bound FROM snapshots s "
+              "LEFT JOIN items i ON i.snapshot = s.id AND i.item = ? "
+              "WHERE s.namespace = ? AND s.view = ? AND s.t >= ? AND s.t <= ? ORDER BY s.t LIMIT ?");
+  s.bind(1, item).bind(2, ns).bind(3, view).bind(4, from).bind(5, to).bind_int(6, static_cast<std::int64_t>(limit));
+  std::vector<HistoryPoint> points;
+  while (s.step()) {
+    HistoryPoint p;
+    p.t = s.real(0);
+    if (!s.null(1)) {
+      p.rank = static_cast<std::uint32_t>(s.integer(1));
+      p.estimate = s.real(2);
+      p.lower = s.real(3);
+      p.upper = s.real(4);
+    } else {
+      p.upper = s.real(5);
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
+std::uint64_t HistoryStore::apply_retention(double now, const HistoryRetention& r) {
+  std::lock_guard lock(mu_);
+  exec("BEGIN IMMEDIATE");
+  try {
+    std::uint64_t deleted = 0;
+    Statement too_old(db_, "DELETE FROM snapshots WHERE t < ?");
+    too_old.bind(1, now - r.hours);
+    too_old.run();
+    deleted += static_cast<std::uint64_t>(sqlite3_changes(db_));
+    // Thin a span to its first point per `seconds` (per namespace and view).
+    auto thin = [&](double older_than, double newer_than, double seconds) {
+      Statement s(db_,
+                  "DELETE FROM snapshots WHERE t < ?1 AND t >= ?2 AND id NOT IN ("
+                  "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY namespace, view, CAST(t / ?3 AS INTEGER) ORDER BY t) AS n "
+                  "FROM snapshots WHERE t < ?1 AND t >= ?2) WHERE n = 1)");
+      s.bind(1, older_than).bind(2, newer_than).bind(3, seconds);
+      s.run();
+      deleted += static_cast<std::uint64_t>(sqlite3_changes(db_));
+    };
+    thin(now - r.minutes, now - r.hours, 3600);
+    thin(now - r.full, now - r.minutes, 60);
+    exec("COMMIT");
+    return deleted;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+void HistoryStore::drop_namespace(std::string_view ns) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "DELETE FROM snapshots WHERE namespace = ?");
+  s.bind(1, ns);
+  s.run();
+}
+
+std::uint64_t HistoryStore::snapshots() const {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT COUNT(*) FROM snapshots");
+  return s.step() ? static_cast<std::uint64_t>(s.integer(0)) : 0;
+}
+
+std::uint64_t HistoryStore::bytes() const {
+  std::lock_guard lock(mu_);
+  Statement count(db_, "PRAGMA page_count");
+  Statement size(db_, "PRAGMA page_size");
+  const std::int64_t pages = count.step() ? count.integer(0) : 0;
+  const std::int64_t page = size.step() ? size.integer(0) : 0;
+  return static_cast<std::uint64_t>(pages * page);
+}
+
+}  // namespace ebb::storage
