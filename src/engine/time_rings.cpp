@@ -18,6 +18,8 @@ constexpr double kLadder[] = {1, 10, 60, 600, 3600, 86400};
 constexpr double kMinBucketsPerWindow = 24;
 constexpr std::size_t kChunk = 256;
 constexpr std::size_t kMaxPart = std::size_t{1} << 36;
+// 2: the top level counts every event itself (1: it summed its children).
+constexpr std::uint16_t kFormatVersion = 2;
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) noexcept {
   const std::int64_t q = a / b;
@@ -119,8 +121,9 @@ void TimeRings::advance(std::size_t level, std::int64_t index) {
   Level& l = rings_[level];
   if (level + 1 < rings_.size()) {
     // The closing head moves up into its parent (the parent level's head)
-    // before that level advances in turn.
-    if (l.head != kNoHead) {
+    // before that level advances in turn; the top level counts its events
+    // itself.
+    if (l.head != kNoHead && level + 1 != top()) {
       const Bucket* closing = find(level, l.head);
       if (closing && !closing->sketch.empty()) {
         Bucket& parent = open_bucket(level + 1, floor_div(l.head, l.ratio));
@@ -152,16 +155,19 @@ void TimeRings::add_late(std::string_view item, std::uint64_t hash, double weigh
     ++unplaced_;
     return;
   }
-  for (;;) {
-    const std::int64_t index = index_at(level, t);
-    Bucket& b = open_bucket(level, index);
+  auto add = [&](std::size_t at, std::int64_t index) {
+    Bucket& b = open_bucket(at, index);
     b.heap.offer(item, hash, weight, b.sketch.update(hash, weight));
+    if (index != rings_[at].head) ++b.late_events;
+  };
+  // Below the top: the bucket, and each parent it was already added into.
+  for (; level < top(); ++level) {
+    const std::int64_t index = index_at(level, t);
+    add(level, index);
     if (index == rings_[level].head) break;  // a head: its events move up when it closes
-    ++b.late_events;
-    // A closed bucket was already added into its parent: the parent needs
-    // the event as well.
-    if (++level == rings_.size()) break;
   }
+  // The top level counts every event itself.
+  if (holds(top(), index_at(top(), t))) add(top(), index_at(top(), t));
 }
 
 void TimeRings::apply(const PreparedBatch& batch) {
@@ -187,6 +193,10 @@ void TimeRings::apply(const PreparedBatch& batch) {
       std::size_t j = i + 1;
       while (j < n && batch.times[j] < kMaxTime && index_at(0, batch.times[j]) == index) ++j;
       add_run(open_bucket(0, index), batch, i, j);
+      // The top level counts every event itself: conservative update over
+      // its whole period, where a sum of merged children would add up each
+      // child's over-count.
+      if (top() > 0) add_run(open_bucket(top(), rings_[top()].head), batch, i, j);
       for (; i < j; ++i) newest_ = std::max(newest_, batch.times[i]);
     } else {
       add_late(batch.items[i], batch.hashes[i], batch.weights[i], batch.times[i]);
@@ -196,6 +206,12 @@ void TimeRings::apply(const PreparedBatch& batch) {
 }
 
 void TimeRings::collect(std::size_t level, std::int64_t index, Cover& cover) const {
+  if (index == rings_[level].head && level == top()) {
+    // The top level's head holds its period's every event.
+    const Bucket* b = find(level, index);
+    if (b && !b->sketch.empty()) cover.open.push_back(b);
+    return;
+  }
   if (index == rings_[level].head) {
     // A head holds its closed children; the heads below it hold the rest.
     for (std::size_t j = 0; j <= level; ++j) {
@@ -342,11 +358,11 @@ std::string TimeRings::serialize() const {
       w.put_string(b->heap.serialize());
     }
   }
-  return seal_blob(BlobKind::time_rings, 1, w.buffer());
+  return seal_blob(BlobKind::time_rings, kFormatVersion, w.buffer());
 }
 
 void TimeRings::restore(std::string_view blob) {
-  auto opened = open_blob(blob, BlobKind::time_rings, 1);
+  auto opened = open_blob(blob, BlobKind::time_rings, kFormatVersion);
   BinaryReader r(opened.payload, "time rings");
   const auto level_count = r.get<std::uint32_t>();
   if (level_count != rings_.size()) r.fail("holds " + std::to_string(level_count) + " levels, the windows need " + std::to_string(rings_.size()));
@@ -402,6 +418,20 @@ void TimeRings::restore(std::string_view blob) {
     slot->heap = CandidateHeap::deserialize(heap_blob, candidates_);
   }
   r.expect_end();
+  if (opened.version == 1 && level_count > 1 && heads[0] != kNoHead) {
+    // Version 1 merged every head into its parent, the top level's too, when
+    // it closed: the top head lacks what the heads below it hold. Since
+    // version 2 the top level counts every event itself.
+    const std::size_t t = level_count - 1;
+    auto& top_slot = rings[t].slots[slot_of(heads[t], rings[t].plan.slots)];
+    if (!top_slot) top_slot = std::make_unique<Bucket>(heads[t], shape_, policy_, candidates_);
+    for (std::size_t level = 0; level < t; ++level) {
+      const auto& below = rings[level].slots[slot_of(heads[level], rings[level].plan.slots)];
+      if (!below || below->index != heads[level] || below->sketch.empty()) continue;
+      top_slot->heap.merge(below->heap, top_slot->sketch, below->sketch);
+      top_slot->sketch.merge(below->sketch);
+    }
+  }
   rings_ = std::move(rings);
   dropped_ = std::move(dropped);
   unplaced_ = unplaced;

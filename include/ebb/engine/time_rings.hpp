@@ -5,10 +5,12 @@
 // candidate heap. A conservative-update sketch cannot be subtracted, so a
 // window is a sum of buckets (notes/algorithms.md section 4).
 //
-// - Ingest: an event goes to the finest level's newest bucket (its head).
-//   When a head closes it is added into its parent: one sketch merge per
-//   bucket period, so an event costs one sketch update whatever the number
-//   of windows.
+// - Ingest: an event goes to the finest level's newest bucket (its head)
+//   and to the top level's. When a head below the top closes it is added
+//   into its parent: one sketch merge per bucket period, so an event costs
+//   two sketch updates whatever the number of windows. The top level,
+//   which holds most of a long window, counts with conservative update
+//   over its whole period instead of summing its children's over-counts.
 // - Cover: a window [T - W, T] is the sum of whole buckets, the coarsest that
 //   fit, each from a level that still holds it. Its start is exact to the
 //   granularity of the bucket at that end, and the answer says so (the
@@ -113,6 +115,7 @@ class TimeRings {
   };
   static constexpr std::int64_t kNoHead = INT64_MIN;
 
+  std::size_t top() const noexcept { return rings_.size() - 1; }
   std::int64_t index_at(std::size_t level, double t) const noexcept;
   // Whether a level still holds (or will hold) the bucket of this index.
   bool holds(std::size_t level, std::int64_t index) const noexcept;
