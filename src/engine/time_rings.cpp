@@ -68,9 +68,14 @@ std::vector<RingLevel> plan_ring_levels(std::span<const double> windows) {
   return levels;
 }
 
+CountMinShape TimeRings::top_shape(const CountMinShape& bucket_shape) {
+  return CountMinShape::with_dimensions(std::min<std::uint64_t>(std::uint64_t{bucket_shape.width} * 2, CountMinShape::kMaxWidth), bucket_shape.depth);
+}
+
 TimeRings::TimeRings(std::vector<double> windows, CountMinShape bucket_shape, UpdatePolicy policy, std::uint32_t candidates)
     : windows_(std::move(windows)),
       shape_(bucket_shape),
+      top_shape_(top_shape(bucket_shape)),
       policy_(policy),
       candidates_(candidates),
       levels_(plan_ring_levels(windows_)),
@@ -106,7 +111,7 @@ TimeRings::Bucket& TimeRings::open_bucket(std::size_t level, std::int64_t index)
   Level& l = rings_[level];
   auto& b = l.slots[slot_of(index, l.plan.slots)];
   if (!b) {
-    b = std::make_unique<Bucket>(index, shape_, policy_, candidates_);
+    b = std::make_unique<Bucket>(index, shape_of(level), policy_, candidates_);
   } else if (b->index != index) {
     // The slot's previous bucket is older than the level keeps; it was
     // added into its parent when it closed.
@@ -412,7 +417,12 @@ void TimeRings::restore(std::string_view blob) {
     auto& slot = l.slots[slot_of(index, l.plan.slots)];
     if (slot) r.fail("two buckets in one slot");
     CountMin sketch = CountMin::deserialize(sketch_blob);
-    if (!(sketch.shape() == shape_) || sketch.policy() != policy_) r.fail("bucket sketch shape differs from the configuration");
+    // Version 1's top level was as wide as the rest: widened, it never
+    // under-counts and keeps its narrower error.
+    if (opened.version == 1 && level == level_count - 1 && level > 0 && sketch.shape() == shape_ && sketch.policy() == policy_) {
+      sketch = sketch.widened(top_shape_.width);
+    }
+    if (!(sketch.shape() == shape_of(level)) || sketch.policy() != policy_) r.fail("bucket sketch shape differs from the configuration");
     slot = std::make_unique<Bucket>(index, shape_, policy_, 1);
     slot->sketch = std::move(sketch);
     slot->heap = CandidateHeap::deserialize(heap_blob, candidates_);
@@ -424,12 +434,12 @@ void TimeRings::restore(std::string_view blob) {
     // version 2 the top level counts every event itself.
     const std::size_t t = level_count - 1;
     auto& top_slot = rings[t].slots[slot_of(heads[t], rings[t].plan.slots)];
-    if (!top_slot) top_slot = std::make_unique<Bucket>(heads[t], shape_, policy_, candidates_);
+    if (!top_slot) top_slot = std::make_unique<Bucket>(heads[t], top_shape_, policy_, candidates_);
     for (std::size_t level = 0; level < t; ++level) {
       const auto& below = rings[level].slots[slot_of(heads[level], rings[level].plan.slots)];
       if (!below || below->index != heads[level] || below->sketch.empty()) continue;
       top_slot->heap.merge(below->heap, top_slot->sketch, below->sketch);
-      top_slot->sketch.merge(below->sketch);
+      top_slot->sketch.merge(below->sketch.widened(top_shape_.width));
     }
   }
   rings_ = std::move(rings);

@@ -43,9 +43,14 @@ std::vector<std::unique_ptr<View>> make_views(const NamespaceConfig& config) {
 
 std::size_t window_bytes_max(const NamespaceConfig& c) {
   if (c.windows.empty()) return 0;
-  std::size_t slots = 0;
-  for (const auto& level : plan_ring_levels(c.windows)) slots += level.slots;
-  return slots * (std::size_t{c.window_sketch_width} * c.sketch.depth * sizeof(double) + KeyedMinHeap::reserved_bytes(c.resolved_candidates()));
+  const auto levels = plan_ring_levels(c.windows);
+  const auto shape = CountMinShape::with_dimensions(c.window_sketch_width, c.sketch.depth);
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const bool top = i + 1 == levels.size() && i > 0;  // twice as wide (TimeRings::top_shape)
+    bytes += levels[i].slots * ((top ? TimeRings::top_shape(shape) : shape).counter_bytes() + KeyedMinHeap::reserved_bytes(c.resolved_candidates()));
+  }
+  return bytes;
 }
 
 std::vector<ViewSpec> configured_views(const NamespaceConfig& config) {

@@ -26,7 +26,8 @@ std::shared_ptr<WindowView::Sum> sum_of(const std::vector<const Bucket*>& bucket
   std::unordered_map<std::string_view, Seen> seen;
   double thresholds = 0;
   for (const Bucket* b : buckets) {
-    sum->sketch.merge(b->sketch);
+    if (b->sketch.shape() == sum->sketch.shape()) sum->sketch.merge(b->sketch);
+    else sum->sketch.merge_folded(b->sketch);  // the top level's wider buckets
     const double threshold = b->heap.threshold();
     thresholds += threshold;
     for (const auto& e : b->heap.entries()) {

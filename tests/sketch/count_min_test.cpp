@@ -179,3 +179,37 @@ TEST(CountMin, EmptyMeansZeroTotalWeight) {
 
 }  // namespace
 }  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// A wide sketch folded into a narrow one, or a narrow one widened: the
+// result never under-counts, and folding is exactly the narrow sketch of
+// the same events under plain update (a column is the prefix of the wider one's).
+TEST(CountMinFold, FoldingAndWideningKeepEveryCountAndFoldingMatchesTheNarrowPlainSketch) {
+  const auto narrow_shape = CountMinShape::with_dimensions(64, 3), wide_shape = CountMinShape::with_dimensions(256, 3);
+  CountMin wide(wide_shape, UpdatePolicy::plain), narrow_plain(narrow_shape, UpdatePolicy::plain), narrow(narrow_shape, UpdatePolicy::plain);
+  std::map<std::uint64_t, double> truth;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 5000; ++i) {
+    const std::uint64_t h = rng() % 700 * 0x9E3779B97F4A7C15ULL;
+    const double w = 1 + rng() % 4;
+    wide.update(h, w);
+    narrow_plain.update(h, w);
+    truth[h] += w;
+  }
+  narrow.merge_folded(wide);
+  EXPECT_EQ(narrow.total(), wide.total());
+  const CountMin back = narrow_plain.widened(256);
+  EXPECT_EQ(back.total(), narrow_plain.total());
+  for (const auto& [h, count] : truth) {
+    EXPECT_EQ(narrow.estimate(h), narrow_plain.estimate(h));
+    EXPECT_GE(narrow.estimate(h), count);
+    EXPECT_EQ(back.estimate(h), narrow_plain.estimate(h));  // every wide column holds its prefix's counter
+  }
+  EXPECT_THROW(wide.merge_folded(narrow), InvalidArgument);
+  EXPECT_THROW(narrow.merge_folded(CountMin(CountMinShape::with_dimensions(256, 4), UpdatePolicy::plain)), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace ebb

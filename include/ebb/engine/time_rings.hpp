@@ -77,7 +77,11 @@ class TimeRings {
 
   const std::vector<double>& windows() const noexcept { return windows_; }
   const std::vector<RingLevel>& levels() const noexcept { return levels_; }
+  // Buckets below the top level; the top level's are twice as wide (it
+  // holds most of a long window). Answers state the narrower bound.
   const CountMinShape& bucket_shape() const noexcept { return shape_; }
+  const CountMinShape& shape_of(std::size_t level) const noexcept { return level == top() && top() > 0 ? top_shape_ : shape_; }
+  static CountMinShape top_shape(const CountMinShape& bucket_shape);
   std::uint32_t candidates() const noexcept { return candidates_; }
 
   void apply(const PreparedBatch& batch);
@@ -134,6 +138,7 @@ class TimeRings {
 
   std::vector<double> windows_;
   CountMinShape shape_;
+  CountMinShape top_shape_;
   UpdatePolicy policy_;
   std::uint32_t candidates_;
   std::vector<RingLevel> levels_;

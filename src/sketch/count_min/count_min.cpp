@@ -199,6 +199,34 @@ void CountMin::merge(const CountMin& other) {
   total_ += other.total_;
 }
 
+void CountMin::merge_folded(const CountMin& wider) {
+  if (wider.shape_.depth != shape_.depth || wider.shape_.width < shape_.width || wider.shape_.width % shape_.width != 0 ||
+      wider.policy_ != policy_) {
+    throw InvalidArgument("cannot fold a " + std::to_string(wider.shape_.depth) + "x" + std::to_string(wider.shape_.width) + " count-min sketch into a " +
+                          std::to_string(shape_.depth) + "x" + std::to_string(shape_.width) + " one");
+  }
+  const unsigned fold = std::countr_zero(wider.shape_.width / shape_.width);
+  for (std::uint32_t r = 0; r < shape_.depth; ++r) {
+    double* c = counters_.get() + std::size_t{r} * shape_.width;
+    const double* o = wider.counters_.get() + std::size_t{r} * wider.shape_.width;
+    for (std::uint32_t i = 0; i < wider.shape_.width; ++i) c[i >> fold] += o[i];
+  }
+  total_ += wider.total_;
+}
+
+CountMin CountMin::widened(std::uint32_t width) const {
+  CountMin out(CountMinShape::with_dimensions(width, shape_.depth), policy_);
+  if (width < shape_.width || width % shape_.width != 0) throw InvalidArgument("widened: not a multiple of the width");
+  const unsigned fold = std::countr_zero(width / shape_.width);
+  for (std::uint32_t r = 0; r < shape_.depth; ++r) {
+    const double* c = counters_.get() + std::size_t{r} * shape_.width;
+    double* o = out.counters_.get() + std::size_t{r} * width;
+    for (std::uint32_t i = 0; i < width; ++i) o[i] = c[i >> fold];
+  }
+  out.total_ = total_;
+  return out;
+}
+
 void CountMin::clear() noexcept {
   std::memset(counters_.get(), 0, shape_.counter_bytes());
   total_ = 0;

@@ -60,6 +60,16 @@ class CountMin {
   void scale(double factor) noexcept;
   // Adds another sketch of the same shape and policy, counter by counter.
   void merge(const CountMin& other);
+  // Adds a sketch of the same depth and policy whose width is this width
+  // times a power of two, folding it: a column here is the prefix of the
+  // wider one's (top bits of the same hash), so each of its counters goes
+  // to the column its index starts with. The sum still never under-counts;
+  // its error is this width's.
+  void merge_folded(const CountMin& wider);
+  // A sketch of `width` (a power-of-two multiple of this width) that never
+  // under-counts what this one counted: each counter copied to every wider
+  // column that starts with its index. Its error stays this width's.
+  CountMin widened(std::uint32_t width) const;
   void clear() noexcept;
 
   std::size_t memory_bytes() const noexcept { return shape_.counter_bytes() + sizeof(*this); }
