@@ -17,11 +17,14 @@ std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& wind
   if (window && half_life) throw bad_request("bad_parameter", "window, half_life: give one of the two, not both");
   if (window) {
     if (*window == "all") return engine::ViewSpec::all_time();
+    double seconds = 0;
     try {
-      return engine::ViewSpec::sliding(parse_duration(*window));
+      seconds = parse_duration(*window);
     } catch (const InvalidArgument&) {
       throw bad_request("bad_parameter", "window: must be \"all\" or a duration like 1h (got '" + *window + "')");
     }
+    if (seconds != std::floor(seconds)) throw bad_request("bad_parameter", "window: windows are whole seconds (got '" + *window + "')");
+    return engine::ViewSpec::sliding(seconds);
   }
   if (half_life) {
     try {

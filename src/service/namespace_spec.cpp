@@ -153,6 +153,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       has_windows = true;
       for (const auto& w : get_strings(value, field, limits.max_views)) {
         if (w == "all") {
+          if (c.all_time) bad(field, "'all' is given twice");
           c.all_time = true;
           continue;
         }
