@@ -117,7 +117,8 @@ TimeRings::Bucket& TimeRings::open_bucket(std::size_t level, std::int64_t index)
     // added into its parent when it closed.
     b->index = index;
     b->sketch.clear();
-    b->heap = CandidateHeap(candidates_);
+    b->heap.clear();
+    b->late_events = 0;
   }
   return *b;
 }

@@ -91,6 +91,11 @@ class CandidateHeap {
   std::vector<CountedItem> top(std::size_t k) const;
 
   void scale(double factor) noexcept;
+  // Empty again, at the same capacity, keeping its buffers.
+  void clear() noexcept {
+    heap_.clear();
+    floor_ = 0;
+  }
   // Union of both candidate sets, for a heap whose sketch becomes the sum of
   // both sides' sketches: call it before that sum is taken. Each upper
   // bound is the sum of the sides' bounds (the value where a side holds the
