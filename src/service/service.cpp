@@ -66,6 +66,7 @@ Service::~Service() {
   }
   s_->thread_cv.notify_all();
   if (s_->checkpointer.joinable()) s_->checkpointer.join();
+  if (s_->historian.joinable()) s_->historian.join();
 }
 
 const ServiceLimits& Service::limits() const noexcept { return s_->options.limits; }
