@@ -163,12 +163,19 @@ TopKAnswer WindowView::answer(const TimeRings::Cover& cover, std::size_t k, doub
     ranked.emplace_back((b.closed >= 0 ? b.closed : outside(closed, b.hash)) + (b.open >= 0 ? b.open : outside(*open, b.hash)), key);
   }
   const std::size_t shortlist = std::min(ranked.size(), 2 * k);
+  // An item outside the shortlist is bounded only by its ranking bound, at
+  // most the first one left out: the guarantee says so.
   std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(shortlist), ranked.end(),
                     [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
   for (std::size_t i = 0; i < shortlist; ++i) {
     const std::string_view key = ranked[i].second;
     const ItemCount c = count_in(cover, key, bounds.at(key).hash);
     a.items.push_back({std::string(key), c.upper, c.lower, c.upper});
+  }
+  if (ranked.size() > shortlist) {
+    const auto cut = std::max_element(ranked.begin() + static_cast<std::ptrdiff_t>(shortlist), ranked.end(),
+                                      [](const auto& x, const auto& y) { return x.first < y.first; });
+    a.accuracy.guarantee_threshold = std::max(a.accuracy.guarantee_threshold, cut->first);
   }
   std::sort(a.items.begin(), a.items.end(), ranks_before);
   if (a.items.size() > k) a.items.resize(k);

@@ -318,6 +318,7 @@ void Service::remove(const std::string& name) {
   // Its history goes too: a new namespace of the same name starts afresh.
   if (s.history) {
     try {
+      std::lock_guard pass(s.history_mu);
       s.history->drop_namespace(name);
     } catch (const std::exception& e) {
       s.log->error("history of deleted namespace '{}' not removed: {}", name, e.what());

@@ -162,6 +162,7 @@ engine::PointAnswer Service::count_at(const std::string& name, std::string_view 
 std::size_t Service::snapshot_history() {
   State& s = *s_;
   if (!s.history) return 0;
+  std::lock_guard pass(s.history_mu);
   std::vector<EntryPtr> entries;
   {
     std::shared_lock lock(s.map_mu);

@@ -68,6 +68,10 @@ struct Service::State {
   // History (null: not persistent, or history_interval 0).
   std::unique_ptr<storage::HistoryStore> history;
   std::thread historian;
+  // Held across a snapshot pass (collect, then write) and a namespace's
+  // history drop, so a pass that read a namespace before its delete cannot
+  // write it back after the drop.
+  std::mutex history_mu;
 
   // Metrics.
   mutable std::mutex metrics_mu;
