@@ -86,18 +86,24 @@ std::size_t Service::checkpoint() {
 void Service::start_checkpoints() {
   State& s = *s_;
   if (!s.store || s.checkpointer.joinable()) return;
-  s.checkpointer = std::thread([this, &s] {
-    std::unique_lock lock(s.thread_mu);
-    const auto every = std::chrono::duration<double>(s.options.checkpoint_interval);
-    while (!s.stop) {
-      s.thread_cv.wait_for(lock, every, [&s] { return s.stop; });
-      if (s.stop) break;
+  s.checkpointer = s.every(s.options.checkpoint_interval, "checkpoint failed (writes are still logged)", [this, &s] {
+    const auto n = checkpoint();
+    if (n > 0) s.log->debug("checkpoint wrote={}", n);
+  });
+}
+
+std::thread Service::State::every(double seconds, const char* what, std::function<void()> pass) {
+  return std::thread([this, seconds, what, pass = std::move(pass)] {
+    std::unique_lock lock(thread_mu);
+    const auto interval = std::chrono::duration<double>(seconds);
+    while (!stop) {
+      thread_cv.wait_for(lock, interval, [this] { return stop; });
+      if (stop) break;
       lock.unlock();
       try {
-        const auto n = checkpoint();
-        if (n > 0) s.log->debug("checkpoint wrote={}", n);
+        pass();
       } catch (const std::exception& e) {
-        s.log->error("checkpoint failed (writes are still logged): {}", e.what());
+        log->error("{}: {}", what, e.what());
       }
       lock.lock();
     }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "ebb/core/clock.hpp"
 #include "ebb/core/duration.hpp"
 #include "service_state.hpp"
 
@@ -183,27 +184,14 @@ std::size_t Service::snapshot_history() {
 void Service::start_history() {
   State& s = *s_;
   if (!s.history || s.historian.joinable()) return;
-  s.historian = std::thread([this, &s] {
-    std::unique_lock lock(s.thread_mu);
-    const auto every = std::chrono::duration<double>(s.options.history_interval);
-    auto last_retention = std::chrono::steady_clock::now();
-    while (!s.stop) {
-      s.thread_cv.wait_for(lock, every, [&s] { return s.stop; });
-      if (s.stop) break;
-      lock.unlock();
-      try {
-        const auto n = snapshot_history();
-        if (n > 0) s.log->debug("history snapshots={}", n);
-        if (std::chrono::steady_clock::now() - last_retention > std::chrono::minutes(1)) {
-          last_retention = std::chrono::steady_clock::now();
-          const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-          const auto deleted = s.history->apply_retention(now, s.options.history_retention);
-          if (deleted > 0) s.log->debug("history retention deleted={}", deleted);
-        }
-      } catch (const std::exception& e) {
-        s.log->error("history snapshot failed (ingest and queries go on): {}", e.what());
-      }
-      lock.lock();
+  auto last_retention = std::chrono::steady_clock::now();
+  s.historian = s.every(s.options.history_interval, "history snapshot failed (ingest and queries go on)", [this, &s, last_retention]() mutable {
+    const auto n = snapshot_history();
+    if (n > 0) s.log->debug("history snapshots={}", n);
+    if (std::chrono::steady_clock::now() - last_retention > std::chrono::minutes(1)) {
+      last_retention = std::chrono::steady_clock::now();
+      const auto deleted = s.history->apply_retention(wall_clock_now(), s.options.history_retention);
+      if (deleted > 0) s.log->debug("history retention deleted={}", deleted);
     }
   });
 }

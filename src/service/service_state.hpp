@@ -3,6 +3,7 @@
 // admin), service_recovery.cpp and service_checkpoint.cpp.
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +80,10 @@ struct Service::State {
   std::string checkpoint_error;
   std::atomic<std::uint64_t> idempotent_replays{0}, persist_failures{0}, overloaded{0};
   std::atomic<std::uint64_t> answer_cache_hits{0}, answer_cache_misses{0};
+
+  // A background thread running `pass` every `seconds` until `stop`; a pass
+  // that throws is logged (as `what` failed) and the next one runs on time.
+  std::thread every(double seconds, const char* what, std::function<void()> pass);
 
   explicit State(ServiceOptions o, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), log(std::move(l)) {}
 
