@@ -400,21 +400,26 @@ std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::s
   auto e = s_->require(name, "namespace");
   std::vector<engine::PointAnswer> answers;
   answers.reserve(items.size());
-  std::shared_lock lock(e->mu);
-  const auto max_bytes = e->ns.config().max_item_bytes;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (items[i].empty() || items[i].size() > max_bytes) {
-      throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
+  {
+    std::shared_lock lock(e->mu);
+    const auto max_bytes = e->ns.config().max_item_bytes;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (items[i].empty() || items[i].size() > max_bytes) {
+        throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
+      }
+    }
+    if (!as_of) {
+      for (const auto& item : items) answers.push_back(on_query([&] { return e->ns.count(item, view); }));
+      if (answers.empty()) view_answer = on_query([&] { return e->ns.top(view, 1); });
     }
   }
+  // As of a past time: the helpers lock the entry themselves and read
+  // history after releasing it.
   if (as_of) {
     answers = on_query([&] { return points_as_of(*s_, *e, items, view, *as_of); });
-  } else {
-    for (const auto& item : items) answers.push_back(on_query([&] { return e->ns.count(item, view); }));
+    if (answers.empty()) view_answer = on_query([&] { return top_as_of(*s_, *e, view, 1, *as_of); });
   }
-  if (answers.empty()) {
-    view_answer = on_query([&] { return as_of ? top_as_of(*s_, *e, view, 1, *as_of) : e->ns.top(view, 1); });
-  } else {
+  if (!answers.empty()) {
     const auto& first = answers.front();
     view_answer.view = first.view;
     view_answer.as_of = first.as_of;

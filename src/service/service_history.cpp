@@ -1,7 +1,9 @@
 // History: snapshots of every view's top K into SQLite, answers as of a
 // past time (memory first, then the snapshots), and an item's series.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 
 #include "ebb/core/clock.hpp"
 #include "ebb/core/duration.hpp"
@@ -45,17 +47,30 @@ double spacing(const Service::State& s, double age) {
   return age <= r.minutes ? 60 : 3600;
 }
 
-double now_of(const NamespaceEntry& e) { return e.ns.now(); }
+// What an answer from history needs of its namespace, copied under the
+// entry's lock so that SQLite is read after it is released: a query held up
+// by the database (a busy file, a slow disk) never holds up ingest.
+struct PastView {
+  std::string ns;
+  engine::ViewSpec spec;
+  double now = 0;
+  std::uint32_t candidates = 0;
+  std::uint32_t k = 0;
+};
+
+PastView past_view(const NamespaceEntry& e, const std::optional<engine::ViewSpec>& view) {
+  return {e.name, e.ns.view(view).spec(), e.ns.now(), e.ns.config().candidates, e.ns.config().k};
+}
 
 // The snapshot the answer comes from, or history_unavailable saying why.
-storage::HistorySnapshot snapshot_at(const Service::State& s, const NamespaceEntry& e, const engine::ViewSpec& spec, double as_of) {
+storage::HistorySnapshot snapshot_at(const Service::State& s, const PastView& p, double as_of) {
   if (!s.history) {
-    throw invalid("history_unavailable", "timestamp: the " + spec.label() + " view keeps no past that far in memory, and this server keeps no history (" +
+    throw invalid("history_unavailable", "timestamp: the " + p.spec.label() + " view keeps no past that far in memory, and this server keeps no history (" +
                                              (s.options.data_dir ? "--history-interval 0" : "no data directory") + ")");
   }
-  auto snap = s.history->at(e.name, history_key(spec), as_of);
+  auto snap = s.history->at(p.ns, history_key(p.spec), as_of);
   if (!snap) {
-    throw invalid("history_unavailable", "timestamp: no snapshot of the " + spec.label() + " view at or before it (history is written every " +
+    throw invalid("history_unavailable", "timestamp: no snapshot of the " + p.spec.label() + " view at or before it (history is written every " +
                                              format_duration(s.options.history_interval) + " and kept " +
                                              format_duration(s.options.history_retention.hours) + ")");
   }
@@ -63,24 +78,25 @@ storage::HistorySnapshot snapshot_at(const Service::State& s, const NamespaceEnt
 }
 
 template <typename Answer>
-void describe(Answer& a, const Service::State& s, const NamespaceEntry& e, const engine::ViewSpec& spec, const storage::HistorySnapshot& h) {
-  a.view = spec;
+void describe(Answer& a, const Service::State& s, const PastView& p, const storage::HistorySnapshot& h, double as_of) {
+  a.view = p.spec;
   a.as_of = h.t;
   a.window_start = h.window_start;
   a.window_end = h.window_end;
   a.source = "history";
-  a.granularity = spacing(s, now_of(e) - h.t);
+  // The spacing kept at that age; wider when the snapshot found is further
+  // back than that (history was off, or the server down, around T).
+  a.granularity = std::max(spacing(s, p.now - h.t), as_of - h.t);
   a.accuracy.epsilon = h.epsilon;
   a.accuracy.confidence = h.confidence;
   a.accuracy.max_error = h.max_error;
   a.accuracy.guarantee_threshold = h.guarantee_threshold;
-  a.accuracy.candidates = e.ns.config().candidates;
+  a.accuracy.candidates = p.candidates;
 }
 
-engine::PointAnswer point_from(const Service::State& s, const NamespaceEntry& e, const engine::ViewSpec& spec, const storage::HistorySnapshot& h,
-                               std::string_view item) {
+engine::PointAnswer point_from(const Service::State& s, const PastView& p, const storage::HistorySnapshot& h, std::string_view item, double as_of) {
   engine::PointAnswer a;
-  describe(a, s, e, spec, h);
+  describe(a, s, p, h, as_of);
   a.item.key = std::string(item);
   a.listed = false;
   for (const auto& i : h.items) {
@@ -93,8 +109,8 @@ engine::PointAnswer point_from(const Service::State& s, const NamespaceEntry& e,
   if (!*a.listed) a.item.upper = h.unlisted_bound();
   // Rates as the views define them, from the listed estimate.
   if (*a.listed) {
-    if (spec.kind == engine::ViewSpec::Kind::decayed) {
-      a.rate = std::log(2.0) / spec.half_life * a.item.estimate;
+    if (p.spec.kind == engine::ViewSpec::Kind::decayed) {
+      a.rate = std::log(2.0) / p.spec.half_life * a.item.estimate;
     } else if (h.window_end > h.window_start) {
       a.rate = a.item.estimate / (h.window_end - h.window_start);
     }
@@ -106,16 +122,20 @@ engine::PointAnswer point_from(const Service::State& s, const NamespaceEntry& e,
 
 engine::TopKAnswer top_as_of(const Service::State& s, const NamespaceEntry& e, const std::optional<engine::ViewSpec>& view,
                              std::optional<std::size_t> k, double as_of) {
-  if (auto memory = e.ns.top_at(view, k, as_of)) {
-    memory->source = "memory";
-    return std::move(*memory);
+  PastView p;
+  {
+    std::shared_lock lock(e.mu);
+    if (auto memory = e.ns.top_at(view, k, as_of)) {
+      memory->source = "memory";
+      return std::move(*memory);
+    }
+    p = past_view(e, view);
   }
-  const auto spec = e.ns.view(view).spec();
-  const auto h = snapshot_at(s, e, spec, as_of);
+  const auto h = snapshot_at(s, p, as_of);
   engine::TopKAnswer a;
-  describe(a, s, e, spec, h);
+  describe(a, s, p, h, as_of);
   a.total = h.total;
-  const std::size_t want = k.value_or(e.ns.config().k);
+  const std::size_t want = k.value_or(p.k);
   for (std::size_t i = 0; i < h.items.size() && i < want; ++i) a.items.push_back({h.items[i].item, h.items[i].estimate, h.items[i].lower, h.items[i].upper});
   a.accuracy.undersized = want > h.k;  // the snapshot holds its K: more cannot be told
   return a;
@@ -126,20 +146,24 @@ std::vector<engine::PointAnswer> points_as_of(const Service::State& s, const Nam
   std::vector<engine::PointAnswer> out;
   out.reserve(items.size());
   if (items.empty()) return out;
-  if (auto first = e.ns.count_at(items.front(), view, as_of)) {
-    // The rings reach: every item from memory.
-    first->source = "memory";
-    out.push_back(std::move(*first));
-    for (std::size_t i = 1; i < items.size(); ++i) {
-      auto p = e.ns.count_at(items[i], view, as_of);
-      p->source = "memory";
-      out.push_back(std::move(*p));
+  PastView p;
+  {
+    std::shared_lock lock(e.mu);
+    if (auto first = e.ns.count_at(items.front(), view, as_of)) {
+      // The rings reach: every item from memory.
+      first->source = "memory";
+      out.push_back(std::move(*first));
+      for (std::size_t i = 1; i < items.size(); ++i) {
+        auto q = e.ns.count_at(items[i], view, as_of);
+        q->source = "memory";
+        out.push_back(std::move(*q));
+      }
+      return out;
     }
-    return out;
+    p = past_view(e, view);
   }
-  const auto spec = e.ns.view(view).spec();
-  const auto h = snapshot_at(s, e, spec, as_of);
-  for (const auto& item : items) out.push_back(point_from(s, e, spec, h, item));
+  const auto h = snapshot_at(s, p, as_of);
+  for (const auto& item : items) out.push_back(point_from(s, p, h, item, as_of));
   return out;
 }
 
@@ -147,7 +171,6 @@ engine::TopKAnswer Service::top_at(const std::string& name, const std::optional<
                                    double as_of) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
-  std::shared_lock lock(e->mu);
   return on_query([&] { return top_as_of(*s_, *e, view, k, as_of); });
 }
 
@@ -155,7 +178,6 @@ engine::PointAnswer Service::count_at(const std::string& name, std::string_view 
                                       double as_of) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
-  std::shared_lock lock(e->mu);
   const std::string one(item);
   return on_query([&] { return std::move(points_as_of(*s_, *e, std::span<const std::string>(&one, 1), view, as_of).front()); });
 }
@@ -186,13 +208,21 @@ void Service::start_history() {
   if (!s.history || s.historian.joinable()) return;
   auto last_retention = std::chrono::steady_clock::now();
   s.historian = s.every(s.options.history_interval, "history snapshot failed (ingest and queries go on)", [this, &s, last_retention]() mutable {
-    const auto n = snapshot_history();
-    if (n > 0) s.log->debug("history snapshots={}", n);
+    // Retention runs even when the snapshot fails (a full disk is when
+    // deleting old points matters most); the failure is still reported.
+    std::exception_ptr failed;
+    try {
+      const auto n = snapshot_history();
+      if (n > 0) s.log->debug("history snapshots={}", n);
+    } catch (...) {
+      failed = std::current_exception();
+    }
     if (std::chrono::steady_clock::now() - last_retention > std::chrono::minutes(1)) {
       last_retention = std::chrono::steady_clock::now();
       const auto deleted = s.history->apply_retention(wall_clock_now(), s.options.history_retention);
       if (deleted > 0) s.log->debug("history retention deleted={}", deleted);
     }
+    if (failed) std::rethrow_exception(failed);
   });
 }
 

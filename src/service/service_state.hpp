@@ -112,8 +112,9 @@ auto on_query(F&& f) {
   }
 }
 
-// Answers as of a past time (service_history.cpp), for a caller holding the
-// entry's lock shared: from the view's memory while it reaches, else from
+// Answers as of a past time (service_history.cpp), for a caller NOT holding
+// the entry's lock (they take it shared, and read SQLite after releasing
+// it): from the view's memory while it reaches, else from
 // the newest persisted snapshot at or before as_of (ServiceError
 // history_unavailable when there is none). InvalidArgument for a bad view
 // or time.

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace ebb::storage {
 namespace {
@@ -132,14 +133,21 @@ HistoryStore::HistoryStore(const std::filesystem::path& file) : file_(file) {
     // committed snapshot survives a process crash (an OS crash may lose the
     // last few, which are a history's newest points, not acknowledged data).
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
-    exec(kSchema);
-    Statement version(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
-    if (version.step()) {
-      const std::string v = version.text(0);
-      if (v != std::to_string(kSchemaVersion)) throw HistoryError("history: " + file.string() + " has schema version " + v + ", this build reads " + std::to_string(kSchemaVersion));
-    } else {
-      exec(("INSERT INTO meta(key, value) VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "')").c_str());
+    // The version first: a file another build wrote is refused untouched
+    // (no table or index of ours is added to it).
+    std::optional<std::string> version;
+    {
+      Statement has_meta(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+      if (has_meta.step()) {
+        Statement v(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+        if (v.step()) version = v.text(0);
+      }
     }
+    if (version && *version != std::to_string(kSchemaVersion)) {
+      throw HistoryError("history: " + file.string() + " has schema version " + *version + ", this build reads " + std::to_string(kSchemaVersion));
+    }
+    exec(kSchema);
+    if (!version) exec(("INSERT INTO meta(key, value) VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "')").c_str());
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;

@@ -541,6 +541,11 @@ TEST(Durability, HistorySurvivesRestartsAndCrashes) {
       r = c.request("GET", "/history?namespace=h&item_id=c&window=1m&from=0&to=2000000000");
     }
     ASSERT_NE(r.body.find(R"({"t":1700000600,"estimated_count":5,"lower_bound":5,"upper_bound":5,"rank":1})"), std::string::npos) << r.body;
+    // Snapshots are 100 ms apart now, but none was written between
+    // 1700000000 and 1700000600: the answer at 1700000500 says it is 500 s
+    // off, not 0.1 s.
+    r = c.request("GET", "/top-k?namespace=h&window=1m&timestamp=1700000500");
+    EXPECT_NE(r.body.find(R"("as_of":1700000000,"source":"history","granularity":500,)"), std::string::npos) << r.body;
     server.stop_hard();
   }
   EbbServer server(dir, hourly);

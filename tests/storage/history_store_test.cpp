@@ -115,7 +115,9 @@ TEST_F(History, ADatabaseOfAnotherSchemaVersionIsRefused) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(file().c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr, nullptr, nullptr), SQLITE_OK);
+  // Another build's file: version 99, and without one of our indexes.
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'; DROP INDEX items_by_item", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(db);
   try {
     HistoryStore h(file());
@@ -123,6 +125,14 @@ TEST_F(History, ADatabaseOfAnotherSchemaVersionIsRefused) {
   } catch (const HistoryError& e) {
     EXPECT_NE(std::string(e.what()).find("schema version 99, this build reads 1"), std::string::npos) << e.what();
   }
+  // Refused untouched: the index was not added back.
+  ASSERT_EQ(sqlite3_open(file().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'items_by_item'", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(st, 0), 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
   EXPECT_THROW(HistoryStore(dir_ / "no" / "such" / "dir" / "h.sqlite3"), HistoryError);
 }
 
