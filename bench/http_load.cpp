@@ -2,6 +2,7 @@
 //
 //   http_load ingest --port P --namespace N --events E [--batch 1000] [--connections 4]
 //                    [--distinct 1000000] [--skew 1.1] [--unique] [--rate EVENTS_PER_S] [--seconds S]
+//                    [--backfill S]   (timestamps spread evenly over the last S seconds)
 //       Posts E events (Zipf keys, or all distinct with --unique) in batches
 //       over keep-alive connections, as fast as the server takes them (or
 //       paced at --rate). Prints events/s. Bodies are built before the clock
@@ -112,9 +113,18 @@ int ingest(const std::map<std::string, std::string>& f) {
   const int connections = std::stoi(flag(f, "connections", "4"));
   const bool unique = f.contains("unique");
   const std::size_t offset = std::stoull(flag(f, "offset", "0"));  // --unique: first key number
+  // --backfill S: event j carries a timestamp, evenly over the last S seconds
+  // (a window's buckets filled as if the stream had run that long).
+  const double backfill = std::stod(flag(f, "backfill", "0"));
+  const double backfill_from =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - backfill;
   auto make_body = [&](const std::vector<std::string>& keys, std::size_t i) {
     std::string body = "{\"namespace\":\"" + ns + "\",\"events\":[";
-    for (std::size_t j = i; j < std::min(keys.size(), i + batch); ++j) body += (j == i ? "{\"item_id\":\"" : ",{\"item_id\":\"") + keys[j] + "\"}";
+    for (std::size_t j = i; j < std::min(keys.size(), i + batch); ++j) {
+      body += (j == i ? "{\"item_id\":\"" : ",{\"item_id\":\"") + keys[j] + "\"";
+      if (backfill > 0) body += ",\"timestamp\":" + std::to_string(backfill_from + backfill * static_cast<double>(j) / static_cast<double>(keys.size()));
+      body += "}";
+    }
     return body + "]}";
   };
   // Unique keys are built per batch while sending (50M keys do not fit

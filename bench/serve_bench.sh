@@ -15,10 +15,14 @@
 #     top-100 queries/s (open loop, 4 connections) together for
 #     SEED_SECONDS (default 60): query latency percentiles, failures, the
 #     answer cache's hits and misses, and resident memory before and after.
+#  6. windows over HTTP (issue 9): a namespace with windows 1m/1h/1d
+#     backfilled with a day of events (3M, timestamps spread over the last
+#     24 h), then GET /top-k?window=1h and window=1d (k=100) at 200
+#     requests/s each while 1M events/s are ingested: latency percentiles.
 #   bench/serve_bench.sh [BUILD_DIR] [SECTIONS]   (SECTIONS: e.g. "4"; default all)
 set -euo pipefail
 build=${1:-build}
-sections=${2:-12345}
+sections=${2:-123456}
 load="$build/bench/http_load"
 tmp=$(mktemp -d)
 pids=()
@@ -108,6 +112,25 @@ if [[ $sections == *5* ]]; then
   kill -TERM "$server"
   wait "$server" || true
   rm -rf "$tmp/seed"
+fi
+if [[ $sections == *6* ]]; then
+  seconds=${WINDOW_SECONDS:-20}
+  echo "== windows: GET /top-k?window=1h|1d&k=100, 200 requests/s each, under 1M events/s of ingest for $seconds s (open loop)"
+  start_server "$tmp/windows" --fsync off
+  curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"win","half_lives":["5m"],"windows":["1m","1h","1d"],"k":100}' >/dev/null
+  "$load" ingest --port "$port" --namespace win --events 3000000 --backfill 86400 --connections 2 | sed 's/^/backfill, a day: /'
+  "$load" ingest --port "$port" --namespace win --events 1000000 --seconds "$seconds" --rate 1000000 --connections 2 >"$tmp/win-ingest.out" 2>"$tmp/win-ingest.err" &
+  bg=$!
+  for _ in $(seq 600); do grep -q started "$tmp/win-ingest.err" 2>/dev/null && break; sleep 0.1; done
+  "$load" query --port "$port" --target '/top-k?namespace=win&window=1h&k=100' --rate 200 --seconds "$seconds" --connections 1 | sed 's/^/window 1h: /' &
+  q1=$!
+  "$load" query --port "$port" --target '/top-k?namespace=win&window=1d&k=100' --rate 200 --seconds "$seconds" --connections 1 | sed 's/^/window 1d: /'
+  wait "$q1" || true
+  wait "$bg" || true
+  sed 's/^/  background /' "$tmp/win-ingest.out"
+  kill -TERM "$server"
+  wait "$server" || true
+  rm -rf "$tmp/windows"
 fi
 [[ $sections == *[123]* ]] || exit 0
 

@@ -14,7 +14,7 @@
 //            top-100 precision and mean relative error against exact counts
 //            over the answer's own stated boundaries, now and 5 minutes back.
 //
-// Usage: window_bench [reps]   (default 5; medians are printed)
+// Usage: window_bench [reps [ingest|query|memory|accuracy]]   (default 5, all; medians are printed)
 #include <malloc.h>
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -111,20 +112,37 @@ void feed(Namespace& ns, const Stream& s, std::size_t begin, std::size_t end) {
 // second. So two streams: live (1M events per second of stream time), and a
 // replay of 10k events/s of stream time at full speed, where every bucket
 // period is short and its opening and merge cost shows.
+//
+// Steady state, as a server runs: the first half of the stream warms the
+// namespace up (the 1 s ring fills and starts reusing its buckets: a
+// bucket's first opening allocates and faults in its sketch, which a
+// server does once per slot in its life), the second half is timed.
+// The cold figure (a fresh namespace, the whole stream) is printed too.
 void ingest(int reps) {
   for (const double rate : {1'000'000.0, 10'000.0}) {
-    const Stream s = make_stream(1'000'000, 4'000'000, rate, false, 42);
-    std::vector<double> base, windows;
+    const std::size_t half = 1'000'000;
+    const Stream s = make_stream(1'000'000, 2 * half, rate, false, 42);
+    std::vector<double> base, windows, cold_base, cold_windows;
     for (int r = 0; r < reps; ++r) {
       for (int which = 0; which < 2; ++which) {
-        Namespace ns(config(which == 0 ? std::vector<double>{} : std::vector<double>{60, 3600, 86400}));
+        const std::vector<double> w = which == 0 ? std::vector<double>{} : std::vector<double>{60, 3600, 86400};
+        {
+          Namespace ns(config(w));
+          feed(ns, s, 0, half);
+          const auto t = Clock::now();
+          feed(ns, s, half, 2 * half);
+          (which == 0 ? base : windows).push_back(half / seconds_since(t) / 1e6);
+        }
+        Namespace ns(config(w));
         const auto t = Clock::now();
-        feed(ns, s, 0, s.events.size());
-        (which == 0 ? base : windows).push_back(s.events.size() / seconds_since(t) / 1e6);
+        feed(ns, s, 0, 2 * half);
+        (which == 0 ? cold_base : cold_windows).push_back(2 * half / seconds_since(t) / 1e6);
       }
     }
-    std::printf("ingest at %.0f events per stream second (M events/s, median of %d): all+5m %.2f, all+5m+windows 1m/1h/1d %.2f; cost ratio %.2fx (goal <= 2x)\n",
-                rate, reps, median(base), median(windows), median(base) / median(windows));
+    std::printf("ingest at %.0f events per stream second (M events/s, median of %d): all+5m %.2f, all+5m+windows 1m/1h/1d %.2f; cost ratio %.2fx (goal <= 2x)"
+                "; cold start %.2f vs %.2f: %.2fx\n",
+                rate, reps, median(base), median(windows), median(base) / median(windows), median(cold_base), median(cold_windows),
+                median(cold_base) / median(cold_windows));
   }
 }
 
@@ -254,9 +272,10 @@ void accuracy() {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
-  ingest(reps);
-  query_under_ingest(reps);
-  memory();
-  accuracy();
+  const std::string only = argc > 2 ? argv[2] : "";
+  if (only.empty() || only == "ingest") ingest(reps);
+  if (only.empty() || only == "query") query_under_ingest(reps);
+  if (only.empty() || only == "memory") memory();
+  if (only.empty() || only == "accuracy") accuracy();
   return 0;
 }

@@ -49,6 +49,28 @@ void BinaryReader::fail(const std::string& why) const {
   throw FormatError(std::string("corrupt ") + what_ + ": " + why);
 }
 
+std::size_t BinaryWriter::begin_blob(BlobKind kind, std::uint16_t version) {
+  const std::size_t at = out_.size();
+  put_bytes(std::string_view(kMagic, 4));
+  put<std::uint16_t>(static_cast<std::uint16_t>(kind));
+  put<std::uint16_t>(version);
+  put<std::uint64_t>(0);  // the payload's length, at end_blob()
+  return at;
+}
+
+void BinaryWriter::end_blob(std::size_t at) {
+  const std::uint64_t length = out_.size() - at - kHeaderBytes;
+  std::memcpy(out_.data() + at + kHeaderBytes - sizeof(length), &length, sizeof(length));
+  put<std::uint64_t>(checksum(std::string_view(out_).substr(at)));
+}
+
+void BinaryWriter::end_string(std::size_t at) {
+  const std::size_t n = out_.size() - at;
+  if (n > UINT32_MAX) throw FormatError("a serialised part of " + std::to_string(n) + " bytes exceeds the format's 4 GiB limit");
+  const auto length = static_cast<std::uint32_t>(n);
+  std::memcpy(out_.data() + at - sizeof(length), &length, sizeof(length));
+}
+
 std::string seal_blob(BlobKind kind, std::uint16_t version, std::string_view payload) {
   BinaryWriter w;
   w.put_bytes(std::string_view(kMagic, 4));

@@ -133,18 +133,20 @@ std::size_t DecayedView::memory_bytes() const noexcept {
          (scaled_.capacity() + estimates_.capacity()) * sizeof(double) + offered_.capacity() * sizeof(std::uint32_t);
 }
 
-std::string DecayedView::serialize_state() const {
-  BinaryWriter w;
+void DecayedView::serialize_state_into(BinaryWriter& w) const {
+  const auto blob = w.begin_blob(BlobKind::decayed_view, 1);
   w.put<std::uint8_t>(spec_.kind == ViewSpec::Kind::decayed ? 1 : 0);
   w.put<double>(spec_.half_life);
   w.put_string(clock_.serialize());
-  w.put_string(sketch_.serialize());
+  const auto part = w.begin_string();
+  sketch_.serialize_into(w);
+  w.end_string(part);
   const bool heap = std::holds_alternative<CandidateHeap>(summary_);
   w.put<std::uint8_t>(heap ? 0 : 1);
   w.put_string(heap ? std::get<CandidateHeap>(summary_).serialize() : std::get<SpaceSaving>(summary_).serialize());
   w.put<double>(first_time_);
   w.put<std::uint64_t>(rebases_);
-  return seal_blob(BlobKind::decayed_view, 1, w.buffer());
+  w.end_blob(blob);
 }
 
 void DecayedView::restore_state(std::string_view blob) {

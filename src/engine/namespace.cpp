@@ -216,6 +216,11 @@ void Namespace::rebuild_exclude() {
 
 std::string Namespace::serialize_state() const {
   BinaryWriter w;
+  // One buffer, sized once: the views' memory is about what they write.
+  std::size_t bytes = 4096;
+  for (const auto& v : views_) bytes += v->memory_bytes();
+  w.reserve(bytes);
+  const auto blob = w.begin_blob(BlobKind::namespace_state, 1);
   w.put<std::uint64_t>(stats_.events);
   w.put<std::uint64_t>(stats_.excluded);
   w.put<std::uint64_t>(stats_.batches);
@@ -223,8 +228,13 @@ std::string Namespace::serialize_state() const {
   w.put<double>(stats_.newest_time);
   w.put<std::uint8_t>(seen_event_ ? 1 : 0);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(views_.size()));
-  for (const auto& v : views_) w.put_string(v->serialize_state());
-  return seal_blob(BlobKind::namespace_state, 1, w.buffer());
+  for (const auto& v : views_) {
+    const auto part = w.begin_string();
+    v->serialize_state_into(w);
+    w.end_string(part);
+  }
+  w.end_blob(blob);
+  return std::move(w.buffer());
 }
 
 void Namespace::restore_state(std::string_view blob) {

@@ -334,6 +334,12 @@ std::size_t TimeRings::memory_bytes() const noexcept {
 
 std::string TimeRings::serialize() const {
   BinaryWriter w;
+  serialize_into(w);
+  return std::move(w.buffer());
+}
+
+void TimeRings::serialize_into(BinaryWriter& w) const {
+  const auto blob = w.begin_blob(BlobKind::time_rings, kFormatVersion);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(rings_.size()));
   for (const Level& l : rings_) {
     w.put<double>(l.plan.granularity);
@@ -360,11 +366,15 @@ std::string TimeRings::serialize() const {
       if (!kept(level, b)) continue;
       w.put<std::uint8_t>(static_cast<std::uint8_t>(level));
       w.put<std::int64_t>(b->index);
-      w.put_string(b->sketch.serialize());
-      w.put_string(b->heap.serialize());
+      auto part = w.begin_string();
+      b->sketch.serialize_into(w);
+      w.end_string(part);
+      part = w.begin_string();
+      b->heap.serialize_into(w);
+      w.end_string(part);
     }
   }
-  return seal_blob(BlobKind::time_rings, kFormatVersion, w.buffer());
+  w.end_blob(blob);
 }
 
 void TimeRings::restore(std::string_view blob) {

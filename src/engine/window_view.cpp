@@ -233,12 +233,16 @@ std::size_t WindowView::memory_bytes() const noexcept {
   return bytes;
 }
 
-std::string WindowView::serialize_state() const {
-  BinaryWriter w;
+void WindowView::serialize_state_into(BinaryWriter& w) const {
+  const auto blob = w.begin_blob(BlobKind::window_view, 1);
   w.put<double>(spec_.window);
   w.put<std::uint8_t>(feeds_ ? 1 : 0);
-  if (feeds_) w.put_string(rings_->serialize());
-  return seal_blob(BlobKind::window_view, 1, w.buffer());
+  if (feeds_) {
+    const auto part = w.begin_string();
+    rings_->serialize_into(w);
+    w.end_string(part);
+  }
+  w.end_blob(blob);
 }
 
 void WindowView::restore_state(std::string_view blob) {

@@ -114,6 +114,39 @@ TEST_P(SummaryProperty, MergedSummariesKeepBoundsAndGuarantee) {
   expect_bounds_and_guarantee(ha, truth);
 }
 
+// As a window's rings use it: one bucket after another merged into a
+// parent that also counts events of its own; bounds and the guarantee hold
+// after every merge (items the parent evicts while merging included).
+TEST_P(SummaryProperty, HeapsMergedInTurnIntoOneParentKeepBoundsAndGuarantee) {
+  StreamSpec spec;
+  spec.events = 24000;
+  spec.universe = 3000;
+  auto stream = random_stream(spec, GetParam() + 40);
+  const auto shape = CountMinShape::with_dimensions(256, 4);
+  CountMin parent_sketch(shape);
+  CandidateHeap parent(60);
+  ExactModel model;
+  const std::size_t per_child = 2000;
+  for (std::size_t begin = 0; begin < stream.size(); begin += per_child) {
+    CountMin child_sketch(shape);
+    CandidateHeap child(60);
+    for (std::size_t i = begin; i < begin + per_child; ++i) {
+      const auto& e = stream[i];
+      const auto h = hash_key(e.key);
+      if (i % 7 == 0) {
+        parent.offer(e.key, h, e.weight, parent_sketch.update(h, e.weight));
+      } else {
+        child.offer(e.key, h, e.weight, child_sketch.update(h, e.weight));
+      }
+      model.add(e.key, 0, e.weight);
+    }
+    parent.merge(child, parent_sketch, child_sketch);
+    parent_sketch.merge(child_sketch);
+    ASSERT_EQ(parent.size(), 60u);
+    expect_bounds_and_guarantee(parent, model.counts(0, 0));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Seeds, SummaryProperty, ::testing::Values(11, 12, 13, 14, 15));
 
 TEST(SpaceSaving, SerialisationRoundTripsAndRejectsForeignBlobs) {

@@ -50,6 +50,22 @@ class BinaryWriter {
     out_.append(reinterpret_cast<const char*>(data), n * sizeof(T));
   }
   void put_bytes(std::string_view s) { out_.append(s); }
+
+  // A blob sealed in place: begin_blob() writes the envelope's header,
+  // end_blob() its length and checksum. The same bytes as seal_blob() of
+  // the payload, without copying it: a window's rings are tens of MiB, and
+  // a checkpoint serialises them under the namespace's lock.
+  std::size_t begin_blob(BlobKind kind, std::uint16_t version);
+  void end_blob(std::size_t at);
+  // A length-prefixed part written in place: the same bytes as put_string()
+  // of what is written between the two calls.
+  std::size_t begin_string() {
+    put<std::uint32_t>(0);
+    return out_.size();
+  }
+  void end_string(std::size_t at);
+  void reserve(std::size_t n) { out_.reserve(n); }
+
   std::string& buffer() { return out_; }
 
  private:

@@ -27,7 +27,7 @@ class DecayedView final : public View {
   TopKAnswer top(std::size_t k, double now) const override;
   PointAnswer point(std::string_view item, std::uint64_t hash, double now) const override;
   std::size_t memory_bytes() const noexcept override;
-  std::string serialize_state() const override;
+  void serialize_state_into(BinaryWriter& w) const override;
   void restore_state(std::string_view blob) override;
 
   const ForwardDecay& clock() const noexcept { return clock_; }

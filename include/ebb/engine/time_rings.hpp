@@ -106,6 +106,7 @@ class TimeRings {
 
   std::size_t memory_bytes() const noexcept;
   std::string serialize() const;
+  void serialize_into(BinaryWriter& w) const;  // the same bytes, appended in place
   // Into rings built from the same configuration; FormatError otherwise
   // (unchanged then).
   void restore(std::string_view blob);

@@ -4,6 +4,7 @@
 // feeds each the same prepared batch; queries go to the view asked for.
 // Views are single-writer objects: concurrency belongs to the namespace's
 // owner.
+#include "ebb/core/binary_io.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,7 +43,14 @@ class View {
   // view built from the same configuration. restore_state() throws
   // FormatError when the blob does not fit this view; the view is then
   // unchanged.
-  virtual std::string serialize_state() const = 0;
+  virtual std::string serialize_state() const {
+    BinaryWriter w;
+    serialize_state_into(w);
+    return std::move(w.buffer());
+  }
+  // The same bytes appended in place (a namespace's state is one buffer,
+  // not a copy of each view's).
+  virtual void serialize_state_into(BinaryWriter& w) const = 0;
   virtual void restore_state(std::string_view blob) = 0;
 };
 

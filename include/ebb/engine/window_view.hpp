@@ -37,7 +37,7 @@ class WindowView final : public View {
   std::optional<PointAnswer> point_at(std::string_view item, std::uint64_t hash, double as_of) const override;
   std::size_t memory_bytes() const noexcept override;
   std::uint64_t dropped() const noexcept override { return rings_->dropped(spec_.window); }
-  std::string serialize_state() const override;
+  void serialize_state_into(BinaryWriter& w) const override;
   void restore_state(std::string_view blob) override;
 
   const TimeRings& rings() const noexcept { return *rings_; }

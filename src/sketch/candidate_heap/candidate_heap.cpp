@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <vector>
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/sketch/count_min/count_min.hpp"
@@ -52,37 +52,52 @@ void CandidateHeap::merge(const CandidateHeap& other, const CountMin& mine_sketc
   // side's sketch estimate. Summed per side, bounds stay as tight as each
   // side's conservative update made them (a sum of the sketches has lost
   // that, and its estimate is never below this sum).
+  //
+  // In place (a window's bucket rings merge a closing bucket into its
+  // parent every second): every held entry only grows, so raise() keeps the
+  // heap; then the other side's items this heap lacks come in as a full
+  // heap takes a candidate, evicting its minimum when they rank above it.
+  // Whatever is evicted or left out is at most the final minimum, which
+  // bound_outside() covers.
   const double mine = threshold(), theirs = other.threshold();
-  struct Sides {
-    KeyedMinHeap::Entry entry;
-    double mine = -1, theirs = -1;  // -1: not held by that side
-  };
-  std::unordered_map<std::string_view, Sides> merged;
-  auto add = [&](const KeyedMinHeap::Entry& e, bool is_mine) {
-    auto [it, fresh] = merged.try_emplace(e.key, Sides{KeyedMinHeap::Entry{e.key, e.hash, 0, 0}});
-    it->second.entry.aux += e.aux;
-    (is_mine ? it->second.mine : it->second.theirs) = e.value;
-  };
-  for (const auto& e : heap_.entries()) add(e, true);
-  for (const auto& e : other.heap_.entries()) add(e, false);
-  std::vector<KeyedMinHeap::Entry> entries;
-  entries.reserve(merged.size());
-  for (auto& [_, m] : merged) {
-    const std::uint64_t h = m.entry.hash;
-    const double a = m.mine >= 0 ? m.mine : std::min(mine, mine_sketch.estimate(h));
-    const double b = m.theirs >= 0 ? m.theirs : std::min(theirs, other_sketch.estimate(h));
-    m.entry.value = a + b;
-    entries.push_back(std::move(m.entry));
+  std::vector<const KeyedMinHeap::Entry*> incoming;  // found before any eviction: an evicted item of ours is not "new"
+  for (const auto& o : other.heap_.entries()) {
+    if (heap_.find(o.key, o.hash) == KeyedMinHeap::kNone) incoming.push_back(&o);
   }
-  heap_ = KeyedMinHeap::from_entries(heap_.capacity(), std::move(entries));
+  for (std::uint32_t slot = 0; slot < heap_.size(); ++slot) {
+    const auto& e = heap_.at(slot);
+    const auto at = other.heap_.find(e.key, e.hash);
+    double value = e.value, aux = e.aux;
+    if (at != KeyedMinHeap::kNone) {
+      value += other.heap_.at(at).value;
+      aux += other.heap_.at(at).aux;
+    } else {
+      value += std::min(theirs, other_sketch.estimate(e.hash));
+    }
+    heap_.raise(slot, value, aux);
+  }
+  for (const auto* o : incoming) {
+    const double value = std::min(mine, mine_sketch.estimate(o->hash)) + o->value;
+    if (!heap_.full()) {
+      heap_.insert(o->key, o->hash, value, o->aux);
+    } else if (value > heap_.min().value) {
+      heap_.replace_min(o->key, o->hash, value, o->aux);
+    }
+  }
   floor_ = mine + theirs;
 }
 
 std::string CandidateHeap::serialize() const {
   BinaryWriter w;
+  serialize_into(w);
+  return std::move(w.buffer());
+}
+
+void CandidateHeap::serialize_into(BinaryWriter& w) const {
+  const auto blob = w.begin_blob(BlobKind::candidate_heap, kFormatVersion);
   w.put<double>(floor_);
   heap_.write_to(w);
-  return seal_blob(BlobKind::candidate_heap, kFormatVersion, w.buffer());
+  w.end_blob(blob);
 }
 
 CandidateHeap CandidateHeap::deserialize(std::string_view blob, std::optional<std::uint32_t> capacity) {

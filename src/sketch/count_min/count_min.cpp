@@ -234,13 +234,19 @@ void CountMin::clear() noexcept {
 
 std::string CountMin::serialize() const {
   BinaryWriter w;
+  serialize_into(w);
+  return std::move(w.buffer());
+}
+
+void CountMin::serialize_into(BinaryWriter& w) const {
+  const auto blob = w.begin_blob(BlobKind::count_min, kFormatVersion);
   w.put<std::uint32_t>(shape_.width);
   w.put<std::uint32_t>(shape_.depth);
   w.put<std::uint8_t>(static_cast<std::uint8_t>(policy_));
   w.put<std::uint64_t>(kHashSeed);  // a sketch hashed with another seed is foreign
   w.put<double>(total_);
   w.put_array(counters_.get(), std::size_t{shape_.width} * shape_.depth);
-  return seal_blob(BlobKind::count_min, kFormatVersion, w.buffer());
+  w.end_blob(blob);
 }
 
 CountMin CountMin::deserialize(std::string_view blob) {

@@ -105,6 +105,7 @@ class CandidateHeap {
 
   std::size_t memory_bytes() const noexcept { return heap_.memory_bytes() + sizeof(*this) - sizeof(heap_); }
   std::string serialize() const;
+  void serialize_into(BinaryWriter& w) const;  // the same bytes, appended in place
   // With `capacity`, a blob of another capacity is refused before anything is allocated.
   static CandidateHeap deserialize(std::string_view blob, std::optional<std::uint32_t> capacity = std::nullopt);
 

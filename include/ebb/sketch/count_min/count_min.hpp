@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "ebb/sketch/count_min/count_min_shape.hpp"
+#include "ebb/core/binary_io.hpp"
 
 namespace ebb {
 
@@ -75,6 +76,7 @@ class CountMin {
   std::size_t memory_bytes() const noexcept { return shape_.counter_bytes() + sizeof(*this); }
 
   std::string serialize() const;
+  void serialize_into(BinaryWriter& w) const;  // the same bytes, appended in place
   static CountMin deserialize(std::string_view blob);
 
   // The column of a key in a row (Kirsch-Mitzenmacher): the top bits of
