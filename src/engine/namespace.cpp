@@ -214,27 +214,35 @@ void Namespace::rebuild_exclude() {
   for (const auto& item : config_.exclude) exclude_.insert(item);
 }
 
-std::string Namespace::serialize_state() const {
-  BinaryWriter w;
+std::string Namespace::serialize_state() const { return freeze_state()(); }
+
+std::function<std::string()> Namespace::freeze_state() const {
   // One buffer, sized once: the views' memory is about what they write.
   std::size_t bytes = 4096;
-  for (const auto& v : views_) bytes += v->memory_bytes();
-  w.reserve(bytes);
-  const auto blob = w.begin_blob(BlobKind::namespace_state, 1);
-  w.put<std::uint64_t>(stats_.events);
-  w.put<std::uint64_t>(stats_.excluded);
-  w.put<std::uint64_t>(stats_.batches);
-  w.put<double>(stats_.weight);
-  w.put<double>(stats_.newest_time);
-  w.put<std::uint8_t>(seen_event_ ? 1 : 0);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(views_.size()));
+  std::vector<View::FrozenState> views;
   for (const auto& v : views_) {
-    const auto part = w.begin_string();
-    v->serialize_state_into(w);
-    w.end_string(part);
+    bytes += v->memory_bytes();
+    views.push_back(v->freeze_state());
   }
-  w.end_blob(blob);
-  return std::move(w.buffer());
+  return [stats = stats_, seen = seen_event_, views = std::move(views), bytes] {
+    BinaryWriter w;
+    w.reserve(bytes);
+    const auto blob = w.begin_blob(BlobKind::namespace_state, 1);
+    w.put<std::uint64_t>(stats.events);
+    w.put<std::uint64_t>(stats.excluded);
+    w.put<std::uint64_t>(stats.batches);
+    w.put<double>(stats.weight);
+    w.put<double>(stats.newest_time);
+    w.put<std::uint8_t>(seen ? 1 : 0);
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(views.size()));
+    for (const auto& v : views) {
+      const auto part = w.begin_string();
+      v(w);
+      w.end_string(part);
+    }
+    w.end_blob(blob);
+    return std::move(w.buffer());
+  };
 }
 
 void Namespace::restore_state(std::string_view blob) {

@@ -1,6 +1,7 @@
 #include "ebb/engine/time_rings.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -110,8 +111,12 @@ const TimeRings::Bucket* TimeRings::find(std::size_t level, std::int64_t index) 
 TimeRings::Bucket& TimeRings::open_bucket(std::size_t level, std::int64_t index) {
   Level& l = rings_[level];
   auto& b = l.slots[slot_of(index, l.plan.slots)];
-  if (!b) {
-    b = std::make_unique<Bucket>(index, shape_of(level), policy_, candidates_);
+  // use_count() == 1: no frozen copy holds the bucket (one that let go of
+  // it did so with a release; the fence orders its reads before our writes).
+  const bool shared = b && b.use_count() > 1;
+  if (b && !shared) std::atomic_thread_fence(std::memory_order_acquire);
+  if (!b || (shared && b->index != index)) {
+    b = std::make_shared<Bucket>(index, shape_of(level), policy_, candidates_);
   } else if (b->index != index) {
     // The slot's previous bucket is older than the level keeps; it was
     // added into its parent when it closed.
@@ -119,7 +124,12 @@ TimeRings::Bucket& TimeRings::open_bucket(std::size_t level, std::int64_t index)
     b->sketch.clear();
     b->heap.clear();
     b->late_events = 0;
+  } else if (shared) {
+    b = std::make_shared<Bucket>(*b);  // copy on write
+  } else {
+    return *b;  // the common case: this rings' own bucket, written again
   }
+  b->serial = next_serial_++;
   return *b;
 }
 
@@ -324,7 +334,7 @@ std::size_t TimeRings::memory_bytes() const noexcept {
   std::size_t bytes = sizeof(*this) + windows_.capacity() * sizeof(double) + dropped_.capacity() * sizeof(std::uint64_t) +
                       estimates_.capacity() * sizeof(double) + offered_.capacity() * sizeof(std::uint32_t);
   for (const Level& l : rings_) {
-    bytes += sizeof(Level) + l.slots.capacity() * sizeof(std::unique_ptr<Bucket>);
+    bytes += sizeof(Level) + l.slots.capacity() * sizeof(std::shared_ptr<Bucket>);
     for (const auto& b : l.slots) {
       if (b) bytes += sizeof(Bucket) + b->sketch.memory_bytes() - sizeof(CountMin) + b->heap.memory_bytes() - sizeof(CandidateHeap);
     }
@@ -355,7 +365,7 @@ void TimeRings::serialize_into(BinaryWriter& w) const {
   w.put<double>(newest_);
   // The buckets each level still holds (a slot may keep one older than
   // that until its index comes round again).
-  auto kept = [&](std::size_t level, const std::unique_ptr<Bucket>& b) { return b && !b->sketch.empty() && holds(level, b->index); };
+  auto kept = [&](std::size_t level, const std::shared_ptr<Bucket>& b) { return b && !b->sketch.empty() && holds(level, b->index); };
   std::uint32_t buckets = 0;
   for (std::size_t level = 0; level < rings_.size(); ++level) {
     for (const auto& b : rings_[level].slots) buckets += kept(level, b);
@@ -434,7 +444,8 @@ void TimeRings::restore(std::string_view blob) {
       sketch = sketch.widened(top_shape_.width);
     }
     if (!(sketch.shape() == shape_of(level)) || sketch.policy() != policy_) r.fail("bucket sketch shape differs from the configuration");
-    slot = std::make_unique<Bucket>(index, shape_, policy_, 1);
+    slot = std::make_shared<Bucket>(index, shape_, policy_, 1);
+    slot->serial = next_serial_++;
     slot->sketch = std::move(sketch);
     slot->heap = CandidateHeap::deserialize(heap_blob, candidates_);
   }
@@ -445,7 +456,10 @@ void TimeRings::restore(std::string_view blob) {
     // version 2 the top level counts every event itself.
     const std::size_t t = level_count - 1;
     auto& top_slot = rings[t].slots[slot_of(heads[t], rings[t].plan.slots)];
-    if (!top_slot) top_slot = std::make_unique<Bucket>(heads[t], top_shape_, policy_, candidates_);
+    if (!top_slot) {
+      top_slot = std::make_shared<Bucket>(heads[t], top_shape_, policy_, candidates_);
+      top_slot->serial = next_serial_++;
+    }
     for (std::size_t level = 0; level < t; ++level) {
       const auto& below = rings[level].slots[slot_of(heads[level], rings[level].plan.slots)];
       if (!below || below->index != heads[level] || below->sketch.empty()) continue;

@@ -125,7 +125,7 @@ std::shared_ptr<const WindowView::Sum> WindowView::closed_sum(const TimeRings::C
   const std::size_t keep = std::max<std::size_t>(kMinKept, rings_->candidates());
   std::vector<Cache::Key> key;
   key.reserve(cover.closed.size());
-  for (const Bucket* b : cover.closed) key.push_back({b, b->index, b->late_events});
+  for (const Bucket* b : cover.closed) key.push_back({b->serial, b->late_events});
   {
     std::lock_guard lock(cache_mutex_);
     if (cache_.sum && cache_.buckets == key) return cache_.sum;
@@ -233,16 +233,29 @@ std::size_t WindowView::memory_bytes() const noexcept {
   return bytes;
 }
 
-void WindowView::serialize_state_into(BinaryWriter& w) const {
+namespace {
+// A window view's state: its length, and the rings if it is the view that
+// feeds them (null otherwise).
+void write_window_state(BinaryWriter& w, double window, const TimeRings* rings) {
   const auto blob = w.begin_blob(BlobKind::window_view, 1);
-  w.put<double>(spec_.window);
-  w.put<std::uint8_t>(feeds_ ? 1 : 0);
-  if (feeds_) {
+  w.put<double>(window);
+  w.put<std::uint8_t>(rings ? 1 : 0);
+  if (rings) {
     const auto part = w.begin_string();
-    rings_->serialize_into(w);
+    rings->serialize_into(w);
     w.end_string(part);
   }
   w.end_blob(blob);
+}
+}  // namespace
+
+void WindowView::serialize_state_into(BinaryWriter& w) const { write_window_state(w, spec_.window, feeds_ ? rings_.get() : nullptr); }
+
+View::FrozenState WindowView::freeze_state() const {
+  // A copy of the rings shares their buckets (copy-on-write): a few hundred
+  // pointers under the lock, not tens of MiB.
+  std::shared_ptr<const TimeRings> rings = feeds_ ? std::make_shared<const TimeRings>(*rings_) : nullptr;
+  return [window = spec_.window, rings](BinaryWriter& w) { write_window_state(w, window, rings.get()); };
 }
 
 void WindowView::restore_state(std::string_view blob) {

@@ -33,6 +33,7 @@ std::size_t Service::checkpoint() {
       storage::ManifestNamespace n;
       n.name = e->name;
       std::string blob;
+      std::function<std::string()> frozen;
       {
         std::shared_lock lock(e->mu);
         if (e->deleted) continue;
@@ -43,9 +44,10 @@ std::size_t Service::checkpoint() {
         if (it != previous.end() && it->second->state_lsn == n.state_lsn) {
           n.state_file = it->second->state_file;
         } else {
-          blob = e->ns.serialize_state();
+          frozen = e->ns.freeze_state();  // cheap: written out below, after the lock
         }
       }
+      if (frozen) blob = frozen();
       if (n.state_file.empty()) {
         n.state_file = s.store->write_state(n.name, n.state_lsn, blob);
         ++written;

@@ -114,6 +114,10 @@ class Namespace {
   // built from the same configuration (FormatError otherwise; unchanged then).
   std::string serialize_state() const;
   void restore_state(std::string_view blob);
+  // serialize_state() in two steps: freeze under the owner's lock (cheap:
+  // window buckets are shared copy-on-write), call the result after
+  // releasing it for the same bytes.
+  std::function<std::string()> freeze_state() const;
 
   // "Now": the wall clock, or in event-clock mode the newest event time seen.
   double now() const;

@@ -59,6 +59,11 @@ class TimeRings {
     CountMin sketch;
     CandidateHeap heap;
     std::uint64_t late_events = 0;  // counted after it closed: caches of sums over it compare this
+    // Unique per bucket object and content generation in these rings (a
+    // new bucket, a reused one, a copy made before a write): with
+    // late_events, what a cache of sums over buckets is keyed by (an
+    // address alone may be reused once a frozen copy lets go of a bucket).
+    std::uint64_t serial = 0;
   };
 
   // The buckets whose sum holds exactly the events in [start, end].
@@ -74,6 +79,13 @@ class TimeRings {
   };
 
   TimeRings(std::vector<double> windows, CountMinShape bucket_shape, UpdatePolicy policy, std::uint32_t candidates);
+  // A copy shares every bucket with the original, copy-on-write: whichever
+  // side writes a bucket the other still holds writes its own copy. A
+  // checkpoint takes one under the namespace's lock (a few hundred pointers)
+  // and serialises it after releasing the lock, so ingest does not wait on
+  // tens of MiB being written out.
+  TimeRings(const TimeRings&) = default;
+  TimeRings& operator=(const TimeRings&) = delete;
 
   const std::vector<double>& windows() const noexcept { return windows_; }
   const std::vector<RingLevel>& levels() const noexcept { return levels_; }
@@ -116,7 +128,7 @@ class TimeRings {
     RingLevel plan;
     std::int64_t ratio = 1;  // this level's buckets per parent bucket
     std::int64_t head = kNoHead;
-    std::vector<std::unique_ptr<Bucket>> slots;
+    std::vector<std::shared_ptr<Bucket>> slots;  // shared with frozen copies until written
   };
   static constexpr std::int64_t kNoHead = INT64_MIN;
 
@@ -125,6 +137,9 @@ class TimeRings {
   // Whether a level still holds (or will hold) the bucket of this index.
   bool holds(std::size_t level, std::int64_t index) const noexcept;
   const Bucket* find(std::size_t level, std::int64_t index) const noexcept;
+  // The bucket of (level, index) to write into: opened (a new one, or the
+  // slot's older bucket cleared) if the slot holds another, and made this
+  // rings' own first if a frozen copy shares it.
   Bucket& open_bucket(std::size_t level, std::int64_t index);
   void advance(std::size_t level, std::int64_t index);
   void add_late(std::string_view item, std::uint64_t hash, double weight, double t);
@@ -147,6 +162,7 @@ class TimeRings {
   std::vector<std::uint64_t> dropped_;  // per window
   std::uint64_t unplaced_ = 0;
   double newest_;
+  std::uint64_t next_serial_ = 1;
   std::vector<double> estimates_;       // scratch
   std::vector<std::uint32_t> offered_;  // scratch
 };

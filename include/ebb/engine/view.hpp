@@ -4,12 +4,14 @@
 // feeds each the same prepared batch; queries go to the view asked for.
 // Views are single-writer objects: concurrency belongs to the namespace's
 // owner.
-#include "ebb/core/binary_io.hpp"
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "ebb/core/binary_io.hpp"
 #include "ebb/engine/answers.hpp"
 #include "ebb/engine/prepared_batch.hpp"
 
@@ -51,6 +53,16 @@ class View {
   // The same bytes appended in place (a namespace's state is one buffer,
   // not a copy of each view's).
   virtual void serialize_state_into(BinaryWriter& w) const = 0;
+  // The state as it is now, written later by the returned function (the
+  // bytes serialize_state_into() would write now) without the namespace's
+  // lock: a checkpoint freezes under the lock and writes after it. By
+  // default a serialised copy; window views share their buckets
+  // copy-on-write instead.
+  using FrozenState = std::function<void(BinaryWriter&)>;
+  virtual FrozenState freeze_state() const {
+    auto bytes = std::make_shared<const std::string>(serialize_state());
+    return [bytes](BinaryWriter& w) { w.put_bytes(*bytes); };
+  }
   virtual void restore_state(std::string_view blob) = 0;
 };
 

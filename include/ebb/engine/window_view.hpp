@@ -38,6 +38,7 @@ class WindowView final : public View {
   std::size_t memory_bytes() const noexcept override;
   std::uint64_t dropped() const noexcept override { return rings_->dropped(spec_.window); }
   void serialize_state_into(BinaryWriter& w) const override;
+  FrozenState freeze_state() const override;
   void restore_state(std::string_view blob) override;
 
   const TimeRings& rings() const noexcept { return *rings_; }
@@ -78,8 +79,7 @@ class WindowView final : public View {
 
   struct Cache {
     struct Key {
-      const TimeRings::Bucket* bucket;
-      std::int64_t index;
+      std::uint64_t serial;
       std::uint64_t late_events;
       friend bool operator==(const Key&, const Key&) = default;
     };
