@@ -85,6 +85,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "How long history is kept: every point for a day, one a minute for 7 days, one an hour until this age")
       ->capture_default_str()
       ->check(duration_validator());
+  cmd->add_option("--history-min-free", o.history_min_free,
+                  "History pauses while the data directory's filesystem has less free space than this (the log needs it more); 0: never")
+      ->capture_default_str();
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off (debug logs every request)")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -137,6 +140,12 @@ int run_serve(ServeOptions o) {
     o.limits.max_memory = o.max_memory.empty() ? default_max_memory() : parse_byte_size(o.max_memory);
   } catch (const InvalidArgument& e) {
     log->error("--max-memory: {}", e.what());
+    return 2;
+  }
+  try {
+    so.history_min_free_bytes = o.history_min_free == "0" ? 0 : parse_byte_size(o.history_min_free);
+  } catch (const InvalidArgument& e) {
+    log->error("--history-min-free: {}", e.what());
     return 2;
   }
   o.http.idle_timeout = parse_duration(o.idle_timeout);

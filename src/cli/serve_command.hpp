@@ -18,6 +18,7 @@ struct ServeOptions {
   std::string checkpoint_interval = "10s";
   std::string history_interval = "10s";
   std::string history_retention = "90d";
+  std::string history_min_free = "512MiB";
   std::string answer_cache_ttl = "100ms";
   std::string log_level = "info";
   std::string max_future_skew = "60s";

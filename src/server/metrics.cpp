@@ -110,6 +110,16 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   single(out, "ebb_checkpoint_last_bytes", "gauge", "State bytes the last checkpoint wrote (unchanged namespaces write none).",
          std::to_string(sm.last_checkpoint_bytes));
   single(out, "ebb_checkpoint_bytes_total", "counter", "State bytes written by checkpoints.", std::to_string(sm.checkpoint_bytes_total));
+  if (sm.history) {
+    header(out, "ebb_history_passes_total", "counter",
+           "History snapshot passes by result (low_disk: skipped while the data directory's filesystem has less free than --history-min-free).");
+    out += "ebb_history_passes_total{result=\"ok\"} " + std::to_string(sm.history_passes_ok) + "\n";
+    out += "ebb_history_passes_total{result=\"error\"} " + std::to_string(sm.history_passes_failed) + "\n";
+    out += "ebb_history_passes_total{result=\"low_disk\"} " + std::to_string(sm.history_passes_low_disk) + "\n";
+    single(out, "ebb_history_snapshots_total", "counter", "View snapshots (one view's top K at one time) written to history.",
+           std::to_string(sm.history_snapshots));
+    single(out, "ebb_history_bytes", "gauge", "Size of the history database (its pages).", std::to_string(sm.history_bytes));
+  }
   const auto& log = sm.log;
   single(out, "ebb_wal_bytes", "gauge", "Bytes in the write-ahead log's live segments.", std::to_string(log.bytes));
   single(out, "ebb_wal_segments", "gauge", "Live write-ahead log segment files.", std::to_string(log.segments));

@@ -85,7 +85,13 @@ std::string Service::not_ready_reason() const {
 
 std::string Service::warnings() const {
   std::lock_guard lock(s_->metrics_mu);
-  return s_->checkpoint_error.empty() ? "" : "checkpoints are failing (writes are still logged): " + s_->checkpoint_error;
+  std::string out;
+  if (!s_->checkpoint_error.empty()) out = "checkpoints are failing (writes are still logged): " + s_->checkpoint_error;
+  for (const auto* history : {&s_->history_off, &s_->history_error}) {
+    if (history->empty()) continue;
+    out += (out.empty() ? "" : "; ") + *history;
+  }
+  return out;
 }
 
 Commit Service::ingest(const IngestRequest& req) {
@@ -315,15 +321,10 @@ void Service::remove(const std::string& name) {
     s.reserved -= entry->reserved_bytes;
   }
   s.wait(lsn);
-  // Its history goes too: a new namespace of the same name starts afresh.
-  if (s.history) {
-    try {
-      std::lock_guard pass(s.history_mu);
-      s.history->drop_namespace(name);
-    } catch (const std::exception& e) {
-      s.log->error("history of deleted namespace '{}' not removed: {}", name, e.what());
-    }
-  }
+  // Its history goes too: a new namespace of the same name starts afresh
+  // (if the database refuses now, the history thread retries, and nothing
+  // reads or writes that name's history until it is gone).
+  if (s.history) drop_history(s, name);
 }
 
 NamespaceInfo Service::describe(const std::string& name) const {
@@ -452,6 +453,7 @@ ServiceMetrics Service::metrics() const {
   m.answer_cache_hits = s_->answer_cache_hits;
   m.answer_cache_misses = s_->answer_cache_misses;
   m.memory_reserved = s_->reserved;
+  m.history = s_->history != nullptr;  // history_bytes: as of the last pass (a scrape never waits on SQLite)
   return m;
 }
 

@@ -4,9 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
+#include <set>
+#include <sstream>
 
 #include "ebb/core/clock.hpp"
 #include "ebb/core/duration.hpp"
+#include "ebb/storage/file_io.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
@@ -40,7 +44,8 @@ storage::HistorySnapshot snapshot_of(const std::string& ns, const engine::TopKAn
 }
 
 // How far apart the snapshots kept at this age are: the answer's
-// granularity.
+// granularity. Retention thins by the wall clock, so the age is the wall
+// clock's (an event-clock namespace's "now" may lag it by days).
 double spacing(const Service::State& s, double age) {
   const auto& r = s.options.history_retention;
   if (age <= r.full) return s.options.history_interval;
@@ -63,10 +68,18 @@ PastView past_view(const NamespaceEntry& e, const std::optional<engine::ViewSpec
 }
 
 // The snapshot the answer comes from, or history_unavailable saying why.
+// Why this server answers nothing from history: off by configuration, or
+// a database it could not open.
+std::string no_history(const Service::State& s) {
+  std::lock_guard lock(s.metrics_mu);
+  if (!s.history_off.empty()) return s.history_off;
+  return std::string("this server keeps no history (") + (s.options.data_dir ? "--history-interval 0" : "no data directory") + ")";
+}
+
 storage::HistorySnapshot snapshot_at(const Service::State& s, const PastView& p, double as_of) {
-  if (!s.history) {
-    throw invalid("history_unavailable", "timestamp: the " + p.spec.label() + " view keeps no past that far in memory, and this server keeps no history (" +
-                                             (s.options.data_dir ? "--history-interval 0" : "no data directory") + ")");
+  if (!s.history) throw invalid("history_unavailable", "timestamp: the " + p.spec.label() + " view keeps no past that far in memory, and " + no_history(s));
+  if (s.pending_drop(p.ns)) {
+    throw invalid("history_unavailable", "timestamp: the history of a deleted namespace of this name is still being removed; none is kept for this one yet");
   }
   auto snap = s.history->at(p.ns, history_key(p.spec), as_of);
   if (!snap) {
@@ -86,7 +99,7 @@ void describe(Answer& a, const Service::State& s, const PastView& p, const stora
   a.source = "history";
   // The spacing kept at that age; wider when the snapshot found is further
   // back than that (history was off, or the server down, around T).
-  a.granularity = std::max(spacing(s, p.now - h.t), as_of - h.t);
+  a.granularity = std::max(spacing(s, wall_clock_now() - h.t), as_of - h.t);
   a.accuracy.epsilon = h.epsilon;
   a.accuracy.confidence = h.confidence;
   a.accuracy.max_error = h.max_error;
@@ -182,25 +195,177 @@ engine::PointAnswer Service::count_at(const std::string& name, std::string_view 
   return on_query([&] { return std::move(points_as_of(*s_, *e, std::span<const std::string>(&one, 1), view, as_of).front()); });
 }
 
+namespace {
+
+std::filesystem::path pending_file(const Service::State& s) { return *s.options.data_dir / "history-pending-drops"; }
+
+// Writes the pending drops to their file (one name a line; none: no file).
+void save_pending(Service::State& s) {
+  std::lock_guard file(s.pending_file_mu);
+  std::string lines;
+  {
+    std::lock_guard lock(s.pending_mu);
+    for (const auto& name : s.pending_drops) lines += name + "\n";
+  }
+  try {
+    if (lines.empty()) {
+      std::filesystem::remove(pending_file(s));
+    } else {
+      storage::write_file_atomically(pending_file(s), lines);
+    }
+  } catch (const std::exception& e) {
+    s.log->error("history: cannot record the deleted namespaces whose history is still to be removed: {}", e.what());
+  }
+}
+
+void forget_pending(Service::State& s, const std::string& name) {
+  {
+    std::lock_guard lock(s.pending_mu);
+    s.pending_drops.erase(name);
+  }
+  save_pending(s);
+}
+
+}  // namespace
+
+void drop_history(Service::State& s, const std::string& name) {
+  // Pending first: from here no pass writes the name and no answer reads
+  // it, even if a namespace of that name is created before the drop is done.
+  {
+    std::lock_guard lock(s.pending_mu);
+    if (!s.pending_drops.insert(name).second) return;  // already pending: the history thread has it
+  }
+  try {
+    std::lock_guard pass(s.history_mu);
+    s.history->drop_namespace(name);
+  } catch (const std::exception& e) {
+    s.log->warn("history of deleted namespace '{}' not removed yet ({}); the history thread retries", name, e.what());
+    save_pending(s);
+    return;
+  }
+  std::lock_guard lock(s.pending_mu);
+  s.pending_drops.erase(name);
+}
+
+namespace {
+
+// Retries the drops the database refused; under history_mu.
+void retry_drops(Service::State& s) {
+  std::set<std::string, std::less<>> pending;
+  {
+    std::lock_guard lock(s.pending_mu);
+    pending = s.pending_drops;
+  }
+  for (const auto& name : pending) {
+    s.history->drop_namespace(name);  // throws: the pass fails, and retries next time
+    forget_pending(s, name);
+    s.log->info("history of deleted namespace '{}' removed", name);
+  }
+}
+
+// Whether the data directory's filesystem has room for history; else
+// history_error says why it pauses (logged once per pause).
+bool room_for_history(Service::State& s) {
+  if (s.options.history_min_free_bytes == 0 || !s.options.data_dir) return true;
+  std::error_code ec;
+  const auto space = std::filesystem::space(*s.options.data_dir, ec);
+  if (ec || space.available >= s.options.history_min_free_bytes) return true;
+  const std::string why = "history is paused: " + std::to_string(space.available >> 20) + " MiB free on the data directory's filesystem, under --history-min-free (" +
+                          std::to_string(s.options.history_min_free_bytes >> 20) + " MiB); the log keeps the room";
+  std::lock_guard lock(s.metrics_mu);
+  ++s.counters.history_passes_low_disk;
+  if (!s.history_error.starts_with("history is paused")) s.log->warn("{}", why);
+  s.history_error = why;
+  return false;
+}
+
+}  // namespace
+
 std::size_t Service::snapshot_history() {
   State& s = *s_;
   if (!s.history) return 0;
   std::lock_guard pass(s.history_mu);
-  std::vector<EntryPtr> entries;
-  {
-    std::shared_lock lock(s.map_mu);
-    for (const auto& [_, e] : s.entries) entries.push_back(e);
+  try {
+    retry_drops(s);
+    if (!room_for_history(s)) return 0;
+    std::vector<EntryPtr> entries;
+    {
+      std::shared_lock lock(s.map_mu);
+      for (const auto& [_, e] : s.entries) entries.push_back(e);
+    }
+    std::vector<storage::HistorySnapshot> snapshots;
+    for (const auto& e : entries) {
+      if (s.pending_drop(e->name)) continue;  // an earlier namespace's history is still there
+      std::shared_lock lock(e->mu);
+      if (e->deleted || e->ns.stats().events == 0) continue;
+      const std::uint32_t k = e->ns.config().k;
+      for (const auto& v : e->ns.views()) snapshots.push_back(snapshot_of(e->name, e->ns.top(v->spec(), k), k));
+    }
+    // Written outside every namespace lock: ingest never waits on SQLite.
+    s.history->write(snapshots);
+    const auto bytes = s.history->bytes();
+    std::lock_guard lock(s.metrics_mu);
+    s.counters.history_bytes = bytes;
+    ++s.counters.history_passes_ok;
+    s.counters.history_snapshots += snapshots.size();
+    if (!s.history_error.empty()) s.log->info("history snapshots are written again");
+    s.history_error.clear();
+    return snapshots.size();
+  } catch (const std::exception& e) {
+    std::lock_guard lock(s.metrics_mu);
+    ++s.counters.history_passes_failed;
+    s.history_error = std::string("history snapshots are failing: ") + e.what();
+    throw;
   }
-  std::vector<storage::HistorySnapshot> snapshots;
-  for (const auto& e : entries) {
-    std::shared_lock lock(e->mu);
-    if (e->deleted || e->ns.stats().events == 0) continue;
-    const std::uint32_t k = e->ns.config().k;
-    for (const auto& v : e->ns.views()) snapshots.push_back(snapshot_of(e->name, e->ns.top(v->spec(), k), k));
+}
+
+void Service::open_history() {
+  State& s = *s_;
+  if (!s.options.data_dir || s.options.history_interval <= 0) return;
+  const auto file = *s.options.data_dir / "history.sqlite3";
+  try {
+    s.history = std::make_unique<storage::HistoryStore>(file);
+  } catch (const std::exception& e) {
+    // History is derived data: the server serves without it rather than
+    // not at all.
+    std::lock_guard lock(s.metrics_mu);
+    s.history_off = std::string("history is off: ") + e.what() + " (move " + file.string() +
+                    " aside to start a new one, or run with --history-interval 0)";
+    s.log->error("{}", s.history_off);
   }
-  // Written outside every namespace lock: ingest never waits on SQLite.
-  s.history->write(snapshots);
-  return snapshots.size();
+}
+
+void Service::sweep_history() {
+  State& s = *s_;
+  if (!s.history) return;
+  // Drops a crash left pending (a namespace of the name may exist again).
+  std::error_code ec;
+  if (std::filesystem::exists(pending_file(s), ec)) {
+    try {
+      std::istringstream lines(storage::read_whole_file(pending_file(s)));
+      std::lock_guard lock(s.pending_mu);
+      for (std::string name; std::getline(lines, name);) {
+        if (!name.empty()) s.pending_drops.insert(name);
+      }
+    } catch (const std::exception& e) {
+      s.log->error("history: cannot read {}: {}", pending_file(s).string(), e.what());
+    }
+    try {
+      std::lock_guard pass(s.history_mu);
+      retry_drops(s);
+    } catch (const std::exception& e) {
+      s.log->warn("history of deleted namespaces not removed yet ({}); the history thread retries", e.what());
+    }
+  }
+  // Namespaces deleted while their history could not be removed and not
+  // recorded as such (a crash between the delete and the drop).
+  try {
+    for (const auto& name : s.history->namespaces()) {
+      if (!s.find(name)) drop_history(s, name);
+    }
+  } catch (const std::exception& e) {
+    s.log->warn("history: could not list its namespaces ({}); deleted namespaces' history is removed later", e.what());
+  }
 }
 
 void Service::start_history() {
@@ -238,7 +403,8 @@ HistorySeries Service::history(const std::string& name, std::string_view item, c
       throw invalid("bad_parameter", "item_id: must be 1 to " + std::to_string(e->ns.config().max_item_bytes) + " bytes");
     }
   }
-  if (!s_->history) throw invalid("history_unavailable", "this server keeps no history (--history-interval 0 or no data directory)");
+  if (!s_->history) throw invalid("history_unavailable", no_history(*s_));
+  if (s_->pending_drop(name)) return series;  // an earlier namespace's history, still being removed
   series.points = s_->history->series(name, history_key(series.view), item, from, to, max_points + 1);
   if (series.points.size() > max_points) {
     series.points.resize(max_points);

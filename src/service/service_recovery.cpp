@@ -98,7 +98,7 @@ RecoveryReport Service::recover() {
     return report;
   }
   s.store = std::make_unique<storage::CheckpointStore>(*s.options.data_dir);
-  if (s.options.history_interval > 0) s.history = std::make_unique<storage::HistoryStore>(*s.options.data_dir / "history.sqlite3");
+  open_history();
   for (const auto& p : s.store->remove_temporaries()) s.log->warn("removed {} (a write interrupted by a crash)", p.string());
   for (const auto& p : s.store->foreign_files()) s.log->warn("ignoring {}: not a file ebb writes there", p.string());
 
@@ -207,6 +207,7 @@ RecoveryReport Service::recover() {
     s.counters.recovery_records_skipped = replay_errors;
     s.counters.truncated_tails = log_report.truncation.empty() ? 0 : 1;
   }
+  sweep_history();
   s.recovered = true;
   if (report.migrated_legacy > 0) {
     // The old layout is read once: its content now lives in a checkpoint.

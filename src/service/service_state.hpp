@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -73,6 +74,23 @@ struct Service::State {
   // history drop, so a pass that read a namespace before its delete cannot
   // write it back after the drop.
   std::mutex history_mu;
+  // Deleted namespaces whose history could not be removed yet (a locked or
+  // failing database): retried before every pass; meanwhile no pass writes
+  // a namespace of that name and no answer reads its history.
+  // Kept in <data dir>/history-pending-drops too (rewritten under
+  // pending_file_mu), so a crash does not forget them: a namespace of the
+  // name may be created again before the restart.
+  mutable std::mutex pending_mu;
+  std::set<std::string, std::less<>> pending_drops;
+  std::mutex pending_file_mu;
+  bool pending_drop(std::string_view name) const {
+    std::lock_guard lock(pending_mu);
+    return pending_drops.contains(name);
+  }
+  // Why history is off though configured (it could not be opened), or why
+  // its passes fail or pause; under metrics_mu. Shown by /readyz.
+  std::string history_off;
+  std::string history_error;
 
   // Metrics.
   mutable std::mutex metrics_mu;
@@ -118,6 +136,10 @@ auto on_query(F&& f) {
 // the newest persisted snapshot at or before as_of (ServiceError
 // history_unavailable when there is none). InvalidArgument for a bad view
 // or time.
+// Removes a deleted namespace's history now, or leaves it to the history
+// thread's next pass (State::pending_drops) when the database refuses.
+void drop_history(Service::State& s, const std::string& name);
+
 engine::TopKAnswer top_as_of(const Service::State& s, const NamespaceEntry& e, const std::optional<engine::ViewSpec>& view,
                              std::optional<std::size_t> k, double as_of);
 std::vector<engine::PointAnswer> points_as_of(const Service::State& s, const NamespaceEntry& e, std::span<const std::string> items,

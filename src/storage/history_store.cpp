@@ -148,6 +148,13 @@ HistoryStore::HistoryStore(const std::filesystem::path& file) : file_(file) {
     }
     exec(kSchema);
     if (!version) exec(("INSERT INTO meta(key, value) VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "')").c_str());
+  } catch (const HistoryError& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    // Name the file: "file is not a database" alone does not say which.
+    const std::string what = e.what();
+    if (what.find(file.string()) != std::string::npos) throw;
+    throw HistoryError("history: " + file.string() + ": " + what.substr(what.starts_with("history: ") ? 9 : 0));
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -263,6 +270,14 @@ void HistoryStore::drop_namespace(std::string_view ns) {
   Statement s(db_, "DELETE FROM snapshots WHERE namespace = ?");
   s.bind(1, ns);
   s.run();
+}
+
+std::vector<std::string> HistoryStore::namespaces() const {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT DISTINCT namespace FROM snapshots");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
 }
 
 std::uint64_t HistoryStore::snapshots() const {

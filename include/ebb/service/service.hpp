@@ -48,6 +48,9 @@ struct ServiceOptions {
   double answer_cache_ttl = 0.1;    // seconds a rendered top-K answer may be reused while nothing changed; 0: never
   double history_interval = 10;     // seconds between history snapshots of every view; 0: none
   storage::HistoryRetention history_retention;
+  // History pauses while the data directory's filesystem has less free
+  // than this: the log, which holds acknowledged data, needs the room more.
+  std::uint64_t history_min_free_bytes = std::uint64_t{512} << 20;
 };
 
 // An item's persisted series (GET /history).
@@ -162,6 +165,8 @@ class Service {
   // <data dir>/history.sqlite3 every history_interval and thins old points
   // (history_retention).
   void start_history();
+  // (recover() opens the database, and once the namespaces are known drops
+  // the history of those that no longer exist.)
   // One snapshot pass now; returns the snapshots written.
   std::size_t snapshot_history();
   // The item's persisted points in [from, to] (at most max_points).
@@ -174,6 +179,12 @@ class Service {
   struct State;
 
  private:
+  // recover()'s history steps: open the database (a damaged one turns
+  // history off, the server still serves), then drop the history of
+  // namespaces that no longer exist.
+  void open_history();
+  void sweep_history();
+
   std::unique_ptr<State> s_;
 };
 

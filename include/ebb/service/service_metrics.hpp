@@ -31,6 +31,12 @@ struct ServiceMetrics {
   std::uint64_t overloaded = 0;        // writes refused with 429
   std::uint64_t answer_cache_hits = 0, answer_cache_misses = 0;  // top-K answers reused / computed
   std::uint64_t memory_reserved = 0, memory_budget = 0;
+  // History: snapshots written; passes that wrote, failed, or were skipped
+  // for want of disk space; the database's bytes; whether it is on.
+  bool history = false;
+  std::uint64_t history_snapshots = 0;
+  std::uint64_t history_passes_ok = 0, history_passes_failed = 0, history_passes_low_disk = 0;
+  std::uint64_t history_bytes = 0;
 };
 
 }  // namespace ebb::service

@@ -89,6 +89,8 @@ class HistoryStore {
   // returns the snapshots deleted.
   std::uint64_t apply_retention(double now, const HistoryRetention& retention);
   void drop_namespace(std::string_view ns);
+  // The namespaces with snapshots (a service drops those it no longer has).
+  std::vector<std::string> namespaces() const;
   std::uint64_t snapshots() const;
   std::uint64_t bytes() const;  // the database file's pages
   const std::filesystem::path& file() const noexcept { return file_; }
