@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 namespace ebb::storage {
 namespace {
@@ -237,32 +238,47 @@ std::vector<HistoryPoint> HistoryStore::series(std::string_view ns, std::string_
 }
 
 std::uint64_t HistoryStore::apply_retention(double now, const HistoryRetention& r) {
-  std::lock_guard lock(mu_);
-  exec("BEGIN IMMEDIATE");
-  try {
-    std::uint64_t deleted = 0;
-    Statement too_old(db_, "DELETE FROM snapshots WHERE t < ?");
+  // Which snapshots go is read first (one query per rule); they are then
+  // deleted a few at a time, each batch its own transaction, so a first
+  // pass over a large backlog (a restart after weeks, a lowered retention)
+  // never holds the database, and the queries and passes waiting on it,
+  // for more than a moment.
+  std::vector<std::int64_t> doomed;
+  {
+    std::lock_guard lock(mu_);
+    Statement too_old(db_, "SELECT id FROM snapshots WHERE t < ?");
     too_old.bind(1, now - r.hours);
-    too_old.run();
-    deleted += static_cast<std::uint64_t>(sqlite3_changes(db_));
+    while (too_old.step()) doomed.push_back(too_old.integer(0));
     // Thin a span to its first point per `seconds` (per namespace and view).
     auto thin = [&](double older_than, double newer_than, double seconds) {
       Statement s(db_,
-                  "DELETE FROM snapshots WHERE t < ?1 AND t >= ?2 AND id NOT IN ("
                   "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY namespace, view, CAST(t / ?3 AS INTEGER) ORDER BY t) AS n "
-                  "FROM snapshots WHERE t < ?1 AND t >= ?2) WHERE n = 1)");
+                  "FROM snapshots WHERE t < ?1 AND t >= ?2) WHERE n > 1");
       s.bind(1, older_than).bind(2, newer_than).bind(3, seconds);
-      s.run();
-      deleted += static_cast<std::uint64_t>(sqlite3_changes(db_));
+      while (s.step()) doomed.push_back(s.integer(0));
     };
     thin(now - r.minutes, now - r.hours, 3600);
     thin(now - r.full, now - r.minutes, 60);
-    exec("COMMIT");
-    return deleted;
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
   }
+  constexpr std::size_t kBatch = 64;  // snapshots (each with its k items) a transaction
+  std::uint64_t deleted = 0;
+  for (std::size_t at = 0; at < doomed.size(); at += kBatch) {
+    std::lock_guard lock(mu_);
+    exec("BEGIN IMMEDIATE");
+    try {
+      Statement del(db_, "DELETE FROM snapshots WHERE id = ?");
+      for (std::size_t i = at; i < std::min(doomed.size(), at + kBatch); ++i) {
+        del.bind_int(1, doomed[i]);
+        del.run();
+        deleted += static_cast<std::uint64_t>(sqlite3_changes(db_));
+      }
+      exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+  return deleted;
 }
 
 void HistoryStore::drop_namespace(std::string_view ns) {
