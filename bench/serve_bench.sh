@@ -15,7 +15,8 @@
 #     top-100 queries/s (open loop, 4 connections) together for
 #     SEED_SECONDS (default 60): query latency percentiles, failures, the
 #     answer cache's hits and misses, and resident memory before and after.
-#  6. windows over HTTP (issue 9): a namespace with windows 1m/1h/1d
+#  6. windows over HTTP (issue 9): ingest into a namespace with and without
+#     windows 1m/1h/1d (median of 5 each); a namespace with windows 1m/1h/1d
 #     backfilled with a day of events (3M, timestamps spread over the last
 #     24 h), then GET /top-k?window=1h and window=1d (k=100) at 200
 #     requests/s each while 1M events/s are ingested: latency percentiles.
@@ -117,6 +118,19 @@ if [[ $sections == *6* ]]; then
   seconds=${WINDOW_SECONDS:-20}
   echo "== windows: GET /top-k?window=1h|1d&k=100, 200 requests/s each, under 1M events/s of ingest for $seconds s (open loop)"
   start_server "$tmp/windows" --fsync off
+  # Ingest cost over HTTP: the same 2M events into a decayed-only namespace
+  # and into one with windows 1m/1h/1d too, interleaved, median of 5.
+  curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"plain","half_lives":["5m"],"k":100}' >/dev/null
+  curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"windowed","half_lives":["5m"],"windows":["1m","1h","1d"],"k":100}' >/dev/null
+  for _ in 1 2 3 4 5; do
+    for ns in plain windowed; do
+      "$load" ingest --port "$port" --namespace "$ns" --events 2000000 --connections 4 2>/dev/null | grep -o '[0-9.]* M events/s' | cut -d' ' -f1 >>"$tmp/win-$ns.txt"
+    done
+  done
+  awk -v p="$(median <"$tmp/win-plain.txt")" -v w="$(median <"$tmp/win-windowed.txt")" \
+    'BEGIN {printf "HTTP ingest (4 connections, median of 5): 5m only %.2f M events/s, 5m + windows 1m/1h/1d %.2f: cost %.2fx\n", p, w, p / w}'
+  curl -sf -X DELETE "localhost:$port/namespaces/plain" >/dev/null
+  curl -sf -X DELETE "localhost:$port/namespaces/windowed" >/dev/null
   curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"win","half_lives":["5m"],"windows":["1m","1h","1d"],"k":100}' >/dev/null
   "$load" ingest --port "$port" --namespace win --events 3000000 --backfill 86400 --connections 2 | sed 's/^/backfill, a day: /'
   "$load" ingest --port "$port" --namespace win --events 1000000 --seconds "$seconds" --rate 1000000 --connections 2 >"$tmp/win-ingest.out" 2>"$tmp/win-ingest.err" &
