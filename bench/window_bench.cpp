@@ -113,10 +113,11 @@ void feed(Namespace& ns, const Stream& s, std::size_t begin, std::size_t end) {
 // replay of 10k events/s of stream time at full speed, where every bucket
 // period is short and its opening and merge cost shows.
 //
-// Steady state, as a server runs: the first half of the stream warms the
-// namespace up (the 1 s ring fills and starts reusing its buckets: a
-// bucket's first opening allocates and faults in its sketch, which a
-// server does once per slot in its life), the second half is timed.
+// Warmed up, as a server runs: the first half of the stream goes in
+// untimed (a bucket's first opening allocates and faults in its sketch,
+// which a server does once per slot in its life; in the replay the 1 s ring
+// fills and reuses its buckets; at the live rate the half is one second of
+// stream time, so fewer slots are warm), the second half is timed.
 // The cold figure (a fresh namespace, the whole stream) is printed too.
 void ingest(int reps) {
   for (const double rate : {1'000'000.0, 10'000.0}) {
@@ -273,6 +274,10 @@ void accuracy() {
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
   const std::string only = argc > 2 ? argv[2] : "";
+  if (!only.empty() && only != "ingest" && only != "query" && only != "memory" && only != "accuracy") {
+    std::fprintf(stderr, "window_bench: unknown section '%s' (ingest, query, memory or accuracy)\n", only.c_str());
+    return 2;
+  }
   if (only.empty() || only == "ingest") ingest(reps);
   if (only.empty() || only == "query") query_under_ingest(reps);
   if (only.empty() || only == "memory") memory();

@@ -87,7 +87,7 @@ std::string Service::warnings() const {
   std::lock_guard lock(s_->metrics_mu);
   std::string out;
   if (!s_->checkpoint_error.empty()) out = "checkpoints are failing (writes are still logged): " + s_->checkpoint_error;
-  for (const auto* history : {&s_->history_off, &s_->history_error}) {
+  for (const auto* history : {&s_->history_off, &s_->history_error, &s_->pending_file_error}) {
     if (history->empty()) continue;
     out += (out.empty() ? "" : "; ") + *history;
   }
@@ -305,7 +305,11 @@ void Service::remove(const std::string& name) {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   std::uint64_t lsn = 0;
-  {
+  // Its history is marked to go before the delete is logged (see
+  // mark_history_pending); a delete that fails unmarks it.
+  const bool history = s.history != nullptr;
+  if (history) mark_history_pending(s, name);
+  try {
     std::unique_lock map_lock(s.map_mu);
     auto it = s.entries.find(name);
     if (it == s.entries.end()) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
@@ -319,12 +323,14 @@ void Service::remove(const std::string& name) {
     entry->deleted = true;
     s.entries.erase(it);
     s.reserved -= entry->reserved_bytes;
+  } catch (...) {
+    if (history) unmark_history_pending(s, name);
+    throw;
   }
   s.wait(lsn);
   // Its history goes too: a new namespace of the same name starts afresh
-  // (if the database refuses now, the history thread retries, and nothing
-  // reads or writes that name's history until it is gone).
-  if (s.history) drop_history(s, name);
+  // (if the database refuses now, the history thread retries).
+  if (history) drop_history(s, name);
 }
 
 NamespaceInfo Service::describe(const std::string& name) const {

@@ -47,7 +47,10 @@ std::size_t Service::checkpoint() {
           frozen = e->ns.freeze_state();  // cheap: written out below, after the lock
         }
       }
-      if (frozen) blob = frozen();
+      if (frozen) {
+        blob = frozen();
+        frozen = nullptr;  // the shared buckets: ingest stops copying them before the write below
+      }
       if (n.state_file.empty()) {
         n.state_file = s.store->write_state(n.name, n.state_lsn, blob);
         ++written;

@@ -58,13 +58,12 @@ double spacing(const Service::State& s, double age) {
 struct PastView {
   std::string ns;
   engine::ViewSpec spec;
-  double now = 0;
   std::uint32_t candidates = 0;
   std::uint32_t k = 0;
 };
 
 PastView past_view(const NamespaceEntry& e, const std::optional<engine::ViewSpec>& view) {
-  return {e.name, e.ns.view(view).spec(), e.ns.now(), e.ns.config().candidates, e.ns.config().k};
+  return {e.name, e.ns.view(view).spec(), e.ns.config().candidates, e.ns.config().k};
 }
 
 // The snapshot the answer comes from, or history_unavailable saying why.
@@ -213,51 +212,66 @@ void save_pending(Service::State& s) {
     } else {
       storage::write_file_atomically(pending_file(s), lines);
     }
+    std::lock_guard lock(s.metrics_mu);
+    s.pending_file_error.clear();
   } catch (const std::exception& e) {
     s.log->error("history: cannot record the deleted namespaces whose history is still to be removed: {}", e.what());
+    std::lock_guard lock(s.metrics_mu);
+    s.pending_file_error = std::string("history: deleted namespaces whose history is still to be removed are not recorded (a crash would forget them): ") + e.what();
   }
 }
 
+// One delete's mark is done with (a drop removes every row of the name, so
+// another delete's mark, if any, is then satisfied by the next retry).
 void forget_pending(Service::State& s, const std::string& name) {
   {
     std::lock_guard lock(s.pending_mu);
-    s.pending_drops.erase(name);
+    if (auto it = s.pending_drops.find(name); it != s.pending_drops.end()) s.pending_drops.erase(it);
   }
   save_pending(s);
 }
 
 }  // namespace
 
-void drop_history(Service::State& s, const std::string& name) {
-  // Pending first: from here no pass writes the name and no answer reads
-  // it, even if a namespace of that name is created before the drop is done.
+void mark_history_pending(Service::State& s, const std::string& name) {
   {
     std::lock_guard lock(s.pending_mu);
-    if (!s.pending_drops.insert(name).second) return;  // already pending: the history thread has it
+    s.pending_drops.insert(name);
   }
+  save_pending(s);
+}
+
+void unmark_history_pending(Service::State& s, const std::string& name) { forget_pending(s, name); }
+
+bool drop_history(Service::State& s, const std::string& name) {
   try {
     std::lock_guard pass(s.history_mu);
     s.history->drop_namespace(name);
   } catch (const std::exception& e) {
     s.log->warn("history of deleted namespace '{}' not removed yet ({}); the history thread retries", name, e.what());
-    save_pending(s);
-    return;
+    return false;
   }
-  std::lock_guard lock(s.pending_mu);
-  s.pending_drops.erase(name);
+  forget_pending(s, name);
+  return true;
 }
 
 namespace {
 
-// Retries the drops the database refused; under history_mu.
+// Retries the drops the database refused, each on its own (one refused
+// name holds up neither the others nor the pass); under history_mu.
 void retry_drops(Service::State& s) {
   std::set<std::string, std::less<>> pending;
   {
     std::lock_guard lock(s.pending_mu);
-    pending = s.pending_drops;
+    pending.insert(s.pending_drops.begin(), s.pending_drops.end());
   }
   for (const auto& name : pending) {
-    s.history->drop_namespace(name);  // throws: the pass fails, and retries next time
+    try {
+      s.history->drop_namespace(name);
+    } catch (const std::exception& e) {
+      s.log->warn("history of deleted namespace '{}' not removed yet ({}); retried next pass", name, e.what());
+      continue;
+    }
     forget_pending(s, name);
     s.log->info("history of deleted namespace '{}' removed", name);
   }
@@ -302,15 +316,15 @@ std::size_t Service::snapshot_history() {
       for (const auto& v : e->ns.views()) snapshots.push_back(snapshot_of(e->name, e->ns.top(v->spec(), k), k));
     }
     // Written outside every namespace lock: ingest never waits on SQLite.
-    s.history->write(snapshots);
+    const auto written = s.history->write(snapshots);
     const auto bytes = s.history->bytes();
     std::lock_guard lock(s.metrics_mu);
     s.counters.history_bytes = bytes;
     ++s.counters.history_passes_ok;
-    s.counters.history_snapshots += snapshots.size();
+    s.counters.history_snapshots += written;
     if (!s.history_error.empty()) s.log->info("history snapshots are written again");
     s.history_error.clear();
-    return snapshots.size();
+    return written;
   } catch (const std::exception& e) {
     std::lock_guard lock(s.metrics_mu);
     ++s.counters.history_passes_failed;
@@ -358,11 +372,22 @@ void Service::sweep_history() {
     }
   }
   // Namespaces deleted while their history could not be removed and not
-  // recorded as such (a crash between the delete and the drop).
+  // recorded as such. Once the database refuses one, the rest are left to
+  // the history thread: a locked database must not hold up readiness for
+  // a busy timeout per name.
   try {
+    bool refused = false;
     for (const auto& name : s.history->namespaces()) {
-      if (!s.find(name)) drop_history(s, name);
+      if (s.find(name)) continue;
+      if (refused) {
+        std::lock_guard lock(s.pending_mu);
+        s.pending_drops.insert(name);
+        continue;
+      }
+      mark_history_pending(s, name);
+      refused = !drop_history(s, name);
     }
+    if (refused) save_pending(s);
   } catch (const std::exception& e) {
     s.log->warn("history: could not list its namespaces ({}); deleted namespaces' history is removed later", e.what());
   }
@@ -384,8 +409,15 @@ void Service::start_history() {
     }
     if (std::chrono::steady_clock::now() - last_retention > std::chrono::minutes(1)) {
       last_retention = std::chrono::steady_clock::now();
-      const auto deleted = s.history->apply_retention(wall_clock_now(), s.options.history_retention);
-      if (deleted > 0) s.log->debug("history retention deleted={}", deleted);
+      try {
+        const auto deleted = s.history->apply_retention(wall_clock_now(), s.options.history_retention);
+        if (deleted > 0) s.log->debug("history retention deleted={}", deleted);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(s.metrics_mu);
+        ++s.counters.history_passes_failed;
+        s.history_error = std::string("history retention is failing: ") + e.what();
+        if (!failed) failed = std::current_exception();
+      }
     }
     if (failed) std::rethrow_exception(failed);
   });

@@ -81,7 +81,7 @@ struct Service::State {
   // pending_file_mu), so a crash does not forget them: a namespace of the
   // name may be created again before the restart.
   mutable std::mutex pending_mu;
-  std::set<std::string, std::less<>> pending_drops;
+  std::multiset<std::string, std::less<>> pending_drops;  // a name once per delete waiting on it
   std::mutex pending_file_mu;
   bool pending_drop(std::string_view name) const {
     std::lock_guard lock(pending_mu);
@@ -91,6 +91,7 @@ struct Service::State {
   // its passes fail or pause; under metrics_mu. Shown by /readyz.
   std::string history_off;
   std::string history_error;
+  std::string pending_file_error;
 
   // Metrics.
   mutable std::mutex metrics_mu;
@@ -136,9 +137,16 @@ auto on_query(F&& f) {
 // the newest persisted snapshot at or before as_of (ServiceError
 // history_unavailable when there is none). InvalidArgument for a bad view
 // or time.
-// Removes a deleted namespace's history now, or leaves it to the history
-// thread's next pass (State::pending_drops) when the database refuses.
-void drop_history(Service::State& s, const std::string& name);
+// A namespace's history about to go (its delete is not logged yet): from
+// here no pass writes the name and no answer reads it, and the pending drop
+// is on disk, so neither a namespace created again with the name nor a
+// crash can bring the old history back.
+void mark_history_pending(Service::State& s, const std::string& name);
+// Removes it now (true), or leaves it to the history thread's next pass
+// when the database refuses (false).
+bool drop_history(Service::State& s, const std::string& name);
+// Undoes mark_history_pending() for a delete that did not happen.
+void unmark_history_pending(Service::State& s, const std::string& name);
 
 engine::TopKAnswer top_as_of(const Service::State& s, const NamespaceEntry& e, const std::optional<engine::ViewSpec>& view,
                              std::optional<std::size_t> k, double as_of);

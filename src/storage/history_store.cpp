@@ -133,20 +133,24 @@ HistoryStore::HistoryStore(const std::filesystem::path& file) : file_(file) {
     // WAL: readers (a user's shell) do not block the writer; NORMAL: a
     // committed snapshot survives a process crash (an OS crash may lose the
     // last few, which are a history's newest points, not acknowledged data).
-    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
-    // The version first: a file another build wrote is refused untouched
-    // (no table or index of ours is added to it).
+    // The version first, before anything writes (journal_mode=WAL rewrites
+    // the header): a file another build wrote, or a database that is not
+    // ours, is refused untouched.
     std::optional<std::string> version;
     {
       Statement has_meta(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
       if (has_meta.step()) {
         Statement v(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
         if (v.step()) version = v.text(0);
+      } else {
+        Statement tables(db_, "SELECT COUNT(*) FROM sqlite_master");
+        if (tables.step() && tables.integer(0) > 0) throw HistoryError("history: " + file.string() + " is a database of something else (no schema version)");
       }
     }
     if (version && *version != std::to_string(kSchemaVersion)) {
       throw HistoryError("history: " + file.string() + " has schema version " + *version + ", this build reads " + std::to_string(kSchemaVersion));
     }
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
     exec(kSchema);
     if (!version) exec(("INSERT INTO meta(key, value) VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "')").c_str());
   } catch (const HistoryError& e) {
@@ -174,9 +178,10 @@ void HistoryStore::exec(const char* sql) const {
   }
 }
 
-void HistoryStore::write(const std::vector<HistorySnapshot>& snapshots) {
+std::size_t HistoryStore::write(const std::vector<HistorySnapshot>& snapshots) {
   std::lock_guard lock(mu_);
   exec("BEGIN IMMEDIATE");
+  std::size_t written = 0;
   try {
     Statement snap(db_,
                    "INSERT OR IGNORE INTO snapshots(namespace, view, t, window_start, window_end, total, epsilon, confidence, max_error, "
@@ -188,6 +193,7 @@ void HistoryStore::write(const std::vector<HistorySnapshot>& snapshots) {
       snap.bind_int(11, h.k).bind(12, h.unlisted_bound());
       snap.run();
       if (sqlite3_changes(db_) == 0) continue;  // already stored
+      ++written;
       const std::int64_t id = sqlite3_last_insert_rowid(db_);
       for (std::size_t r = 0; r < h.items.size(); ++r) {
         const auto& i = h.items[r];
@@ -200,6 +206,7 @@ void HistoryStore::write(const std::vector<HistorySnapshot>& snapshots) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+  return written;
 }
 
 std::optional<HistorySnapshot> HistoryStore::at(std::string_view ns, std::string_view view, double t) const {
@@ -282,10 +289,14 @@ std::uint64_t HistoryStore::apply_retention(double now, const HistoryRetention& 
 }
 
 void HistoryStore::drop_namespace(std::string_view ns) {
-  std::lock_guard lock(mu_);
-  Statement s(db_, "DELETE FROM snapshots WHERE namespace = ?");
-  s.bind(1, ns);
-  s.run();
+  constexpr std::int64_t kBatch = 64;
+  for (;;) {
+    std::lock_guard lock(mu_);
+    Statement s(db_, "DELETE FROM snapshots WHERE id IN (SELECT id FROM snapshots WHERE namespace = ? LIMIT ?)");
+    s.bind(1, ns).bind_int(2, kBatch);
+    s.run();
+    if (sqlite3_changes(db_) < kBatch) return;
+  }
 }
 
 std::vector<std::string> HistoryStore::namespaces() const {

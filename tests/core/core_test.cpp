@@ -104,6 +104,36 @@ TEST(TimeJump, RefusesOnlyTimesTooFarAheadOfTheNewest) {
   EXPECT_TRUE(check_time_jump(INFINITY, 1000, 86400));
 }
 
+// Blobs written in place (nested, as a namespace's state holds its views'
+// blobs) are byte for byte what sealing copies of their payloads gives.
+TEST(BinaryEnvelope, ABlobWrittenInPlaceIsTheSameBytesAsOneSealed) {
+  BinaryWriter inner;
+  inner.put<double>(2.5);
+  inner.put_string("inner part");
+  const std::string inner_blob = seal_blob(BlobKind::count_min, 3, inner.buffer());
+  BinaryWriter outer;
+  outer.put<std::uint32_t>(7);
+  outer.put_string(inner_blob);
+  outer.put_string("");
+  const std::string sealed = seal_blob(BlobKind::namespace_state, 1, outer.buffer());
+
+  BinaryWriter w;
+  w.put_bytes("prefix");  // not at offset 0: the envelope's fields are relative to its start
+  const auto blob = w.begin_blob(BlobKind::namespace_state, 1);
+  w.put<std::uint32_t>(7);
+  auto part = w.begin_string();
+  const auto nested = w.begin_blob(BlobKind::count_min, 3);
+  w.put<double>(2.5);
+  w.put_string("inner part");
+  w.end_blob(nested);
+  w.end_string(part);
+  part = w.begin_string();
+  w.end_string(part);
+  w.end_blob(blob);
+  EXPECT_EQ(w.buffer(), "prefix" + sealed);
+  EXPECT_EQ(open_blob(std::string_view(w.buffer()).substr(6), BlobKind::namespace_state, 1).payload, outer.buffer());
+}
+
 TEST(BinaryEnvelope, RejectsEveryKindOfDamage) {
   const std::string blob = seal_blob(BlobKind::space_saving, 1, "payload bytes");
   EXPECT_EQ(open_blob(blob, BlobKind::space_saving, 1).payload, "payload bytes");

@@ -613,7 +613,7 @@ TEST(Durability, ADamagedHistoryTurnsHistoryOffAndLowDiskPausesIt) {
     HttpClient c(server.port());
     auto r = c.request("GET", "/readyz");
     EXPECT_EQ(r.status, 200);
-    EXPECT_NE(r.body.find("history is off: history: " + (dir / "history.sqlite3").string() + ": file is not a database (move"), std::string::npos)
+    EXPECT_NE(r.body.find("history is off: history: " + (dir / "history.sqlite3").string() + ": prepare: file is not a database (move"), std::string::npos)
         << r.body;
     ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"h","windows":["all"]})").status, 201);
     r = c.request("GET", "/top-k?namespace=h&timestamp=1000000000");

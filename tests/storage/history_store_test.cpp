@@ -4,6 +4,9 @@
 #include "ebb/storage/history_store.hpp"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
 #include <sqlite3.h>
 
 #include "support/ebb_server.hpp"
@@ -134,6 +137,27 @@ TEST_F(History, ADatabaseOfAnotherSchemaVersionIsRefused) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   EXPECT_THROW(HistoryStore(dir_ / "no" / "such" / "dir" / "h.sqlite3"), HistoryError);
+}
+
+TEST_F(History, ADatabaseOfSomethingElseIsRefusedWithoutAByteChanged) {
+  const auto other = dir_ / "other.sqlite3";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE x(a); INSERT INTO x VALUES(1)", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const auto read = [&] {
+    std::ifstream in(other, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = read();
+  try {
+    HistoryStore h(other);
+    FAIL() << "opened";
+  } catch (const HistoryError& e) {
+    EXPECT_NE(std::string(e.what()).find(other.string() + " is a database of something else"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read(), before);
+  EXPECT_FALSE(std::filesystem::exists(other.string() + "-wal"));
 }
 
 }  // namespace

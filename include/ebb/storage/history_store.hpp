@@ -79,7 +79,8 @@ class HistoryStore {
 
   // All in one transaction; a snapshot already stored (same namespace, view
   // and t) is left as it is. HistoryError on failure (nothing written).
-  void write(const std::vector<HistorySnapshot>& snapshots);
+  // Returns the snapshots written (not those already stored).
+  std::size_t write(const std::vector<HistorySnapshot>& snapshots);
   // The newest snapshot of the view at or before t.
   std::optional<HistorySnapshot> at(std::string_view ns, std::string_view view, double t) const;
   // The item's points in [from, to], oldest first, at most `limit`.
@@ -88,6 +89,8 @@ class HistoryStore {
   // Thins and deletes old points as `retention` says, relative to `now`;
   // returns the snapshots deleted.
   std::uint64_t apply_retention(double now, const HistoryRetention& retention);
+  // In transactions of a few snapshots: a large history never holds the
+  // database for long.
   void drop_namespace(std::string_view ns);
   // The namespaces with snapshots (a service drops those it no longer has).
   std::vector<std::string> namespaces() const;
