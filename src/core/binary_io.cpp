@@ -73,12 +73,9 @@ void BinaryWriter::end_string(std::size_t at) {
 
 std::string seal_blob(BlobKind kind, std::uint16_t version, std::string_view payload) {
   BinaryWriter w;
-  w.put_bytes(std::string_view(kMagic, 4));
-  w.put<std::uint16_t>(static_cast<std::uint16_t>(kind));
-  w.put<std::uint16_t>(version);
-  w.put<std::uint64_t>(payload.size());
+  const auto at = w.begin_blob(kind, version);
   w.put_bytes(payload);
-  w.put<std::uint64_t>(checksum(w.buffer()));
+  w.end_blob(at);
   return std::move(w.buffer());
 }
 

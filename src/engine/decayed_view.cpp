@@ -138,9 +138,7 @@ void DecayedView::serialize_state_into(BinaryWriter& w) const {
   w.put<std::uint8_t>(spec_.kind == ViewSpec::Kind::decayed ? 1 : 0);
   w.put<double>(spec_.half_life);
   w.put_string(clock_.serialize());
-  const auto part = w.begin_string();
-  sketch_.serialize_into(w);
-  w.end_string(part);
+  w.put_part([&](BinaryWriter& part) { sketch_.serialize_into(part); });
   const bool heap = std::holds_alternative<CandidateHeap>(summary_);
   w.put<std::uint8_t>(heap ? 0 : 1);
   w.put_string(heap ? std::get<CandidateHeap>(summary_).serialize() : std::get<SpaceSaving>(summary_).serialize());

@@ -235,11 +235,7 @@ std::function<std::string()> Namespace::freeze_state() const {
     w.put<double>(stats.newest_time);
     w.put<std::uint8_t>(seen ? 1 : 0);
     w.put<std::uint32_t>(static_cast<std::uint32_t>(views.size()));
-    for (const auto& v : views) {
-      const auto part = w.begin_string();
-      v(w);
-      w.end_string(part);
-    }
+    for (const auto& v : views) w.put_part(v);
     w.end_blob(blob);
     return std::move(w.buffer());
   };
@@ -285,18 +281,27 @@ const View& Namespace::view(const std::optional<ViewSpec>& spec) const {
                         " view (it keeps: " + kept + ")");
 }
 
-TopKAnswer Namespace::top(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k) const {
+std::size_t Namespace::checked_k(std::optional<std::size_t> k) const {
   const std::size_t want = k.value_or(config_.k);
   if (want < 1 || want > NamespaceConfig::kMaxK) {
     throw InvalidArgument("k: must be in [1, " + std::to_string(NamespaceConfig::kMaxK) + "] (got " + std::to_string(want) + ")");
   }
+  return want;
+}
+
+void Namespace::check_item(std::string_view item) const {
+  if (item.empty() || item.size() > config_.max_item_bytes) {
+    throw InvalidArgument("item_id: must be 1 to " + std::to_string(config_.max_item_bytes) + " bytes");
+  }
+}
+
+TopKAnswer Namespace::top(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k) const {
+  const std::size_t want = checked_k(k);
   return view(spec).top(want, now());
 }
 
 PointAnswer Namespace::count(std::string_view item, const std::optional<ViewSpec>& spec) const {
-  if (item.empty() || item.size() > config_.max_item_bytes) {
-    throw InvalidArgument("item_id: must be 1 to " + std::to_string(config_.max_item_bytes) + " bytes");
-  }
+  check_item(item);
   return view(spec).point(item, hash_key(item), now());
 }
 
@@ -308,18 +313,13 @@ double Namespace::checked_as_of(double as_of) const {
 }
 
 std::optional<TopKAnswer> Namespace::top_at(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k, double as_of) const {
-  const std::size_t want = k.value_or(config_.k);
-  if (want < 1 || want > NamespaceConfig::kMaxK) {
-    throw InvalidArgument("k: must be in [1, " + std::to_string(NamespaceConfig::kMaxK) + "] (got " + std::to_string(want) + ")");
-  }
+  const std::size_t want = checked_k(k);
   const View& v = view(spec);
   return v.top_at(want, checked_as_of(as_of));
 }
 
 std::optional<PointAnswer> Namespace::count_at(std::string_view item, const std::optional<ViewSpec>& spec, double as_of) const {
-  if (item.empty() || item.size() > config_.max_item_bytes) {
-    throw InvalidArgument("item_id: must be 1 to " + std::to_string(config_.max_item_bytes) + " bytes");
-  }
+  check_item(item);
   const View& v = view(spec);
   return v.point_at(item, hash_key(item), checked_as_of(as_of));
 }

@@ -343,9 +343,7 @@ std::size_t TimeRings::memory_bytes() const noexcept {
 }
 
 std::string TimeRings::serialize() const {
-  BinaryWriter w;
-  serialize_into(w);
-  return std::move(w.buffer());
+  return written([this](BinaryWriter& w) { serialize_into(w); });
 }
 
 void TimeRings::serialize_into(BinaryWriter& w) const {
@@ -376,12 +374,8 @@ void TimeRings::serialize_into(BinaryWriter& w) const {
       if (!kept(level, b)) continue;
       w.put<std::uint8_t>(static_cast<std::uint8_t>(level));
       w.put<std::int64_t>(b->index);
-      auto part = w.begin_string();
-      b->sketch.serialize_into(w);
-      w.end_string(part);
-      part = w.begin_string();
-      b->heap.serialize_into(w);
-      w.end_string(part);
+      w.put_part([&](BinaryWriter& part) { b->sketch.serialize_into(part); });
+      w.put_part([&](BinaryWriter& part) { b->heap.serialize_into(part); });
     }
   }
   w.end_blob(blob);

@@ -240,11 +240,7 @@ void write_window_state(BinaryWriter& w, double window, const TimeRings* rings) 
   const auto blob = w.begin_blob(BlobKind::window_view, 1);
   w.put<double>(window);
   w.put<std::uint8_t>(rings ? 1 : 0);
-  if (rings) {
-    const auto part = w.begin_string();
-    rings->serialize_into(w);
-    w.end_string(part);
-  }
+  if (rings) w.put_part([&](BinaryWriter& part) { rings->serialize_into(part); });
   w.end_blob(blob);
 }
 }  // namespace

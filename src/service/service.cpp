@@ -1,17 +1,15 @@
 // Ingest, admin and queries: the rules every front end shares.
 #include "ebb/service/service.hpp"
 
-#include <charconv>
-
 #include <algorithm>
 #include <future>
 
 #include "ebb/core/clock.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/engine/view_factory.hpp"
 #include "ebb/service/log_records.hpp"
 #include "service_state.hpp"
-#include "ebb/engine/view_factory.hpp"
 
 namespace ebb::service {
 namespace {

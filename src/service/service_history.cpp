@@ -66,7 +66,6 @@ PastView past_view(const NamespaceEntry& e, const std::optional<engine::ViewSpec
   return {e.name, e.ns.view(view).spec(), e.ns.config().candidates, e.ns.config().k};
 }
 
-// The snapshot the answer comes from, or history_unavailable saying why.
 // Why this server answers nothing from history: off by configuration, or
 // a database it could not open.
 std::string no_history(const Service::State& s) {
@@ -75,6 +74,7 @@ std::string no_history(const Service::State& s) {
   return std::string("this server keeps no history (") + (s.options.data_dir ? "--history-interval 0" : "no data directory") + ")";
 }
 
+// The snapshot the answer comes from, or history_unavailable saying why.
 storage::HistorySnapshot snapshot_at(const Service::State& s, const PastView& p, double as_of) {
   if (!s.history) throw invalid("history_unavailable", "timestamp: the " + p.spec.label() + " view keeps no past that far in memory, and " + no_history(s));
   if (s.pending_drop(p.ns)) {
@@ -243,9 +243,13 @@ void mark_history_pending(Service::State& s, const std::string& name) {
 
 void unmark_history_pending(Service::State& s, const std::string& name) { forget_pending(s, name); }
 
-bool drop_history(Service::State& s, const std::string& name) {
+namespace {
+
+// Drops the name's history and its pending mark (true), or logs why the
+// database refused and leaves the mark for the history thread's next pass;
+// the caller holds history_mu.
+bool try_drop(Service::State& s, const std::string& name) {
   try {
-    std::lock_guard pass(s.history_mu);
     s.history->drop_namespace(name);
   } catch (const std::exception& e) {
     s.log->warn("history of deleted namespace '{}' not removed yet ({}); the history thread retries", name, e.what());
@@ -253,6 +257,13 @@ bool drop_history(Service::State& s, const std::string& name) {
   }
   forget_pending(s, name);
   return true;
+}
+
+}  // namespace
+
+bool drop_history(Service::State& s, const std::string& name) {
+  std::lock_guard pass(s.history_mu);
+  return try_drop(s, name);
 }
 
 namespace {
@@ -266,14 +277,7 @@ void retry_drops(Service::State& s) {
     pending.insert(s.pending_drops.begin(), s.pending_drops.end());
   }
   for (const auto& name : pending) {
-    try {
-      s.history->drop_namespace(name);
-    } catch (const std::exception& e) {
-      s.log->warn("history of deleted namespace '{}' not removed yet ({}); retried next pass", name, e.what());
-      continue;
-    }
-    forget_pending(s, name);
-    s.log->info("history of deleted namespace '{}' removed", name);
+    if (try_drop(s, name)) s.log->info("history of deleted namespace '{}' removed", name);
   }
 }
 
@@ -431,9 +435,7 @@ HistorySeries Service::history(const std::string& name, std::string_view item, c
   {
     std::shared_lock lock(e->mu);
     series.view = on_query([&] { return e->ns.view(view).spec(); });
-    if (item.empty() || item.size() > e->ns.config().max_item_bytes) {
-      throw invalid("bad_parameter", "item_id: must be 1 to " + std::to_string(e->ns.config().max_item_bytes) + " bytes");
-    }
+    on_query([&] { e->ns.check_item(item); });
   }
   if (!s_->history) throw invalid("history_unavailable", no_history(*s_));
   if (s_->pending_drop(name)) return series;  // an earlier namespace's history, still being removed

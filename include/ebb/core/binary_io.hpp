@@ -64,6 +64,13 @@ class BinaryWriter {
     return out_.size();
   }
   void end_string(std::size_t at);
+  // begin_string(), what `write(*this)` writes, end_string().
+  template <typename F>
+  void put_part(F&& write) {
+    const auto at = begin_string();
+    write(*this);
+    end_string(at);
+  }
   void reserve(std::size_t n) { out_.reserve(n); }
 
   std::string& buffer() { return out_; }
@@ -112,6 +119,15 @@ class BinaryReader {
 
 // Wraps a payload in the envelope.
 std::string seal_blob(BlobKind kind, std::uint16_t version, std::string_view payload);
+
+// What `write(w)` writes into a fresh writer, as a string: the serialize()
+// of a structure that writes itself in place (serialize_into()).
+template <typename F>
+std::string written(F&& write) {
+  BinaryWriter w;
+  write(w);
+  return std::move(w.buffer());
+}
 
 // Validates the envelope and returns the payload and its version.
 struct OpenedBlob {

@@ -133,11 +133,15 @@ class Namespace {
   // caller turns to history). Throws InvalidArgument ("timestamp: ...").
   std::optional<TopKAnswer> top_at(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k, double as_of) const;
   std::optional<PointAnswer> count_at(std::string_view item, const std::optional<ViewSpec>& spec, double as_of) const;
+  // What count() checks of an item id: InvalidArgument ("item_id: ...")
+  // unless it is 1 to max_item_bytes bytes.
+  void check_item(std::string_view item) const;
 
   NamespaceStats stats() const;
 
  private:
   double checked_as_of(double as_of) const;
+  std::size_t checked_k(std::optional<std::size_t> k) const;  // the namespace's k when none; InvalidArgument ("k: ...")
   void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   // The adjusted time of a valid event (clamped within the skew tolerance);
   // throws BatchError. Inline: it runs for every event of every batch.

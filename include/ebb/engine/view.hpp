@@ -46,9 +46,7 @@ class View {
   // FormatError when the blob does not fit this view; the view is then
   // unchanged.
   virtual std::string serialize_state() const {
-    BinaryWriter w;
-    serialize_state_into(w);
-    return std::move(w.buffer());
+    return written([this](BinaryWriter& w) { serialize_state_into(w); });
   }
   // The same bytes appended in place (a namespace's state is one buffer,
   // not a copy of each view's).

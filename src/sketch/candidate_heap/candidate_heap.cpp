@@ -88,9 +88,7 @@ void CandidateHeap::merge(const CandidateHeap& other, const CountMin& mine_sketc
 }
 
 std::string CandidateHeap::serialize() const {
-  BinaryWriter w;
-  serialize_into(w);
-  return std::move(w.buffer());
+  return written([this](BinaryWriter& w) { serialize_into(w); });
 }
 
 void CandidateHeap::serialize_into(BinaryWriter& w) const {

@@ -233,9 +233,7 @@ void CountMin::clear() noexcept {
 }
 
 std::string CountMin::serialize() const {
-  BinaryWriter w;
-  serialize_into(w);
-  return std::move(w.buffer());
+  return written([this](BinaryWriter& w) { serialize_into(w); });
 }
 
 void CountMin::serialize_into(BinaryWriter& w) const {
