@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "ebb/core/clock.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/engine/answers.hpp"
@@ -163,8 +164,12 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   from->needs(to);
   to->needs(from);
   from->excludes(ts);
-  cmd->add_option("--item", o.items, "Count these items instead of listing the top K (repeatable)")->allow_extra_args(false);
-  cmd->add_flag("--json", o.json, "Print the server's JSON as it is");
+  auto* item = cmd->add_option("--item", o.items, "Count these items instead of listing the top K (repeatable)")->allow_extra_args(false);
+  auto* hot = cmd->add_flag("--hot-keys", o.hot_keys, "The namespace's hot keys (GET /hot-keys): rate at or above its hot_key_threshold");
+  auto* follow = cmd->add_flag("--follow,-f", o.follow, "With --hot-keys: print keys as they turn hot and cool, until interrupted (GET /hot-keys/stream)");
+  follow->needs(hot);
+  for (auto* other : {item, ts, from, hl, win}) hot->excludes(other);
+  cmd->add_flag("--json", o.json, "Print the server's JSON as it is (with --follow: one {\"event\", \"data\"} object a line)");
   return cmd;
 }
 
@@ -263,12 +268,70 @@ std::optional<std::string> answer_body(io::HttpClient& client, const QueryOption
   return std::nullopt;
 }
 
+
+// --hot-keys [--follow].
+int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
+  if (o.follow) {
+    // Server-Sent Events: messages end with a blank line; comment lines
+    // (heartbeats) and the retry hint print nothing.
+    std::string pending;
+    bool ended = false;
+    const auto r = client.stream("/hot-keys/stream?namespace=" + url_encode(o.ns), headers, [&](std::string_view data) {
+      pending.append(data);
+      for (std::size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
+        const std::string message = pending.substr(0, end);
+        pending.erase(0, end + 2);
+        std::string event, payload;
+        std::size_t at = 0;
+        while (at < message.size()) {
+          const std::size_t nl = std::min(message.find('\n', at), message.size());
+          const std::string_view line(message.data() + at, nl - at);
+          if (line.starts_with("event: ")) event = line.substr(7);
+          if (line.starts_with("data: ")) payload = line.substr(6);
+          at = nl + 1;
+        }
+        if (event.empty()) continue;
+        if (o.json) {
+          std::printf("{\"event\":\"%s\",\"data\":%s}\n", event.c_str(), payload.empty() ? "null" : payload.c_str());
+        } else if (event == "end") {
+          std::printf("%s  the namespace was deleted\n", format_utc(wall_clock_now()).c_str());
+        } else {
+          simdjson::dom::parser p;
+          simdjson::dom::element d = p.parse(payload);
+          std::printf("%s  %-4s  %-30s  %12.4g/s  (hot since %s)\n", format_utc(wall_clock_now()).c_str(), event.c_str(),
+                      std::string(std::string_view(d["item_id"])).c_str(), double(d["rate"]), format_utc(double(d["since"])).c_str());
+        }
+        std::fflush(stdout);
+        if (event == "end") ended = true;
+      }
+      return !ended;
+    });
+    if (r.status != 200) throw Fatal{"HTTP " + std::to_string(r.status) + ": " + server_error(r)};
+    if (!ended) throw Fatal{"the server closed the stream"};
+    return 0;
+  }
+  const auto body = answer_body(client, o, "GET", "/hot-keys?namespace=" + url_encode(o.ns), "", headers);
+  if (!body) return 0;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc = p.parse(*body);
+  std::printf("hot keys of '%s': rate >= %g events/s (half-life %s), as of %s\n", o.ns.c_str(), double(doc["threshold"]),
+              std::string(std::string_view(doc["half_life"])).c_str(), format_utc(double(doc["as_of"])).c_str());
+  std::printf("%-30s  %14s  %s\n", "item", "rate/s", "hot since (UTC)");
+  for (auto k : simdjson::dom::array(doc["items"])) {
+    std::printf("%-30s  %14.4g  %s\n", std::string(std::string_view(k["item_id"])).c_str(), double(k["rate"]),
+                format_utc(double(k["since"])).c_str());
+  }
+  if (!bool(doc["complete"])) std::printf("(incomplete: the candidates are too few to rule out a hot key outside them)\n");
+  return 0;
+}
+
 }  // namespace
 
 int run_query(const QueryOptions& o) {
   try {
     io::HttpClient client(io::parse_http_url(o.url));
     const auto headers = auth_headers(o.auth_token_file);
+    if (o.hot_keys) return run_hot_keys(client, o, headers);
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);
     if (!o.window.empty()) view = "&window=" + url_encode(o.window);

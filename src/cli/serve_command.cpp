@@ -81,6 +81,13 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "How often every view's top K is snapshotted into <data dir>/history.sqlite3 (answers as of a past time, GET /history); 0: no history")
       ->capture_default_str()
       ->check(duration_or_zero_validator());
+  cmd->add_option("--hot-key-interval", o.hot_key_interval,
+                  "How often the hot-key detectors are evaluated (GET /hot-keys is at most this old; a key is reported hot at most this late)")
+      ->capture_default_str()
+      ->check(duration_validator());
+  cmd->add_option("--max-hot-key-streams", o.limits.max_hot_key_streams, "Open GET /hot-keys/stream connections at most (429 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(1ul, 1'000'000ul));
   cmd->add_option("--history-retention", o.history_retention,
                   "How long history is kept: every point for a day, one a minute for 7 days, one an hour until this age")
       ->capture_default_str()
@@ -161,6 +168,7 @@ int run_serve(ServeOptions o) {
   so.history_retention.minutes = std::min(so.history_retention.minutes, so.history_retention.hours);
   so.history_retention.full = std::min(so.history_retention.full, so.history_retention.hours);
   so.answer_cache_ttl = o.answer_cache_ttl == "0" ? 0 : parse_duration(o.answer_cache_ttl);
+  so.hot_key_interval = parse_duration(o.hot_key_interval);
   so.log.policy = o.fsync == "batch" ? storage::FsyncPolicy::batch : o.fsync == "interval" ? storage::FsyncPolicy::interval : storage::FsyncPolicy::off;
   so.log.fsync_interval = parse_duration(o.fsync_interval);
   so.log.segment_bytes = o.segment_bytes;
@@ -213,6 +221,7 @@ int run_serve(ServeOptions o) {
       if (r.records_skipped > 0) log->error("recovery skipped {} batches that no longer applied (see the errors above)", r.records_skipped);
       service.start_checkpoints();
       service.start_history();
+      service.start_hot_keys();
     } catch (const std::exception& e) {
       log->critical("recovery failed: {}; not serving", e.what());
       recovery_failed = true;

@@ -20,6 +20,7 @@ struct ServeOptions {
   std::string history_retention = "90d";
   std::string history_min_free = "512MiB";
   std::string answer_cache_ttl = "100ms";
+  std::string hot_key_interval = "100ms";
   std::string log_level = "info";
   std::string max_future_skew = "60s";
   std::string max_event_age = "7d";

@@ -27,6 +27,7 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::checkpoint_manifest: return "checkpoint manifest";
     case BlobKind::time_rings: return "time rings";
     case BlobKind::window_view: return "window view";
+    case BlobKind::hot_key_detector: return "hot-key detector";
   }
   return "unknown";
 }

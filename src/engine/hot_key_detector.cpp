@@ -18,6 +18,7 @@ HotKeyDetector::HotKeyDetector(const NamespaceConfig& config, HotKeyOptions opti
     : options_((validate(options), options)),
       lambda_(std::log(2.0) / options.half_life),
       candidates_(config.candidates),
+      config_(config),
       view_(ViewSpec::decayed(options.half_life), config) {}
 
 void HotKeyDetector::set_threshold(double threshold) {
@@ -77,6 +78,50 @@ std::size_t HotKeyDetector::memory_bytes() const noexcept {
   std::size_t bytes = sizeof(*this) - sizeof(view_) + view_.memory_bytes();
   for (const auto& [key, k] : hot_) bytes += 2 * sizeof(HotKey) + 2 * key.capacity();  // map node (key and value) and both strings
   return bytes;
+}
+
+void HotKeyDetector::serialize_state_into(BinaryWriter& w) const {
+  const auto blob = w.begin_blob(BlobKind::hot_key_detector, 1);
+  w.put<double>(options_.half_life);
+  w.put<double>(evaluated_at_);
+  w.put<std::uint8_t>(complete_ ? 1 : 0);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(hot_.size()));
+  for (const auto& [key, k] : hot_) {
+    w.put_string(key);
+    w.put<double>(k.rate);
+    w.put<double>(k.since);
+  }
+  w.put_part([&](BinaryWriter& part) { view_.serialize_state_into(part); });
+  w.end_blob(blob);
+}
+
+void HotKeyDetector::restore_state(std::string_view blob) {
+  auto opened = open_blob(blob, BlobKind::hot_key_detector, 1);
+  BinaryReader r(opened.payload, "hot-key detector");
+  const double half_life = r.get<double>();
+  if (half_life != options_.half_life) r.fail("state of a detector with another half-life");
+  const double evaluated_at = r.get<double>();
+  if (!(std::isfinite(evaluated_at) && evaluated_at >= 0)) r.fail("bad evaluation time");
+  const auto complete = r.get<std::uint8_t>();
+  if (complete > 1) r.fail("bad completeness flag");
+  const auto n = r.get<std::uint32_t>();
+  std::map<std::string, HotKey, std::less<>> hot;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    HotKey k;
+    k.key = r.get_string(std::size_t{1} << 20);
+    k.rate = r.get<double>();
+    k.since = r.get<double>();
+    if (k.key.empty() || !(std::isfinite(k.rate) && k.rate >= 0) || !(std::isfinite(k.since) && k.since >= 0)) r.fail("bad hot key");
+    if (!hot.emplace(k.key, k).second) r.fail("a hot key listed twice");
+  }
+  const std::string view_blob = r.get_string(std::size_t{1} << 36);
+  r.expect_end();
+  DecayedView view(view_.spec(), config_);
+  view.restore_state(view_blob);  // throws FormatError: this detector is unchanged
+  view_ = std::move(view);
+  hot_ = std::move(hot);
+  complete_ = complete == 1;
+  evaluated_at_ = evaluated_at;
 }
 
 }  // namespace ebb::engine

@@ -19,6 +19,10 @@ std::string number(double v) {
   return buf;
 }
 
+std::unique_ptr<HotKeyDetector> make_hot_keys(const NamespaceConfig& c) {
+  return std::make_unique<HotKeyDetector>(c, HotKeyOptions{.threshold = *c.hot_key_threshold, .half_life = c.hot_key_half_life});
+}
+
 }  // namespace
 
 std::optional<EventProblem> describe_event_problem(const Event& e, const NamespaceConfig& config) {
@@ -43,6 +47,7 @@ Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::mo
   // change what a checkpoint of this namespace holds.
   config_.candidates = config_.resolved_candidates();
   views_ = make_views(config_);
+  if (config_.hot_key_threshold) hot_keys_ = make_hot_keys(config_);
   rebuild_exclude();
 }
 
@@ -175,6 +180,7 @@ void Namespace::count_prepared(const PreparedBatch& batch, std::size_t submitted
   stats_.excluded += submitted - batch.size();
   if (batch.size() == 0) return;
   for (auto& view : views_) view->apply(batch);
+  if (hot_keys_) hot_keys_->apply(batch);
   stats_.events += batch.size();
   for (std::size_t i = 0; i < batch.size(); ++i) stats_.weight += batch.weights[i];
   stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, batch.max_time) : batch.max_time;
@@ -209,6 +215,45 @@ void Namespace::set_time_guards(double max_event_age, double max_time_jump) {
   config_.max_time_jump = max_time_jump;
 }
 
+std::vector<HotKeyEvent> Namespace::reconfigure(const NamespaceConfig& next) {
+  next.validate();
+  if (next.k > config_.candidates) {
+    throw InvalidArgument("k: must be at most the namespace's " + std::to_string(config_.candidates) + " candidates (fixed at creation; got " +
+                          std::to_string(next.k) + ")");
+  }
+  // Checked above: none of these can fail now.
+  set_k(next.k);
+  set_exclude(next.exclude);
+  set_time_guards(next.max_event_age, next.max_time_jump);
+  return set_hot_keys(next.hot_key_threshold, next.hot_key_half_life);
+}
+
+std::vector<HotKeyEvent> Namespace::set_hot_keys(std::optional<double> threshold, double half_life) {
+  NamespaceConfig next = config_;
+  next.hot_key_threshold = threshold;
+  next.hot_key_half_life = half_life;
+  next.validate();
+  std::vector<HotKeyEvent> cooled;
+  if (hot_keys_ && (!threshold || half_life != config_.hot_key_half_life)) {
+    for (auto& k : hot_keys_->hot()) cooled.push_back({false, std::move(k)});
+  }
+  if (!threshold) {
+    hot_keys_.reset();
+  } else if (!hot_keys_ || half_life != config_.hot_key_half_life) {
+    hot_keys_ = make_hot_keys(next);
+  } else {
+    hot_keys_->set_threshold(*threshold);
+  }
+  config_.hot_key_threshold = threshold;
+  config_.hot_key_half_life = half_life;
+  return cooled;
+}
+
+std::vector<HotKeyEvent> Namespace::evaluate_hot_keys() {
+  if (!hot_keys_) return {};
+  return hot_keys_->evaluate(now());
+}
+
 void Namespace::rebuild_exclude() {
   exclude_.clear();
   for (const auto& item : config_.exclude) exclude_.insert(item);
@@ -224,10 +269,14 @@ std::function<std::string()> Namespace::freeze_state() const {
     bytes += v->memory_bytes();
     views.push_back(v->freeze_state());
   }
-  return [stats = stats_, seen = seen_event_, views = std::move(views), bytes] {
+  // The detector is one decayed view's size: serialised now, like those.
+  std::shared_ptr<const std::string> detector;
+  if (hot_keys_) detector = std::make_shared<const std::string>(written([&](BinaryWriter& w) { hot_keys_->serialize_state_into(w); }));
+  return [stats = stats_, seen = seen_event_, views = std::move(views), detector, bytes] {
     BinaryWriter w;
-    w.reserve(bytes);
-    const auto blob = w.begin_blob(BlobKind::namespace_state, 1);
+    w.reserve(bytes + (detector ? detector->size() : 0));
+    // Version 2 added the hot-key detector after the views.
+    const auto blob = w.begin_blob(BlobKind::namespace_state, 2);
     w.put<std::uint64_t>(stats.events);
     w.put<std::uint64_t>(stats.excluded);
     w.put<std::uint64_t>(stats.batches);
@@ -236,13 +285,15 @@ std::function<std::string()> Namespace::freeze_state() const {
     w.put<std::uint8_t>(seen ? 1 : 0);
     w.put<std::uint32_t>(static_cast<std::uint32_t>(views.size()));
     for (const auto& v : views) w.put_part(v);
+    w.put<std::uint8_t>(detector ? 1 : 0);
+    if (detector) w.put_string(*detector);
     w.end_blob(blob);
     return std::move(w.buffer());
   };
 }
 
 void Namespace::restore_state(std::string_view blob) {
-  auto opened = open_blob(blob, BlobKind::namespace_state, 1);
+  auto opened = open_blob(blob, BlobKind::namespace_state, 2);
   BinaryReader r(opened.payload, "namespace state");
   NamespaceStats stats;
   stats.events = r.get<std::uint64_t>();
@@ -259,11 +310,25 @@ void Namespace::restore_state(std::string_view blob) {
   if (n != views_.size()) r.fail("holds " + std::to_string(n) + " views, the configuration has " + std::to_string(views_.size()));
   std::vector<std::string> parts;
   for (std::uint32_t i = 0; i < n; ++i) parts.push_back(r.get_string(std::size_t{1} << 36));
+  // Version 1 predates hot-key detection: a detector the configuration
+  // asks for starts empty.
+  std::optional<std::string> detector_part;
+  if (opened.version >= 2) {
+    const auto has_detector = r.get<std::uint8_t>();
+    if (has_detector > 1) r.fail("bad hot-key detector flag");
+    if (has_detector == 1) detector_part = r.get_string(std::size_t{1} << 36);
+  }
   r.expect_end();
+  if (opened.version >= 2 && detector_part.has_value() != config_.hot_key_threshold.has_value()) {
+    r.fail(detector_part ? "holds a hot-key detector the configuration does not have" : "lacks the configuration's hot-key detector");
+  }
   // Restore into fresh views first so a bad part leaves this namespace as it was.
   std::vector<std::unique_ptr<View>> fresh = make_views(config_);
   for (std::uint32_t i = 0; i < n; ++i) fresh[i]->restore_state(parts[i]);
+  std::unique_ptr<HotKeyDetector> detector = config_.hot_key_threshold ? make_hot_keys(config_) : nullptr;
+  if (detector_part) detector->restore_state(*detector_part);
   views_ = std::move(fresh);
+  hot_keys_ = std::move(detector);
   stats_ = stats;
   seen_event_ = seen;
 }
@@ -332,6 +397,7 @@ NamespaceStats Namespace::stats() const {
     s.memory_bytes += bytes;
     s.views.push_back({v->spec(), bytes, v->dropped()});
   }
+  if (hot_keys_) s.memory_bytes += hot_keys_->memory_bytes();
   return s;
 }
 

@@ -56,6 +56,12 @@ void NamespaceConfig::validate() const {
   if (!(max_event_age > 0)) bad("max_event_age", "must be a duration > 0");
   if (!(max_time_jump > 0)) bad("max_time_jump", "must be a duration > 0");
   if (max_item_bytes < 1 || max_item_bytes > (1u << 20)) bad("max_item_bytes", "must be in [1, 1048576]");
+  if (hot_key_threshold && !(std::isfinite(*hot_key_threshold) && *hot_key_threshold > 0)) {
+    bad("hot_key_threshold", "must be a finite number of events/s > 0 (or null for no detection)");
+  }
+  if (!(hot_key_half_life >= kMinHotKeyHalfLife && hot_key_half_life <= kMaxHotKeyHalfLife)) {
+    bad("hot_key_half_life", "must be a duration in [1s, 1d]");
+  }
   for (std::size_t i = 0; i < exclude.size(); ++i) {
     if (exclude[i].empty() || exclude[i].size() > max_item_bytes) {
       bad("exclude", "entry " + std::to_string(i) + " must be 1 to " + std::to_string(max_item_bytes) + " bytes");

@@ -169,6 +169,65 @@ HttpResult HttpClient::request(const std::string& method, const std::string& tar
   }
 }
 
+HttpResult HttpClient::stream(const std::string& target, const HttpHeaders& headers, const StreamReader& on_data) {
+  auto& impl = *impl_;
+  if (impl.connected) close();  // a fresh connection: this one ends with the stream
+  impl.connect();
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, impl.endpoint.host);
+  req.set(http::field::user_agent, "ebb/0.1");
+  req.set(http::field::accept, "text/event-stream");
+  for (const auto& [k, v] : headers) req.set(k, v);
+  const std::string what = "GET " + target + " to " + impl.where();
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  boost::system::error_code ec;
+  impl.stream.expires_after(seconds(impl.options.request_timeout));
+  http::async_write(impl.stream, req, [&](boost::system::error_code e, std::size_t) {
+    ec = e;
+    if (!e) http::async_read_header(impl.stream, buffer, parser, [&ec](boost::system::error_code re, std::size_t) { ec = re; });
+  });
+  impl.run();
+  if (ec) {
+    close();
+    throw HttpClientError(what + " failed: " + ec.message());
+  }
+  HttpResult out;
+  out.status = static_cast<int>(parser.get().result_int());
+  for (const auto& f : parser.get()) out.headers[std::string(f.name_string())] = std::string(f.value());
+  if (out.status != 200) {
+    // An error answer has a length: read it whole.
+    http::async_read(impl.stream, buffer, parser, [&ec](boost::system::error_code re, std::size_t) { ec = re; });
+    impl.run();
+    out.body = std::move(parser.get().body());
+    close();
+    if (ec) throw HttpClientError(what + " failed while reading the answer: " + ec.message());
+    return out;
+  }
+  // The stream's body has no length and no chunking: the bytes on the
+  // connection after the header, until it closes.
+  impl.stream.expires_never();
+  bool more = true;
+  if (buffer.size() > 0) {
+    more = on_data(std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()));
+    buffer.consume(buffer.size());
+  }
+  char chunk[16384];
+  while (more) {
+    std::size_t n = 0;
+    impl.stream.async_read_some(net::buffer(chunk), [&](boost::system::error_code e, std::size_t got) {
+      ec = e;
+      n = got;
+    });
+    impl.run();
+    if (n > 0) more = on_data(std::string_view(chunk, n));
+    if (ec) break;
+  }
+  close();
+  if (ec && ec != net::error::eof && ec != net::error::connection_reset) throw HttpClientError(what + ": the stream broke: " + ec.message());
+  return out;
+}
+
 void HttpClient::close() {
   boost::system::error_code ignored;
   impl_->stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -146,7 +147,7 @@ class HttpServer::Impl {
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
 };
 
-class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
+class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, public EventStream {
  public:
   Session(net::basic_stream_socket<tcp, Executor>&& socket, Impl& server) : stream_(std::move(socket)), server_(server) {}
   ~Session() { server_.remove(this); }
@@ -168,7 +169,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       stream_.socket().cancel(ignored);
       stream_.socket().shutdown(net::socket_base::shutdown_receive, ignored);
     } else {
-      close();  // idle past --idle-timeout, or a reader too slow to take our answer
+      close_socket();  // idle past --idle-timeout, or a reader too slow to take our answer
     }
   }
 
@@ -185,7 +186,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   // one with a request in hand closes after answering it.
   void close_if_idle() {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (!self->busy_) self->close();
+      if (!self->busy_) self->close_socket();
     });
   }
 
@@ -212,7 +213,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   void clear_due() { due_.store(kNever, std::memory_order_relaxed); }
 
   void read() {
-    if (server_.stopping) return close();
+    if (server_.stopping) return close_socket();
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(64 * 1024);
@@ -222,7 +223,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     set_due(Phase::idle, server_.options.idle_timeout);
     stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
       self->clear_due();
-      if (ec) return self->close();  // idle timeout, the client left, or shutdown
+      if (ec) return self->close_socket();  // idle timeout, the client left, or shutdown
       self->buffer_.commit(n);
       self->read_header();
     });
@@ -246,7 +247,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
         self->set_due(Phase::write, self->server_.options.request_timeout);
         http::async_write(self->stream_, self->continue_, [self](beast::error_code wec, std::size_t) {
           self->clear_due();
-          if (wec) return self->close();
+          if (wec) return self->close_socket();
           self->read_body();
         });
         return;
@@ -306,7 +307,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset || ec == net::error::eof || ec == net::error::bad_descriptor) {
-      return close();
+      return close_socket();
     }
     busy_ = true;
     if (ec == http::error::body_limit) {
@@ -347,7 +348,84 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       return;
     }
     log_request(request.method, request.path, request.body.size(), result.response);
+    if (result.response.stream) return start_stream(std::move(result.response), result.route, started, req.version());
     reply(std::move(result.response), result.route, started, req.version(), !req.keep_alive());
+  }
+
+ public:
+  // EventStream, from any thread: the bytes go to the session's loop.
+  bool send(std::string bytes) override {
+    if (stream_closed_.load(std::memory_order_relaxed)) return false;
+    net::post(stream_.get_executor(), [self = shared_from_this(), bytes = std::move(bytes)]() mutable { self->enqueue(std::move(bytes)); });
+    return true;
+  }
+  void close() override {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->end_after_write_ = true;
+      if (!self->writing_) self->close_socket();
+    });
+  }
+
+ private:
+  // A stream (Server-Sent Events): the status line and headers, then
+  // whatever the producer sends until it ends it, the client leaves, the
+  // client reads too slowly (more than kMaxStreamQueue bytes waiting, or a
+  // write not taken within --request-timeout), or the server shuts down.
+  // The connection is not reused: without a length, its close ends the body.
+  void start_stream(Response&& r, const std::string& route, std::chrono::steady_clock::time_point started, unsigned version) {
+    busy_ = false;  // a shutdown closes it as it closes an idle connection
+    std::string head = version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ";
+    head += std::to_string(r.status) + " " + std::string(sv(http::obsolete_reason(static_cast<http::status>(r.status)))) + "\r\n";
+    head += "Server: ebb/0.1\r\nContent-Type: " + r.content_type + "\r\nCache-Control: no-cache\r\nConnection: close\r\n";
+    for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
+    head += "\r\n";
+    server_.metrics.observe_request(route, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    enqueue(std::move(head));
+    try {
+      stream_keep_ = r.stream(std::static_pointer_cast<EventStream>(shared_from_this()));
+    } catch (const std::exception& e) {
+      server_.log->warn("stream on route {} failed to start: {}", route, e.what());
+      end_after_write_ = true;
+    }
+    watch_for_close();
+  }
+
+  void enqueue(std::string bytes) {
+    if (stream_closed_.load(std::memory_order_relaxed)) return;
+    queued_bytes_ += bytes.size();
+    if (queued_bytes_ > kMaxStreamQueue) {
+      server_.log->info("closing a stream: the client has not taken {} bytes", queued_bytes_);
+      return close_socket();
+    }
+    out_.push_back(std::move(bytes));
+    if (!writing_) write_next();
+  }
+
+  void write_next() {
+    if (out_.empty()) {
+      writing_ = false;
+      if (end_after_write_) close_socket();
+      return;
+    }
+    writing_ = true;
+    set_due(Phase::write, server_.options.request_timeout);
+    net::async_write(stream_, net::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->clear_due();
+      self->queued_bytes_ -= self->out_.front().size();
+      self->out_.pop_front();
+      if (ec) return self->close_socket();
+      self->write_next();
+    });
+  }
+
+  // A stream's client sends nothing more; a read that ends means it left
+  // (anything it does send is dropped).
+  void watch_for_close() {
+    stream_.async_read_some(buffer_.prepare(1024), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close_socket();
+      self->buffer_.clear();
+      self->watch_for_close();
+    });
   }
 
   // Every answer, deferred or not: debug logs each request, a 5xx is a warning.
@@ -375,18 +453,20 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
     http::async_write(stream_, res_, [self = shared_from_this(), close_now](beast::error_code ec, std::size_t) {
       self->clear_due();
       self->busy_ = false;
-      if (ec || close_now) return self->close();
+      if (ec || close_now) return self->close_socket();
       self->read();
     });
   }
 
-  void close() {
+  void close_socket() {
+    stream_closed_ = true;
     beast::error_code ignored;
     stream_.socket().shutdown(net::socket_base::shutdown_both, ignored);
     stream_.socket().close(ignored);
   }
 
   static constexpr std::size_t kIdleBufferBytes = 16 * 1024, kBodyReadBytes = 64 * 1024, kBodySlackBytes = 64;
+  static constexpr std::size_t kMaxStreamQueue = 1 << 20;
 
   Stream stream_;
   beast::flat_buffer buffer_;
@@ -396,6 +476,12 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   Impl& server_;
   bool busy_ = false;
   bool timed_out_ = false;
+  // Streaming (see start_stream).
+  bool writing_ = false, end_after_write_ = false;
+  std::atomic<bool> stream_closed_{false};
+  std::deque<std::string> out_;
+  std::size_t queued_bytes_ = 0;
+  std::shared_ptr<void> stream_keep_;
   Phase phase_ = Phase::idle;
   std::atomic<std::int64_t> due_{kNever};  // steady_ns() past which phase_ has timed out
   const char* deadline_part_ = "";

@@ -113,7 +113,7 @@ void parse_target(std::string_view target, std::string& path, std::multimap<std:
   target = without_scheme_and_authority(target, absolute);
   const std::size_t q = target.find('?');
   path = decode(target.substr(0, q), false);
-  if (absolute && path.empty()) path = "/";
+  if (absolute && path.empty()) path.push_back('/');  // (not = "/": g++ 12 -O2 warns of a false overlap)
   query.clear();
   if (q == std::string_view::npos) return;
   std::string_view rest = target.substr(q + 1);

@@ -1,5 +1,7 @@
 #include "ebb/server/metrics.hpp"
 
+#include "ebb/core/hash.hpp"
+
 #include <unistd.h>
 
 #include <charconv>
@@ -167,6 +169,24 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   }
   header(out, "ebb_namespace_memory_bytes", "gauge", "Memory held by a namespace's sketches and summaries.");
   for (const auto& r : rows) out += "ebb_namespace_memory_bytes{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.memory_bytes) + "\n";
+  single(out, "ebb_hot_key_streams", "gauge", "Open GET /hot-keys/stream subscriptions (--max-hot-key-streams limits them).",
+         std::to_string(sm.hot_key_streams));
+  header(out, "ebb_hot_keys", "gauge", "Keys at or above their namespace's hot_key_threshold (namespaces with detection on).");
+  for (const auto& r : rows) {
+    if (r.hot_key_detection) out += "ebb_hot_keys{namespace=\"" + r.name + "\"} " + std::to_string(r.hot_keys.size()) + "\n";
+  }
+  header(out, "ebb_hot_key_rate", "gauge",
+         "Rate (events/s, an upper bound) of each hot key, labelled by key_hash: the key's 64-bit hash in hex; the log names the key.");
+  for (const auto& r : rows) {
+    for (const auto& k : r.hot_keys) {
+      out += "ebb_hot_key_rate{namespace=\"" + r.name + "\",key_hash=\"" + key_hash_hex(k.key) + "\"} " + num(k.rate) + "\n";
+    }
+  }
+  header(out, "ebb_hot_key_transitions_total", "counter", "Keys that turned hot (event=\"hot\") or cooled (event=\"cool\").");
+  for (const auto& r : rows) {
+    out += "ebb_hot_key_transitions_total{namespace=\"" + r.name + "\",event=\"hot\"} " + std::to_string(r.turned_hot) + "\n";
+    out += "ebb_hot_key_transitions_total{namespace=\"" + r.name + "\",event=\"cool\"} " + std::to_string(r.cooled) + "\n";
+  }
   header(out, "ebb_namespaces", "gauge", "Namespaces on the server.");
   out += "ebb_namespaces " + std::to_string(rows.size()) + "\n";
   header(out, "ebb_process_resident_memory_bytes", "gauge", "Resident set size of the server process.");

@@ -104,6 +104,16 @@ std::optional<double> get_threshold(element v) {
   return t;
 }
 
+double get_hot_key_half_life(element v) {
+  const std::string field = "hot_key_half_life";
+  if (!v.is_string()) bad(field, "must be a duration string such as \"10s\"");
+  const double h = get_duration(std::string(v.get_string().value_unsafe()), field);
+  if (!(h >= engine::NamespaceConfig::kMinHotKeyHalfLife && h <= engine::NamespaceConfig::kMaxHotKeyHalfLife)) {
+    bad(field, "must be in [1s, 1d] (got '" + std::string(v.get_string().value_unsafe()) + "')");
+  }
+  return h;
+}
+
 
 }  // namespace
 
@@ -135,7 +145,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   std::optional<std::uint64_t> width, depth;
   std::optional<double> epsilon, delta;
   static const std::set<std::string_view> kFields = {"name",    "k",       "windows",          "half_lives", "sketch_width",
-                                                     "sketch_depth", "epsilon", "delta",         "hot_key_threshold",
+                                                     "sketch_depth", "epsilon", "delta",         "hot_key_threshold", "hot_key_half_life",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
                                                      "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump",
                                                      "window_sketch_width"};
@@ -188,7 +198,9 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       delta = get_number(value, field);
       if (!(*delta > 0 && *delta < 1)) bad(field, "must be in (0, 1)");
     } else if (field == "hot_key_threshold") {
-      spec.hot_key_threshold = get_threshold(value);
+      c.hot_key_threshold = get_threshold(value);
+    } else if (field == "hot_key_half_life") {
+      c.hot_key_half_life = get_hot_key_half_life(value);
     } else if (field == "exclude") {
       c.exclude = get_exclude(value, c, limits);
     } else if (field == "counting") {
@@ -275,7 +287,9 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
         bad("k", "must be at most the namespace's " + std::to_string(next.config.candidates) + " candidates (fixed at creation)");
       }
     } else if (field == "hot_key_threshold") {
-      next.hot_key_threshold = get_threshold(value);
+      next.config.hot_key_threshold = get_threshold(value);
+    } else if (field == "hot_key_half_life") {
+      next.config.hot_key_half_life = get_hot_key_half_life(value);
     } else if (field == "exclude") {
       next.config.exclude = get_exclude(value, next.config, limits);
     } else if (field == "max_event_age") {
@@ -285,7 +299,7 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
     } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
                field == "summary" || field == "max_future_skew") {
-      bad(field, "cannot be changed at run time (only k, hot_key_threshold, exclude, max_event_age and max_time_jump can); create a new namespace");
+      bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age and max_time_jump can); create a new namespace");
     } else {
       bad(message_text(field), "unknown field");
     }
@@ -312,8 +326,9 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
   w.key("candidates").value(c.candidates);
   w.key("summary").value(c.summary == engine::SummaryKind::candidate_heap ? "candidate_heap" : "space_saving");
   w.key("hot_key_threshold");
-  if (spec.hot_key_threshold) w.value(*spec.hot_key_threshold);
+  if (c.hot_key_threshold) w.value(*c.hot_key_threshold);
   else w.null();
+  w.key("hot_key_half_life").value(format_duration(c.hot_key_half_life));
   w.key("exclude").begin_array();
   for (const auto& e : c.exclude) w.value(e);
   w.end_array();

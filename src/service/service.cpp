@@ -30,7 +30,21 @@ std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
   const std::uint64_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
   // Sketch counters, plus each candidate slot with a key of typical length
   // (the heap, its index and the key bytes).
-  return views * (c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128) + engine::window_bytes_max(c);
+  // The hot-key detector is one more decayed view.
+  const std::uint64_t detectors = c.hot_key_threshold ? 1 : 0;
+  return (views + detectors) * (c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128) + engine::window_bytes_max(c);
+}
+
+void Service::State::reserve(std::uint64_t need) {
+  const std::uint64_t budget = options.limits.max_memory;
+  std::uint64_t have = reserved.load();
+  do {
+    if (budget != 0 && have + need > budget) {
+      throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
+                         "the namespace needs " + std::to_string(need >> 20) + " MiB more; " + std::to_string(have >> 20) + " MiB of the " +
+                             std::to_string(budget >> 20) + " MiB budget (--max-memory) are taken");
+    }
+  } while (!reserved.compare_exchange_weak(have, have + need));
 }
 
 std::uint64_t Service::State::append(std::string_view payload) {
@@ -65,6 +79,7 @@ Service::~Service() {
   s_->thread_cv.notify_all();
   if (s_->checkpointer.joinable()) s_->checkpointer.join();
   if (s_->historian.joinable()) s_->historian.join();
+  if (s_->hot_key_evaluator.joinable()) s_->hot_key_evaluator.join();
 }
 
 const ServiceLimits& Service::limits() const noexcept { return s_->options.limits; }
@@ -233,15 +248,7 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
   // Reserve the memory before allocating it, so concurrent creates cannot
   // overshoot the budget together.
   const std::uint64_t need = State::planned_bytes(spec.config);
-  const std::uint64_t budget = s.options.limits.max_memory;
-  std::uint64_t have = s.reserved.load();
-  do {
-    if (budget != 0 && have + need > budget) {
-      throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
-                         "the namespace needs " + std::to_string(need >> 20) + " MiB; " + std::to_string(have >> 20) + " MiB of the " +
-                             std::to_string(budget >> 20) + " MiB budget (--max-memory) are taken");
-    }
-  } while (!s.reserved.compare_exchange_weak(have, have + need));
+  s.reserve(need);
   std::shared_ptr<NamespaceEntry> entry;
   bool inserted = false;  // from then on the reservation is the entry's (remove() returns it)
   try {
@@ -273,6 +280,10 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
   auto entry = s.require(name, "name");
   std::uint64_t lsn = 0;
   NamespaceSpec next;
+  // A patch that stops or restarts hot-key detection cools its hot keys,
+  // delivered like an evaluation's changes (under the same lock).
+  std::lock_guard notice(entry->notice_mu);
+  std::vector<engine::HotKeyEvent> cooled;
   {
     std::unique_lock lock(entry->mu);
     if (entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
@@ -287,14 +298,23 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     if (next.config.k > entry->ns.config().candidates) {
       throw invalid("invalid_field", "k: must be at most the namespace's " + std::to_string(entry->ns.config().candidates) + " candidates");
     }
-    lsn = s.append(encode_admin({RecordType::patch, name, write_namespace_spec(next, true)}));
-    entry->ns.set_k(next.config.k);
-    entry->ns.set_exclude(next.config.exclude);
-    entry->ns.set_time_guards(next.config.max_event_age, next.config.max_time_jump);
+    // Turning hot-key detection on reserves its memory (off returns it).
+    const std::uint64_t need = State::planned_bytes(next.config);
+    if (need > entry->reserved_bytes) s.reserve(need - entry->reserved_bytes);
+    try {
+      lsn = s.append(encode_admin({RecordType::patch, name, write_namespace_spec(next, true)}));
+    } catch (...) {
+      if (need > entry->reserved_bytes) s.reserved -= need - entry->reserved_bytes;
+      throw;
+    }
+    if (need < entry->reserved_bytes) s.reserved -= entry->reserved_bytes - need;
+    entry->reserved_bytes = need;
+    cooled = entry->ns.reconfigure(next.config);
     entry->spec = next;
     entry->applied_lsn = lsn;
     entry->changed();
   }
+  deliver_hot_keys(s, *entry, cooled);
   s.wait(lsn);
   return next;
 }
@@ -307,6 +327,7 @@ void Service::remove(const std::string& name) {
   // mark_history_pending); a delete that fails unmarks it.
   const bool history = s.history != nullptr;
   if (history) mark_history_pending(s, name);
+  EntryPtr gone;
   try {
     std::unique_lock map_lock(s.map_mu);
     auto it = s.entries.find(name);
@@ -321,9 +342,18 @@ void Service::remove(const std::string& name) {
     entry->deleted = true;
     s.entries.erase(it);
     s.reserved -= entry->reserved_bytes;
+    gone = entry;
   } catch (...) {
     if (history) unmark_history_pending(s, name);
     throw;
+  }
+  {
+    // Its hot-key streams end.
+    std::lock_guard notice(gone->notice_mu);
+    for (const auto& sub : gone->subscribers) {
+      if (!sub->cancelled) sub->listener({HotKeyNotice::Kind::closed, {}});
+    }
+    gone->subscribers.clear();
   }
   s.wait(lsn);
   // Its history goes too: a new namespace of the same name starts afresh
@@ -447,7 +477,25 @@ ServiceMetrics Service::metrics() const {
   // /metrics is served while recovery runs: the log, the keys and the
   // namespaces are the recovery thread's until it publishes them.
   if (!s_->recovered.load(std::memory_order_acquire)) return m;
-  for (auto& info : list()) m.namespaces.push_back({info.spec.config.name, info.stats, info.ingest_bytes});
+  std::vector<EntryPtr> entries;
+  {
+    std::shared_lock lock(s_->map_mu);
+    for (const auto& [_, e] : s_->entries) entries.push_back(e);
+  }
+  for (const auto& e : entries) {
+    NamespaceMetrics row;
+    std::shared_lock lock(e->mu);
+    row.name = e->name;
+    row.stats = e->ns.stats();
+    row.ingest_bytes = e->ingest_bytes.load();
+    if (const auto* d = e->ns.hot_keys()) {
+      row.hot_key_detection = true;
+      row.hot_keys = d->hot();
+    }
+    row.turned_hot = e->turned_hot.load();
+    row.cooled = e->cooled.load();
+    m.namespaces.push_back(std::move(row));
+  }
   m.persistent = s_->wal != nullptr;
   if (s_->wal) m.log = s_->wal->stats();
   m.idempotency_keys = s_->keys.size();
@@ -457,6 +505,7 @@ ServiceMetrics Service::metrics() const {
   m.answer_cache_hits = s_->answer_cache_hits;
   m.answer_cache_misses = s_->answer_cache_misses;
   m.memory_reserved = s_->reserved;
+  m.hot_key_streams = s_->hot_key_streams;
   m.history = s_->history != nullptr;  // history_bytes: as of the last pass (a scrape never waits on SQLite)
   return m;
 }

@@ -123,6 +123,7 @@ void Service::shutdown() {
   }
   s.thread_cv.notify_all();
   if (s.checkpointer.joinable()) s.checkpointer.join();
+  if (s.hot_key_evaluator.joinable()) s.hot_key_evaluator.join();
   if (s.historian.joinable()) {
     s.historian.join();
     // The history runs up to the stop.

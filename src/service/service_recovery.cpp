@@ -71,9 +71,8 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
         throw std::runtime_error("the namespace configuration in log record " + std::to_string(lsn) + " is damaged: " + err.what());
       }
       auto& e = *it->second;
-      e.ns.set_k(next.config.k);
-      e.ns.set_exclude(next.config.exclude);
-      e.ns.set_time_guards(next.config.max_event_age, next.config.max_time_jump);
+      e.ns.reconfigure(next.config);
+      e.reserved_bytes = Service::State::planned_bytes(next.config);
       e.spec = next;
       e.applied_lsn = lsn;
       break;

@@ -31,7 +31,7 @@ struct NamespaceEntry {
   engine::Namespace ns;
   std::uint64_t applied_lsn;  // the newest log record counted here (checkpoints, replay)
   bool deleted = false;       // set by remove(): a request that found it before sees 404
-  const std::uint64_t reserved_bytes;
+  std::uint64_t reserved_bytes;  // of the budget (--max-memory); changes with a patch
   std::atomic<std::uint64_t> ingest_bytes{0};
   // Bumped with every batch counted and every patch, under the exclusive
   // lock: the version a cached answer must still match. (Recovery changes
@@ -39,11 +39,29 @@ struct NamespaceEntry {
   std::atomic<std::uint64_t> version{0};
   AnswerCache answers;
 
+  // Hot keys: who listens (GET /hot-keys/stream), and how many keys turned
+  // hot / cooled (metrics). `notice_mu` spans an evaluation and the
+  // delivery of its changes, and a subscription's first snapshot, so each
+  // listener hears every change once and in order. Lock order: notice_mu,
+  // then mu.
+  std::mutex notice_mu;
+  std::vector<std::shared_ptr<struct HotKeySubscriber>> subscribers;
+  std::atomic<std::uint64_t> turned_hot{0}, cooled{0};
+
   // Call after changing ns, holding mu exclusively.
   void changed() noexcept { version.fetch_add(1, std::memory_order_release); }
 };
 
 using EntryPtr = std::shared_ptr<NamespaceEntry>;
+
+struct HotKeySubscriber {
+  std::atomic<bool> cancelled{false};  // the handle was dropped: pruned at the next delivery
+  Service::HotKeyListener listener;
+};
+
+// Hands a namespace's hot-key changes (from an evaluation or a patch) to its
+// listeners, the log and the counters; the caller holds e.notice_mu.
+void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<engine::HotKeyEvent>& changes);
 
 struct Service::State {
   ServiceOptions options;
@@ -93,6 +111,11 @@ struct Service::State {
   std::string history_error;
   std::string pending_file_error;
 
+  // Hot keys.
+  std::thread hot_key_evaluator;
+  std::atomic<std::size_t> hot_key_streams{0};
+  double last_heartbeat = 0;  // steady seconds; the evaluator thread's
+
   // Metrics.
   mutable std::mutex metrics_mu;
   ServiceMetrics counters;  // namespaces and log filled at read
@@ -114,6 +137,9 @@ struct Service::State {
   EntryPtr require(std::string_view name, const std::string& field) const;
   // Memory a namespace of this configuration plans to hold (the budget's unit).
   static std::uint64_t planned_bytes(const engine::NamespaceConfig& c);
+  // Takes `need` bytes of the --max-memory budget, or throws ServiceError
+  // insufficient_storage; give them back with `reserved -= need`.
+  void reserve(std::uint64_t need);
   // Appends an admin record and waits until it is durable (ServiceError).
   std::uint64_t append(std::string_view payload);
   void wait(std::uint64_t lsn);

@@ -13,6 +13,7 @@
 
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/engine/namespace.hpp"
 
 namespace ebb::engine {
 namespace {
@@ -175,6 +176,103 @@ TEST(HotKeyDetector, RefusesBadSettingsAndChangesNothing) {
   EXPECT_EQ(d.options().threshold, 100);
   d.set_threshold(50);
   EXPECT_EQ(d.options().threshold, 50);
+}
+
+// Through a namespace: the detector is fed by every batch, kept in the
+// namespace's checkpoint, and follows run-time settings.
+NamespaceConfig hot_namespace(double threshold = 20, double half_life = 10) {
+  NamespaceConfig c = detector_config();
+  c.all_time = true;
+  c.hot_key_threshold = threshold;
+  c.hot_key_half_life = half_life;
+  return c;
+}
+
+// `per_second` events of `key` each second from kStart for `seconds` s,
+// one batch a second (times spread within it).
+void feed(Namespace& ns, const std::string& key, int per_second, int seconds, double from = kStart) {
+  for (int s = 0; s < seconds; ++s) {
+    std::vector<Event> batch;
+    for (int i = 0; i < per_second; ++i) batch.push_back({key, from + s + (i + 1.0) / per_second, 1});
+    ns.apply(batch);
+  }
+}
+
+TEST(NamespaceHotKeys, DetectorFollowsTheNamespacesEventsAndRestoresFromACheckpoint) {
+  Namespace ns(hot_namespace());
+  feed(ns, "a", 40, 20);
+  feed(ns, "b", 5, 20);
+  const auto changes = ns.evaluate_hot_keys();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_TRUE(changes[0].hot);
+  EXPECT_EQ(changes[0].key.key, "a");
+  // The exact decayed rate of a (no collision in a 65536-wide sketch).
+  ExactRates model(10);
+  for (int s = 0; s < 20; ++s) {
+    for (int i = 0; i < 40; ++i) model.add("a", kStart + s + (i + 1.0) / 40);
+  }
+  EXPECT_NEAR(changes[0].key.rate, model.rate("a", kStart + 20), 1e-9 * model.rate("a", kStart + 20));
+
+  Namespace restored(hot_namespace());
+  restored.restore_state(ns.serialize_state());
+  ASSERT_NE(restored.hot_keys(), nullptr);
+  ASSERT_EQ(restored.hot_keys()->hot().size(), 1u);
+  EXPECT_EQ(restored.hot_keys()->hot()[0].key, "a");
+  EXPECT_EQ(restored.hot_keys()->hot()[0].since, changes[0].key.since);
+  EXPECT_EQ(restored.serialize_state(), ns.serialize_state());
+  // Both judge the same from then on.
+  feed(ns, "c", 60, 5, kStart + 20);
+  feed(restored, "c", 60, 5, kStart + 20);
+  EXPECT_EQ(ns.evaluate_hot_keys().size(), restored.evaluate_hot_keys().size());
+  EXPECT_EQ(restored.serialize_state(), ns.serialize_state());
+}
+
+TEST(NamespaceHotKeys, AStateWithoutTheConfigurationsDetectorIsRefused) {
+  NamespaceConfig off = hot_namespace();
+  off.hot_key_threshold.reset();
+  Namespace without(off);
+  feed(without, "a", 40, 3);
+  Namespace with(hot_namespace());
+  const std::string before = with.serialize_state();
+  EXPECT_THROW(with.restore_state(without.serialize_state()), FormatError);
+  EXPECT_EQ(with.serialize_state(), before);
+  EXPECT_THROW(without.restore_state(before), FormatError);
+  // Another half-life: another detector.
+  Namespace other(hot_namespace(20, 5));
+  EXPECT_THROW(other.restore_state(before), FormatError);
+}
+
+TEST(NamespaceHotKeys, RunTimeSettingsKeepOrRestartTheCounts) {
+  Namespace ns(hot_namespace(100));
+  feed(ns, "a", 40, 20);
+  EXPECT_TRUE(ns.evaluate_hot_keys().empty());  // 40/s < 100/s
+  // A lower threshold keeps the counts: a is hot at once.
+  NamespaceConfig next = ns.config();
+  next.hot_key_threshold = 20;
+  EXPECT_TRUE(ns.reconfigure(next).empty());
+  auto changes = ns.evaluate_hot_keys();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].key.key, "a");
+  // A new half-life restarts the detector: its hot keys cool.
+  next.hot_key_half_life = 5;
+  auto cooled = ns.reconfigure(next);
+  ASSERT_EQ(cooled.size(), 1u);
+  EXPECT_FALSE(cooled[0].hot);
+  EXPECT_EQ(cooled[0].key.key, "a");
+  EXPECT_TRUE(ns.hot_keys()->hot().empty());
+  EXPECT_TRUE(ns.evaluate_hot_keys().empty());  // nothing counted since
+  // Off: no detector, nothing to evaluate; a bad setting changes nothing.
+  next.hot_key_threshold.reset();
+  ns.reconfigure(next);
+  EXPECT_EQ(ns.hot_keys(), nullptr);
+  EXPECT_TRUE(ns.evaluate_hot_keys().empty());
+  next.hot_key_threshold = -1;
+  EXPECT_THROW(ns.reconfigure(next), InvalidArgument);
+  next.hot_key_threshold = 10;
+  next.hot_key_half_life = 0.5;
+  EXPECT_THROW(ns.reconfigure(next), InvalidArgument);
+  EXPECT_EQ(ns.hot_keys(), nullptr);
+  EXPECT_FALSE(ns.config().hot_key_threshold.has_value());
 }
 
 }  // namespace

@@ -109,6 +109,44 @@ TEST(EbbClients, SendAFileThenQueryIt) {
   std::filesystem::remove_all(dir);
 }
 
+// ebb query --hot-keys: the list, and with --follow the stream until the
+// namespace goes.
+TEST(EbbClients, QueryHotKeysAndFollowThem) {
+  const auto dir = testing::make_temp_dir("ebb-clients-hot");
+  EbbServer server(dir);
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  testing::HttpClient admin(server.port());
+  ASSERT_EQ(admin.request("POST", "/namespaces", R"({"name":"keys","clock":"event","hot_key_threshold":20})").status, 201);
+  for (int s = 0; s < 20; ++s) {
+    std::string body = R"({"namespace":"keys","events":[)";
+    for (int i = 0; i < 40; ++i) body += std::string(i ? "," : "") + R"({"item_id":"tenant-42","timestamp":)" + std::to_string(1700000000 + s) + "}";
+    ASSERT_EQ(admin.request("POST", "/events", body + "]}").status, 204);
+  }
+  auto r = run_process({kEbb, "query", "-n", "keys", "--url", url, "--hot-keys"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("hot keys of 'keys': rate >= 20 events/s (half-life 10s), as of 2023-11-14T22:13:39Z"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tenant-42"), std::string::npos) << r.out;
+
+  testing::ProcessResult followed;
+  std::thread follower([&] { followed = run_process({kEbb, "query", "-n", "keys", "--url", url, "--hot-keys", "--follow", "--json"}); });
+  // Once the stream is open, deleting the namespace ends it.
+  bool open = false;
+  for (int i = 0; i < 500 && !open; ++i) {
+    open = admin.request("GET", "/metrics").body.find("ebb_hot_key_streams 1\n") != std::string::npos;
+    if (!open) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(open);
+  EXPECT_EQ(admin.request("DELETE", "/namespaces/keys").status, 204);
+  follower.join();
+  EXPECT_EQ(followed.exit_code, 0) << followed.err;
+  EXPECT_EQ(followed.out.find(R"({"event":"hot","data":{"item_id":"tenant-42","rate":)"), 0u) << followed.out;
+  EXPECT_NE(followed.out.find("\n{\"event\":\"end\",\"data\":{\"reason\":\"namespace deleted\"}}\n"), std::string::npos) << followed.out;
+  r = run_process({kEbb, "query", "-n", "keys", "--url", url, "--hot-keys", "--item", "x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // CLI11's usage error
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
 // A line whose key is not UTF-8 cannot go into the batch's JSON as it is
 // (the server would refuse the whole batch): ebb send reports it like any
 // malformed line, with file:line, and sends the rest.

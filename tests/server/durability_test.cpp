@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -492,6 +493,40 @@ TEST(Durability, ADataDirectoryWithWindowsLoads) {
                      R"({"item_id":"fig","estimated_count":1,"lower_bound":1,"upper_bound":1,"rank":2},)"
                      R"({"item_id":"pear","estimated_count":1,"lower_bound":1,"upper_bound":1,"rank":3}],"total":5,)"),
             std::string::npos) << top;
+  EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 1);
+  std::filesystem::remove_all(dir);
+}
+
+// A data directory with a hot-key detector (namespace state version 2),
+// checked in: written by
+//   create golden_h (event clock, all-time, sketch width 64, 16 candidates,
+//   hot_key_threshold 1, hot_key_half_life 10s);
+//   batch at 1700000000: a 30, b 5; GET /hot-keys (a hot since 1700000000);
+//   SIGTERM (checkpoint: records 1-2); restart;
+//   batch: c 1 at 1700000005; SIGKILL (record 3 in the log only).
+// a's rate at 1700000005 is ln 2 / 10 x 30 x 2^-0.5, still over 0.8: it
+// stays hot since the checkpointed 1700000000 (a fresh detector would say
+// 1700000005).
+TEST(Durability, ADataDirectoryWithAHotKeyDetectorLoads) {
+  const auto dir = testing::make_temp_dir("ebb-golden-v3");
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v3", dir, std::filesystem::copy_options::recursive);
+  EbbServer server(dir, {"--checkpoint-interval", "1h"});
+  HttpClient c(server.port());
+  const double rate = std::log(2.0) / 10 * 30 * std::pow(2.0, -0.5);
+  char want[256];
+  std::snprintf(want, sizeof want,
+                R"({"namespace":"golden_h","threshold":1,"half_life":"10s","cool_fraction":0.8,"as_of":1700000005,"complete":true,)"
+                R"("items":[{"item_id":"a","rate":%.17g,"since":1700000000}]})",
+                rate);
+  const auto body = c.request("GET", "/hot-keys?namespace=golden_h").body;
+  // The rate to the last bit or two: the sketch decays in forward-decay coordinates.
+  EXPECT_EQ(body.substr(0, body.find(R"("rate":)")), std::string(want).substr(0, std::string(want).find(R"("rate":)"))) << body;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  ASSERT_EQ(p.parse(body).get(doc), simdjson::SUCCESS) << body;
+  EXPECT_NEAR(double(doc["items"].at(0)["rate"]), rate, 1e-12 * rate);
+  EXPECT_EQ(double(doc["items"].at(0)["since"]), 1700000000);
+  EXPECT_EQ(doc["items"].get_array().size(), 1u);
   EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 1);
   std::filesystem::remove_all(dir);
 }

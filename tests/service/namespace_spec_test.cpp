@@ -39,8 +39,8 @@ TEST(NamespaceSpec, StoredFormOfAHugeThresholdParsesBack) {
   const std::string stored = write_namespace_spec(spec, true);
   EXPECT_NE(stored.find(R"("hot_key_threshold":2.1844674407370955e+20,)"), std::string::npos) << stored;
   const auto again = parse_namespace_spec(stored, limits, SpecSource::stored);
-  ASSERT_TRUE(again.hot_key_threshold.has_value());
-  EXPECT_EQ(*again.hot_key_threshold, 2.1844674407370955e20);
+  ASSERT_TRUE(again.config.hot_key_threshold.has_value());
+  EXPECT_EQ(*again.config.hot_key_threshold, 2.1844674407370955e20);
   EXPECT_EQ(write_namespace_spec(again, true), stored);
 }
 

@@ -28,6 +28,7 @@ enum class BlobKind : std::uint16_t {
   checkpoint_manifest = 8,
   time_rings = 9,
   window_view = 10,
+  hot_key_detector = 11,
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

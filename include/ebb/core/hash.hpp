@@ -4,6 +4,7 @@
 // event whatever the number of views. The seed is fixed: the same events
 // always give the same state (replays and replicas agree).
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace ebb {
@@ -11,6 +12,11 @@ namespace ebb {
 inline constexpr std::uint64_t kHashSeed = 0x65626221'5eed0001ULL;
 
 std::uint64_t hash_key(std::string_view key) noexcept;
+
+// hash_key() as 16 lower-case hex digits: a key's fixed-width stand-in
+// where the key itself would not do (metric labels: raw keys would make a
+// series per key).
+std::string key_hash_hex(std::string_view key);
 
 // A cheap bijective mixer (splitmix64 finaliser) to derive a second,
 // independent-looking hash from the first.

@@ -77,12 +77,20 @@ class HotKeyDetector {
 
   std::size_t memory_bytes() const noexcept;
 
+  // Checkpoints: the counts, the hot keys and the last evaluation. The
+  // threshold is configuration (it is not stored); the half-life is, and
+  // restore_state() refuses (FormatError, unchanged) the state of a
+  // detector with another half-life or sketch.
+  void serialize_state_into(BinaryWriter& w) const;
+  void restore_state(std::string_view blob);
+
  private:
   static void validate(const HotKeyOptions& options);
 
   HotKeyOptions options_;
   double lambda_;
   std::uint32_t candidates_;
+  NamespaceConfig config_;  // the sketch's shape, for restore_state()
   DecayedView view_;
   std::map<std::string, HotKey, std::less<>> hot_;
   bool complete_ = true;

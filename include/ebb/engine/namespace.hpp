@@ -19,6 +19,7 @@
 #include "ebb/core/clock.hpp"
 #include "ebb/engine/answers.hpp"
 #include "ebb/engine/event.hpp"
+#include "ebb/engine/hot_key_detector.hpp"
 #include "ebb/engine/namespace_config.hpp"
 #include "ebb/engine/prepared_batch.hpp"
 #include "ebb/engine/view.hpp"
@@ -108,6 +109,22 @@ class Namespace {
   // The time guards are run-time settings (PATCH): a backfill of older data
   // raises max_event_age for a while.
   void set_time_guards(double max_event_age, double max_time_jump);
+  // Every run-time setting above from `next` at once (a PATCH, or its
+  // replay): InvalidArgument naming the field and nothing changed when
+  // `next` is invalid or differs in what is fixed at creation. Returns the
+  // hot keys that cooled because detection stopped or restarted.
+  std::vector<HotKeyEvent> reconfigure(const NamespaceConfig& next);
+  // Hot-key detection on (a threshold) or off (nullopt). A new threshold
+  // keeps the detector's counts; a new half-life starts it afresh (counts
+  // decayed at one rate cannot be converted to another), as does turning
+  // it on. InvalidArgument naming the field; nothing changes on error.
+  // Returns the keys of a detector that stopped or restarted, as cooled.
+  std::vector<HotKeyEvent> set_hot_keys(std::optional<double> threshold, double half_life);
+
+  // The detector (null while detection is off), and its judgement now:
+  // the keys that turned hot or cooled since the last evaluation.
+  const HotKeyDetector* hot_keys() const noexcept { return hot_keys_.get(); }
+  std::vector<HotKeyEvent> evaluate_hot_keys();
 
   // The namespace's whole counting state (views and stats; not the
   // configuration) for checkpoints, and its restoration into a namespace
@@ -196,6 +213,7 @@ class Namespace {
   NamespaceConfig config_;
   Clock wall_clock_;
   std::vector<std::unique_ptr<View>> views_;
+  std::unique_ptr<HotKeyDetector> hot_keys_;      // null: detection off
   std::unordered_set<std::string_view> exclude_;  // views into config_.exclude
   PreparedBatch batch_;                           // reused scratch
   std::size_t staged_ = 0;                        // events submitted to the staged batch

@@ -3,6 +3,7 @@
 // validation every front end shares: a bad field is rejected with an
 // InvalidArgument whose message starts with the field's API name.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,13 @@ struct NamespaceConfig {
   double max_event_age = 7 * 86400.0;
   double max_time_jump = 86400.0;     // event clock only
   std::uint32_t max_item_bytes = 1024;
+  // Hot-key detection (engine/hot_key_detector.hpp): on while a threshold
+  // (events/s) is set. The detector decays with its own half-life, apart
+  // from the query views'. Both change at run time (PATCH).
+  std::optional<double> hot_key_threshold;
+  double hot_key_half_life = 10;  // seconds, in [kMinHotKeyHalfLife, kMaxHotKeyHalfLife]
+  static constexpr double kMinHotKeyHalfLife = 1;
+  static constexpr double kMaxHotKeyHalfLife = 86400;
 
   // Throws InvalidArgument naming the field ("k: must be in [1, 1000]").
   void validate() const;

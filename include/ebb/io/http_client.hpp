@@ -3,10 +3,12 @@
 // `ebb query`, the integration tests and the load generator use it. One
 // client per thread.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -63,6 +65,14 @@ class HttpClient {
   // never retried.
   HttpResult request(const std::string& method, const std::string& target, const std::string& body = "",
                      const std::string& content_type = "application/json", const HttpHeaders& headers = {});
+  // A GET whose answer stays open (Server-Sent Events): on 200, calls
+  // `on_data` with the body's bytes as they arrive (no deadline) until it
+  // returns false or the server closes the stream; returns the status and
+  // headers (body empty). Any other status returns as request() would.
+  // The connection is not reused afterwards. Throws HttpClientError as
+  // request() does.
+  using StreamReader = std::function<bool(std::string_view)>;
+  HttpResult stream(const std::string& target, const HttpHeaders& headers, const StreamReader& on_data);
   void close();
 
  private:

@@ -3,6 +3,7 @@
 // the transport (server/http_server) converts to and from the wire.
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -25,6 +26,18 @@ struct Request {
   std::optional<std::string> header(const std::string& lower_case_name) const;
 };
 
+// A response that stays open (Server-Sent Events): the handler's producer
+// sends text as things happen, from any thread.
+class EventStream {
+ public:
+  virtual ~EventStream() = default;
+  // Queues bytes for the client; false once the stream has closed (the
+  // client left, read too slowly, or the server is shutting down).
+  virtual bool send(std::string bytes) = 0;
+  // Ends the stream (the connection closes once queued bytes are sent).
+  virtual void close() = 0;
+};
+
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
@@ -38,6 +51,13 @@ struct Response {
   // may be called from any thread.
   using Send = std::function<void(Response&&)>;
   std::function<void(Send)> deferred;
+
+  // Set by a handler that answers with a stream (status 200, its
+  // content_type, no length: the connection closes when it ends). The
+  // transport sends the status and headers, then calls it once with the
+  // stream; what it returns is kept alive while the stream is open (a
+  // subscription, whose release stops the producer).
+  std::function<std::shared_ptr<void>(std::shared_ptr<EventStream>)> stream;
 };
 
 // Runs a handler body, turning its exceptions into error responses:

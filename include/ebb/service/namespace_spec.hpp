@@ -12,8 +12,7 @@
 namespace ebb::service {
 
 struct NamespaceSpec {
-  engine::NamespaceConfig config;           // name, k, views, sketch, exclude, clock ...
-  std::optional<double> hot_key_threshold;  // events/s; kept for hot-key detection
+  engine::NamespaceConfig config;  // name, k, views, sketch, exclude, clock, hot keys ...
 };
 
 // Where a configuration comes from: a request is held to the server's
@@ -23,7 +22,7 @@ enum class SpecSource { request, stored };
 // POST /namespaces body -> spec. Throws ServiceError (invalid) ("k: must be ...").
 NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& limits, SpecSource source = SpecSource::request);
 
-// PATCH body: k, hot_key_threshold (null clears), exclude, max_event_age and
+// PATCH body: k, hot_key_threshold (null clears), hot_key_half_life, exclude, max_event_age and
 // max_time_jump (null: no guard). Returns the
 // patched spec; nothing is changed on error.
 NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServiceLimits& limits);

@@ -47,6 +47,7 @@ struct ServiceOptions {
   double checkpoint_interval = 10;  // seconds
   double answer_cache_ttl = 0.1;    // seconds a rendered top-K answer may be reused while nothing changed; 0: never
   double history_interval = 10;     // seconds between history snapshots of every view; 0: none
+  double hot_key_interval = 0.1;    // seconds between evaluations of the hot-key detectors
   storage::HistoryRetention history_retention;
   // History pauses while the data directory's filesystem has less free
   // than this: the log, which holds acknowledged data, needs the room more.
@@ -79,6 +80,25 @@ struct NamespaceInfo {
   NamespaceSpec spec;
   engine::NamespaceStats stats;
   std::uint64_t ingest_bytes = 0;
+};
+
+// GET /hot-keys: the keys at or above the threshold as of the last
+// evaluation (at most hot_key_interval old).
+struct HotKeysAnswer {
+  std::string ns;
+  double threshold = 0, half_life = 0, cool_fraction = 0;  // events/s, seconds, share of the threshold
+  double evaluated_at = 0;  // the namespace's "now" of the evaluation
+  bool complete = true;     // false: the candidates are too few to rule out a hot key outside them
+  std::vector<engine::HotKey> items;  // highest rate first
+};
+
+// What a hot-key subscriber hears: a key turned hot or cooled; a
+// heartbeat (every few seconds, so a stream can tell its client is still
+// there); or the end (the namespace was deleted).
+struct HotKeyNotice {
+  enum class Kind { hot, cool, heartbeat, closed };
+  Kind kind = Kind::hot;
+  engine::HotKey key;  // hot and cool only
 };
 
 struct RecoveryReport {
@@ -172,6 +192,23 @@ class Service {
   // The item's persisted points in [from, to] (at most max_points).
   HistorySeries history(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view, double from, double to,
                         std::size_t max_points) const;
+
+  // Hot keys (namespaces with a hot_key_threshold). A thread evaluates
+  // every detector each hot_key_interval (start_hot_keys); hot_keys()
+  // evaluates first when the last evaluation is older than that.
+  // ServiceError not_found, or invalid "hot_keys_off" while the namespace
+  // has no threshold.
+  HotKeysAnswer hot_keys(const std::string& name) const;
+  // Calls `listener` with the namespace's hot keys now (as `hot` notices),
+  // then with every change from the next evaluation on, none missed or
+  // repeated, until the returned handle is dropped. The listener runs on
+  // the evaluating thread holding the namespace's notice lock: it must
+  // only hand the notice on (and never drop the handle itself).
+  using HotKeyListener = std::function<void(const HotKeyNotice&)>;
+  std::shared_ptr<void> subscribe_hot_keys(const std::string& name, HotKeyListener listener);
+  void start_hot_keys();
+  // One evaluation pass now (what the thread runs); returns the changes.
+  std::size_t evaluate_hot_keys();
 
   ServiceMetrics metrics() const;
   const ServiceLimits& limits() const noexcept;

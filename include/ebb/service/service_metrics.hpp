@@ -13,6 +13,11 @@ struct NamespaceMetrics {
   std::string name;
   engine::NamespaceStats stats;
   std::uint64_t ingest_bytes = 0;
+  // Hot keys, when detection is on: the keys hot now (labelled by a hash
+  // of the key), and how many turned hot / cooled since start.
+  bool hot_key_detection = false;
+  std::vector<engine::HotKey> hot_keys;
+  std::uint64_t turned_hot = 0, cooled = 0;
 };
 
 struct ServiceMetrics {
@@ -31,6 +36,7 @@ struct ServiceMetrics {
   std::uint64_t overloaded = 0;        // writes refused with 429
   std::uint64_t answer_cache_hits = 0, answer_cache_misses = 0;  // top-K answers reused / computed
   std::uint64_t memory_reserved = 0, memory_budget = 0;
+  std::uint64_t hot_key_streams = 0;  // open GET /hot-keys/stream subscriptions
   // History: snapshots written; passes that wrote, failed, or were skipped
   // for want of disk space; the database's bytes; whether it is on.
   bool history = false;

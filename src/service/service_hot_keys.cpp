@@ -1,0 +1,152 @@
+// Hot keys (seed 004): the evaluator thread, GET /hot-keys, and the
+// listeners of GET /hot-keys/stream. The detection itself is the engine's
+// (engine/hot_key_detector.hpp); here it is scheduled and delivered.
+#include <chrono>
+
+#include "ebb/core/hash.hpp"
+#include "ebb/io/json_writer.hpp"
+#include "ebb/service/service.hpp"
+#include "service_state.hpp"
+
+namespace ebb::service {
+namespace {
+
+// Seconds between heartbeats to listeners: under the idle timeouts of
+// common proxies (60 s), often enough to notice a client gone.
+constexpr double kHeartbeatSeconds = 15;
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void notify(NamespaceEntry& e, const HotKeyNotice& notice) {
+  std::erase_if(e.subscribers, [](const auto& sub) { return sub->cancelled.load(); });
+  for (const auto& sub : e.subscribers) sub->listener(notice);
+}
+
+// Evaluates one namespace's detector (the caller holds notice_mu); false
+// when detection is off.
+bool evaluate(Service::State& s, NamespaceEntry& e) {
+  std::vector<engine::HotKeyEvent> changes;
+  {
+    std::unique_lock lock(e.mu);
+    if (e.deleted || !e.ns.hot_keys()) return false;
+    changes = e.ns.evaluate_hot_keys();
+  }
+  deliver_hot_keys(s, e, changes);
+  return true;
+}
+
+std::vector<EntryPtr> all_entries(const Service::State& s) {
+  std::shared_lock lock(s.map_mu);
+  std::vector<EntryPtr> out;
+  out.reserve(s.entries.size());
+  for (const auto& [_, e] : s.entries) out.push_back(e);
+  return out;
+}
+
+}  // namespace
+
+void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<engine::HotKeyEvent>& changes) {
+  for (const auto& c : changes) {
+    (c.hot ? e.turned_hot : e.cooled).fetch_add(1, std::memory_order_relaxed);
+    // The key itself goes to the log (JSON-quoted: a key may hold anything),
+    // the metrics carry its hash.
+    io::JsonWriter key;
+    key.value(c.key.key);
+    s.log->info("hot key {}: namespace={} key={} key_hash={} rate={:.6g}/s", c.hot ? "hot" : "cooled", e.name, key.str(), key_hash_hex(c.key.key),
+                c.key.rate);
+    notify(e, {c.hot ? HotKeyNotice::Kind::hot : HotKeyNotice::Kind::cool, c.key});
+  }
+}
+
+
+HotKeysAnswer Service::hot_keys(const std::string& name) const {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto e = s.require(name, "namespace");
+  auto off = [&] {
+    return invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
+                                       " {\"hot_key_threshold\": <events/s>}");
+  };
+  auto read = [&]() -> std::optional<HotKeysAnswer> {
+    std::shared_lock lock(e->mu);
+    const auto* d = e->ns.hot_keys();
+    if (e->deleted || !d) throw off();
+    // Stale past the evaluator's interval (it is not running, or behind):
+    // the caller evaluates first.
+    if (e->ns.now() - d->evaluated_at() > s.options.hot_key_interval) return std::nullopt;
+    return HotKeysAnswer{name, d->options().threshold, d->options().half_life, d->options().cool_fraction, d->evaluated_at(), d->complete(), d->hot()};
+  };
+  if (auto answer = read()) return *answer;
+  {
+    std::lock_guard notice(e->notice_mu);
+    if (!evaluate(s, *e)) throw off();
+  }
+  std::shared_lock lock(e->mu);
+  const auto* d = e->ns.hot_keys();
+  if (e->deleted || !d) throw off();
+  return {name, d->options().threshold, d->options().half_life, d->options().cool_fraction, d->evaluated_at(), d->complete(), d->hot()};
+}
+
+std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKeyListener listener) {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto e = s.require(name, "namespace");
+  if (s.hot_key_streams.fetch_add(1) >= s.options.limits.max_hot_key_streams) {
+    --s.hot_key_streams;
+    throw ServiceError(ErrorKind::overloaded, "too_many_streams",
+                       "the server holds its limit of " + std::to_string(s.options.limits.max_hot_key_streams) +
+                           " hot-key streams (--max-hot-key-streams); retry later");
+  }
+  auto sub = std::make_shared<HotKeySubscriber>();
+  sub->listener = std::move(listener);
+  try {
+    std::lock_guard notice(e->notice_mu);
+    std::vector<engine::HotKey> now_hot;
+    {
+      std::shared_lock lock(e->mu);
+      const auto* d = e->ns.hot_keys();
+      if (e->deleted || !d) {
+        throw invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
+                                          " {\"hot_key_threshold\": <events/s>}");
+      }
+      now_hot = d->hot();
+    }
+    for (const auto& k : now_hot) sub->listener({HotKeyNotice::Kind::hot, k});
+    e->subscribers.push_back(sub);
+  } catch (...) {
+    --s.hot_key_streams;
+    throw;
+  }
+  // The handle: dropping it cancels the subscription (pruned at the next
+  // delivery; never under the lock a listener may be called with).
+  std::atomic<std::size_t>* streams = &s.hot_key_streams;
+  return std::shared_ptr<void>(nullptr, [sub, streams](void*) {
+    sub->cancelled = true;
+    --*streams;
+  });
+}
+
+std::size_t Service::evaluate_hot_keys() {
+  State& s = *s_;
+  if (!s.recovered) return 0;
+  const double now = steady_seconds();
+  const bool heartbeat = now - s.last_heartbeat >= kHeartbeatSeconds;
+  if (heartbeat) s.last_heartbeat = now;
+  std::size_t evaluated = 0;
+  for (const auto& e : all_entries(s)) {
+    std::lock_guard notice(e->notice_mu);
+    if (evaluate(s, *e)) ++evaluated;
+    if (heartbeat && !e->subscribers.empty()) notify(*e, {HotKeyNotice::Kind::heartbeat, {}});
+  }
+  return evaluated;
+}
+
+void Service::start_hot_keys() {
+  State& s = *s_;
+  if (s.options.hot_key_interval <= 0 || s.hot_key_evaluator.joinable()) return;
+  s.hot_key_evaluator = s.every(s.options.hot_key_interval, "hot-key evaluation", [this] { evaluate_hot_keys(); });
+}
+
+}  // namespace ebb::service
