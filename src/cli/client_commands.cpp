@@ -169,6 +169,15 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   auto* follow = cmd->add_flag("--follow,-f", o.follow, "With --hot-keys: print keys as they turn hot and cool, until interrupted (GET /hot-keys/stream)");
   follow->needs(hot);
   for (auto* other : {item, ts, from, hl, win}) hot->excludes(other);
+  auto* trending = cmd->add_flag("--trending", o.trending, "Items rising fastest against their own longer-term rate (GET /trending)");
+  auto* s = cmd->add_option("--short", o.short_half_life, "With --trending: the recent half-life (default: the namespace's shortest)")
+                ->check(duration_validator());
+  auto* l = cmd->add_option("--long", o.long_half_life, "With --trending: the usual-rate half-life (default: the namespace's longest)")
+                ->check(duration_validator());
+  auto* mc = cmd->add_option("--min-count", o.min_count, "With --trending: events an item needs in the short view (default 5)")
+                 ->check(CLI::NonNegativeNumber);
+  for (auto* opt : {s, l, mc}) opt->needs(trending);
+  for (auto* other : {item, ts, from, hl, win, hot}) trending->excludes(other);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is (with --follow: one {\"event\", \"data\"} object a line)");
   return cmd;
 }
@@ -269,6 +278,28 @@ std::optional<std::string> answer_body(io::HttpClient& client, const QueryOption
 }
 
 
+// --trending [--short H] [--long H] [--min-count N].
+int run_trending(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
+  std::string target = "/trending?namespace=" + url_encode(o.ns);
+  if (o.k > 0) target += "&k=" + std::to_string(o.k);
+  if (!o.short_half_life.empty()) target += "&short=" + url_encode(o.short_half_life);
+  if (!o.long_half_life.empty()) target += "&long=" + url_encode(o.long_half_life);
+  if (o.min_count) target += "&min_count=" + fixed_decimal(*o.min_count);
+  const auto body = answer_body(client, o, "GET", target, "", headers);
+  if (!body) return 0;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc = p.parse(*body);
+  std::printf("trending in '%s': half-life %s against %s, as of %s\n", o.ns.c_str(), std::string(std::string_view(doc["short"])).c_str(),
+              std::string(std::string_view(doc["long"])).c_str(), format_utc(double(doc["as_of"])).c_str());
+  std::printf("%4s  %-30s  %10s  %14s  %14s\n", "rank", "item", "score", "rate now/s", "usual rate/s");
+  for (auto item : simdjson::dom::array(doc["items"])) {
+    std::printf("%4llu  %-30s  %10.2f  %14.4g  %14.4g\n", static_cast<unsigned long long>(std::uint64_t(item["rank"])),
+                printable(std::string_view(item["item_id"]), 30).c_str(), double(item["score"]), double(item["short_rate"]),
+                double(item["long_rate"]));
+  }
+  return 0;
+}
+
 // --hot-keys [--follow].
 int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
   if (o.follow) {
@@ -299,7 +330,7 @@ int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHe
           simdjson::dom::parser p;
           simdjson::dom::element d = p.parse(payload);
           std::printf("%s  %-4s  %-30s  %12.4g/s  (hot since %s)\n", format_utc(wall_clock_now()).c_str(), event.c_str(),
-                      std::string(std::string_view(d["item_id"])).c_str(), double(d["rate"]), format_utc(double(d["since"])).c_str());
+                      printable(std::string_view(d["item_id"]), 30).c_str(), double(d["rate"]), format_utc(double(d["since"])).c_str());
         }
         std::fflush(stdout);
         if (event == "end") ended = true;
@@ -318,7 +349,7 @@ int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHe
               std::string(std::string_view(doc["half_life"])).c_str(), format_utc(double(doc["as_of"])).c_str());
   std::printf("%-30s  %14s  %s\n", "item", "rate/s", "hot since (UTC)");
   for (auto k : simdjson::dom::array(doc["items"])) {
-    std::printf("%-30s  %14.4g  %s\n", std::string(std::string_view(k["item_id"])).c_str(), double(k["rate"]),
+    std::printf("%-30s  %14.4g  %s\n", printable(std::string_view(k["item_id"]), 30).c_str(), double(k["rate"]),
                 format_utc(double(k["since"])).c_str());
   }
   if (!bool(doc["complete"])) std::printf("(incomplete: the candidates are too few to rule out a hot key outside them)\n");
@@ -332,6 +363,7 @@ int run_query(const QueryOptions& o) {
     io::HttpClient client(io::parse_http_url(o.url));
     const auto headers = auth_headers(o.auth_token_file);
     if (o.hot_keys) return run_hot_keys(client, o, headers);
+    if (o.trending) return run_trending(client, o, headers);
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);
     if (!o.window.empty()) view = "&window=" + url_encode(o.window);
@@ -380,7 +412,7 @@ int run_query(const QueryOptions& o) {
     for (auto item : simdjson::dom::array(doc["items"])) {
       // Not in a persisted list (history): only bounded.
       const bool known = !item["estimated_count"].is_null();
-      std::printf("%-30s  %14s  %14.2f  %14.2f  %12.4g\n", std::string(std::string_view(item["item_id"])).c_str(),
+      std::printf("%-30s  %14s  %14.2f  %14.2f  %12.4g\n", printable(std::string_view(item["item_id"]), 30).c_str(),
                   known ? fixed_decimal(std::round(double(item["estimated_count"]) * 100) / 100).c_str() : "(not listed)",
                   double(item["lower_bound"]), double(item["upper_bound"]), double(item["rate"]));
     }

@@ -41,6 +41,9 @@ struct QueryOptions {
   std::optional<double> timestamp;  // as it was then (seconds since the epoch)
   std::optional<double> history_from, history_to;  // GET /history for --item
   std::vector<std::string> items;
+  bool trending = false;  // GET /trending
+  std::string short_half_life, long_half_life;
+  std::optional<double> min_count;
   bool hot_keys = false;  // GET /hot-keys
   bool follow = false;    // with hot_keys: GET /hot-keys/stream
   bool json = false;

@@ -82,9 +82,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(duration_or_zero_validator());
   cmd->add_option("--hot-key-interval", o.hot_key_interval,
-                  "How often the hot-key detectors are evaluated (GET /hot-keys is at most this old; a key is reported hot at most this late)")
+                  "How often the hot-key detectors are evaluated, at most 10s (a key is reported hot at most this late; streams' heartbeats ride on it)")
       ->capture_default_str()
-      ->check(duration_validator());
+      ->check(duration_validator())
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string { return parse_duration(s) <= 10 ? "" : "must be at most 10s (got " + s + ")"; }, "", "at most 10s"));
   cmd->add_option("--max-hot-key-streams", o.limits.max_hot_key_streams, "Open GET /hot-keys/stream connections at most (429 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1ul, 1'000'000ul));

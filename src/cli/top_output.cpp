@@ -26,15 +26,14 @@ std::string general(double v) {
   return buf;
 }
 
-// Keys are shown as they are, but control characters would break the table.
-std::string printable(const std::string& key, std::size_t max) {
+}  // namespace
+
+std::string printable(std::string_view key, std::size_t max) {
   std::string out;
   for (unsigned char c : key) out += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
   if (out.size() > max) out = out.substr(0, max - 3) + "...";
   return out;
 }
-
-}  // namespace
 
 std::string format_utc(double t) {
   const std::time_t secs = static_cast<std::time_t>(std::floor(t));

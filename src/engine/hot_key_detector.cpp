@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
@@ -31,27 +32,16 @@ void HotKeyDetector::set_threshold(double threshold) {
 std::vector<HotKeyEvent> HotKeyDetector::evaluate(double now) {
   now = std::max(now, evaluated_at_);  // a judgement never goes back in time
   const auto top = view_.top(candidates_, now);
-  // Every key outside the candidates has at most the guarantee threshold:
-  // below the rate threshold, none of them can be hot.
-  complete_ = lambda_ * top.accuracy.guarantee_threshold < options_.threshold;
-  std::vector<HotKeyEvent> turned_hot;
-  std::map<std::string_view, bool> judged;
-  for (const auto& item : top.items) {
-    const double rate = lambda_ * item.upper;
-    judged.emplace(item.key, true);
-    if (auto it = hot_.find(item.key); it != hot_.end()) {
-      it->second.rate = rate;
-    } else if (rate >= options_.threshold) {
-      HotKey k{item.key, rate, now};
-      hot_.emplace(item.key, k);
-      turned_hot.push_back({true, std::move(k)});
-    }
-  }
+  std::unordered_map<std::string_view, double> candidate_rate;
+  candidate_rate.reserve(top.items.size());
+  for (const auto& item : top.items) candidate_rate.emplace(item.key, lambda_ * item.upper);
+  // The hot keys first: their rates now (a key that left the candidates:
+  // its sketch estimate), and those that cooled.
   std::vector<HotKeyEvent> cooled;
   for (auto it = hot_.begin(); it != hot_.end();) {
     HotKey& k = it->second;
-    // A hot key that left the candidates: its sketch estimate.
-    if (!judged.contains(k.key)) k.rate = lambda_ * view_.point(k.key, hash_key(k.key), now).item.upper;
+    const auto c = candidate_rate.find(k.key);
+    k.rate = c != candidate_rate.end() ? c->second : lambda_ * view_.point(k.key, hash_key(k.key), now).item.upper;
     if (k.rate < options_.threshold * options_.cool_fraction) {
       cooled.push_back({false, k});
       it = hot_.erase(it);
@@ -59,6 +49,25 @@ std::vector<HotKeyEvent> HotKeyDetector::evaluate(double now) {
       ++it;
     }
   }
+  // Then the candidates that turned hot, hottest first, while the hot set
+  // has room: it holds at most `candidates` keys (its memory is bounded like
+  // the heap's); a key left out makes the answer incomplete.
+  bool full = false;
+  std::vector<HotKeyEvent> turned_hot;
+  for (const auto& item : top.items) {  // estimate order; the upper bound orders the same for heap entries
+    const double rate = lambda_ * item.upper;
+    if (rate < options_.threshold || hot_.contains(item.key)) continue;
+    if (hot_.size() >= candidates_) {
+      full = true;
+      continue;
+    }
+    HotKey k{item.key, rate, now};
+    hot_.emplace(item.key, k);
+    turned_hot.push_back({true, std::move(k)});
+  }
+  // Every key outside the candidates has at most the guarantee threshold:
+  // below the rate threshold, none of them can be hot.
+  complete_ = !full && lambda_ * top.accuracy.guarantee_threshold < options_.threshold;
   std::sort(turned_hot.begin(), turned_hot.end(),
             [](const HotKeyEvent& a, const HotKeyEvent& b) { return a.key.rate != b.key.rate ? a.key.rate > b.key.rate : a.key.key < b.key.key; });
   turned_hot.insert(turned_hot.end(), cooled.begin(), cooled.end());  // cooled come out of the map by key

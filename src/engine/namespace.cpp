@@ -251,6 +251,9 @@ std::vector<HotKeyEvent> Namespace::set_hot_keys(std::optional<double> threshold
 
 std::vector<HotKeyEvent> Namespace::evaluate_hot_keys() {
   if (!hot_keys_) return {};
+  // An event-clock namespace has no "now" before its first event (now()
+  // would be the wall clock, and a judgement never goes back in time).
+  if (config_.clock == ClockMode::event && !seen_event_) return {};
   return hot_keys_->evaluate(now());
 }
 
@@ -368,6 +371,31 @@ TopKAnswer Namespace::top(const std::optional<ViewSpec>& spec, std::optional<std
 PointAnswer Namespace::count(std::string_view item, const std::optional<ViewSpec>& spec) const {
   check_item(item);
   return view(spec).point(item, hash_key(item), now());
+}
+
+TrendingAnswer Namespace::trending(std::optional<double> short_half_life, std::optional<double> long_half_life, std::optional<std::size_t> k,
+                                  double min_count) const {
+  const std::size_t want = checked_k(k);
+  if (!(std::isfinite(min_count) && min_count >= 0)) throw InvalidArgument("min_count: must be a finite number >= 0");
+  if (config_.half_lives.size() < 2) {
+    throw InvalidArgument("short: trending compares two half-lives; namespace '" + config_.name + "' keeps " +
+                          std::to_string(config_.half_lives.size()) + " (add half_lives to a namespace, e.g. [\"5m\", \"1h\"])");
+  }
+  const auto [shortest, longest] = std::minmax_element(config_.half_lives.begin(), config_.half_lives.end());
+  const double s = short_half_life.value_or(*shortest), l = long_half_life.value_or(*longest);
+  if (!(s < l)) {
+    throw InvalidArgument("short: must be a shorter half-life than long (got " + format_duration(s) + " and " + format_duration(l) + ")");
+  }
+  auto decayed = [&](double h, const char* field) -> const View& {
+    for (const auto& v : views_) {
+      if (v->spec() == ViewSpec::decayed(h)) return *v;
+    }
+    std::string kept;
+    for (double x : config_.half_lives) kept += (kept.empty() ? "" : ", ") + format_duration(x);
+    throw InvalidArgument(std::string(field) + ": namespace '" + config_.name + "' keeps no half-life " + format_duration(h) +
+                          " (it keeps: " + kept + ")");
+  };
+  return find_trending(decayed(s, "short"), decayed(l, "long"), config_.candidates, want, min_count, now());
 }
 
 double Namespace::checked_as_of(double as_of) const {

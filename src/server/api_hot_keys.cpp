@@ -51,7 +51,7 @@ struct Relay {
   }
   void open(const std::shared_ptr<EventStream>& s) {
     std::lock_guard lock(mu);
-    s->send("retry: 2000\n\n" + pending);
+    s->send("retry: 2000\n\n" + pending, /*opening=*/true);
     pending.clear();
     opened = true;
     stream = s;
@@ -67,7 +67,10 @@ void add_hot_key_routes(Router& router, ApiContext& ctx) {
     io::JsonWriter w;
     w.begin_object().key("namespace").value(answer.ns).key("threshold").value(answer.threshold);
     w.key("half_life").value(format_duration(answer.half_life)).key("cool_fraction").value(answer.cool_fraction);
-    w.key("as_of").value(answer.evaluated_at).key("complete").value(answer.complete);
+    w.key("as_of");
+    if (answer.evaluated_at > 0) w.value(answer.evaluated_at);
+    else w.null();  // not evaluated yet (an event-clock namespace before its first event)
+    w.key("complete").value(answer.complete);
     w.key("items").begin_array();
     for (const auto& k : answer.items) write_hot_key(w, k);
     w.end_array().end_object();

@@ -13,6 +13,10 @@
 namespace ebb::server {
 namespace {
 
+// GET /trending's default support: an item needs this many events (its
+// short half-life's decayed count, lower bound) to be listed.
+constexpr double kDefaultTrendingMinCount = 5;
+
 // Points in one GET /history answer, at most (the answer says "truncated").
 constexpr std::size_t kMaxHistoryPoints = 10000;
 
@@ -47,6 +51,31 @@ void add_query_routes(Router& router, ApiContext& ctx) {
       return w.take();
     });
     return json_response(200, *body);
+  });
+
+  router.add("GET", "/trending", "/trending", Router::Access::read, [&ctx](const Request& req, const std::string&) {
+    const std::string name = required(req, "namespace");
+    const auto k = k_from(req.param("k"));
+    auto half_life = [&](const std::string& param) -> std::optional<double> {
+      const auto text = req.param(param);
+      if (!text) return std::nullopt;
+      try {
+        return parse_duration(*text);
+      } catch (const InvalidArgument& e) {
+        throw bad_request("bad_parameter", param + ": " + e.what());
+      }
+    };
+    double min_count = kDefaultTrendingMinCount;
+    if (const auto text = req.param("min_count")) {
+      auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), min_count);
+      if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(min_count) || min_count < 0) {
+        throw bad_request("bad_parameter", "min_count: must be a number >= 0 (got '" + *text + "')");
+      }
+    }
+    const auto answer = ctx.service.trending(name, half_life("short"), half_life("long"), k, min_count);
+    io::JsonWriter w;
+    service::write_trending(w, name, answer);
+    return json_response(200, w.take());
   });
 
   router.add("GET", "/count", "/count", Router::Access::read, [&ctx](const Request& req, const std::string&) {

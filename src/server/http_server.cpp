@@ -354,9 +354,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
 
  public:
   // EventStream, from any thread: the bytes go to the session's loop.
-  bool send(std::string bytes) override {
+  bool send(std::string bytes, bool opening) override {
     if (stream_closed_.load(std::memory_order_relaxed)) return false;
-    net::post(stream_.get_executor(), [self = shared_from_this(), bytes = std::move(bytes)]() mutable { self->enqueue(std::move(bytes)); });
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), bytes = std::move(bytes), opening]() mutable { self->enqueue(std::move(bytes), !opening); });
     return true;
   }
   void close() override {
@@ -380,7 +381,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
     head += "\r\n";
     server_.metrics.observe_request(route, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    enqueue(std::move(head));
+    enqueue(std::move(head), false);
     try {
       stream_keep_ = r.stream(std::static_pointer_cast<EventStream>(shared_from_this()));
     } catch (const std::exception& e) {
@@ -390,14 +391,16 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     watch_for_close();
   }
 
-  void enqueue(std::string bytes) {
+  // `counted` bytes count against kMaxStreamQueue; a client already that
+  // far behind is cut off (so one message larger than the limit still goes).
+  void enqueue(std::string bytes, bool counted = true) {
     if (stream_closed_.load(std::memory_order_relaxed)) return;
-    queued_bytes_ += bytes.size();
-    if (queued_bytes_ > kMaxStreamQueue) {
+    if (counted && queued_bytes_ > kMaxStreamQueue) {
       server_.log->info("closing a stream: the client has not taken {} bytes", queued_bytes_);
       return close_socket();
     }
-    out_.push_back(std::move(bytes));
+    if (counted) queued_bytes_ += bytes.size();
+    out_.push_back({std::move(bytes), counted});
     if (!writing_) write_next();
   }
 
@@ -409,9 +412,9 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     }
     writing_ = true;
     set_due(Phase::write, server_.options.request_timeout);
-    net::async_write(stream_, net::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    net::async_write(stream_, net::buffer(out_.front().first), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->clear_due();
-      self->queued_bytes_ -= self->out_.front().size();
+      if (self->out_.front().second) self->queued_bytes_ -= self->out_.front().first.size();
       self->out_.pop_front();
       if (ec) return self->close_socket();
       self->write_next();
@@ -479,7 +482,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   // Streaming (see start_stream).
   bool writing_ = false, end_after_write_ = false;
   std::atomic<bool> stream_closed_{false};
-  std::deque<std::string> out_;
+  std::deque<std::pair<std::string, bool>> out_;  // bytes, counted against kMaxStreamQueue
   std::size_t queued_bytes_ = 0;
   std::shared_ptr<void> stream_keep_;
   Phase phase_ = Phase::idle;

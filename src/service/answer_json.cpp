@@ -116,4 +116,23 @@ void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAn
   w.end_object();
 }
 
+void write_trending(io::JsonWriter& w, const std::string& ns, const engine::TrendingAnswer& a) {
+  w.begin_object().key("namespace").value(ns);
+  w.key("short").value(a.short_view.name()).key("long").value(a.long_view.name());
+  w.key("as_of").value(a.as_of).key("min_count").value(a.min_count).key("candidates").value(static_cast<std::uint64_t>(a.candidates));
+  w.key("items").begin_array();
+  std::uint64_t rank = 0;
+  for (const auto& item : a.items) {
+    w.begin_object().key("item_id").value(item.key).key("rank").value(++rank).key("score").value(item.score);
+    w.key("short_rate").value(item.short_rate).key("long_rate").value(item.long_rate);
+    for (const auto& [key, count] : {std::pair{"short_count", &item.short_count}, std::pair{"long_count", &item.long_count}}) {
+      w.key(key).begin_object();
+      w.key("estimated_count").value(count->estimate).key("lower_bound").value(count->lower).key("upper_bound").value(count->upper);
+      w.end_object();
+    }
+    w.end_object();
+  }
+  w.end_array().end_object();
+}
+
 }  // namespace ebb::service

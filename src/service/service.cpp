@@ -424,6 +424,14 @@ engine::PointAnswer Service::count(const std::string& name, std::string_view ite
   return on_query([&] { return e->ns.count(item, view); });
 }
 
+engine::TrendingAnswer Service::trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
+                                         std::optional<std::size_t> k, double min_count) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto e = s_->require(name, "namespace");
+  std::shared_lock lock(e->mu);
+  return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count); });
+}
+
 std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::span<const std::string> items,
                                                  const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
                                                  std::optional<double> as_of) const {

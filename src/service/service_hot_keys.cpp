@@ -14,6 +14,9 @@ namespace {
 // Seconds between heartbeats to listeners: under the idle timeouts of
 // common proxies (60 s), often enough to notice a client gone.
 constexpr double kHeartbeatSeconds = 15;
+// Transitions logged one by one per evaluation, and the bytes of a key a
+// log line shows.
+constexpr std::size_t kLoggedChanges = 20, kLoggedKeyBytes = 256;
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -30,8 +33,14 @@ bool evaluate(Service::State& s, NamespaceEntry& e) {
   std::vector<engine::HotKeyEvent> changes;
   {
     std::unique_lock lock(e.mu);
-    if (e.deleted || !e.ns.hot_keys()) return false;
+    const auto* d = e.ns.hot_keys();
+    if (e.deleted || !d) return false;
+    // Rates only fall between batches: with nothing new counted and no key
+    // hot, nothing can change (an idle namespace costs no evaluation).
+    const std::uint64_t version = e.version.load(std::memory_order_acquire);
+    if (version == e.evaluated_version && d->hot().empty() && d->evaluated_at() > 0) return true;
     changes = e.ns.evaluate_hot_keys();
+    e.evaluated_version = version;
   }
   deliver_hot_keys(s, e, changes);
   return true;
@@ -48,15 +57,30 @@ std::vector<EntryPtr> all_entries(const Service::State& s) {
 }  // namespace
 
 void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<engine::HotKeyEvent>& changes) {
+  std::size_t logged = 0;
   for (const auto& c : changes) {
     (c.hot ? e.turned_hot : e.cooled).fetch_add(1, std::memory_order_relaxed);
-    // The key itself goes to the log (JSON-quoted: a key may hold anything),
-    // the metrics carry its hash.
-    io::JsonWriter key;
-    key.value(c.key.key);
-    s.log->info("hot key {}: namespace={} key={} key_hash={} rate={:.6g}/s", c.hot ? "hot" : "cooled", e.name, key.str(), key_hash_hex(c.key.key),
-                c.key.rate);
+    // The key itself goes to the log (JSON-quoted: a key may hold anything;
+    // its first kLoggedKeyBytes, the hash names it whole), the metrics
+    // carry its hash. A burst logs its first few changes and a count.
+    if (logged < kLoggedChanges) {
+      ++logged;
+      std::string_view shown = c.key.key;
+      if (shown.size() > kLoggedKeyBytes) {
+        shown = shown.substr(0, kLoggedKeyBytes);
+        while (!shown.empty() && (static_cast<unsigned char>(shown.back()) & 0xC0) == 0x80) shown.remove_suffix(1);  // a whole UTF-8 character
+        if (!shown.empty() && static_cast<unsigned char>(shown.back()) >= 0xC0) shown.remove_suffix(1);
+      }
+      io::JsonWriter key;
+      key.value(shown);
+      s.log->info("hot key {}: namespace={} key={}{} key_hash={} rate={:.6g}/s", c.hot ? "hot" : "cooled", e.name, key.str(),
+                  shown.size() < c.key.key.size() ? " (cut)" : "", key_hash_hex(c.key.key), c.key.rate);
+    }
     notify(e, {c.hot ? HotKeyNotice::Kind::hot : HotKeyNotice::Kind::cool, c.key});
+  }
+  if (changes.size() > logged) {
+    s.log->info("hot key: namespace={}: {} more keys turned hot or cooled in the same evaluation (not logged one by one; see the metrics)",
+                e.name, changes.size() - logged);
   }
 }
 
@@ -107,7 +131,8 @@ std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKe
     {
       std::shared_lock lock(e->mu);
       const auto* d = e->ns.hot_keys();
-      if (e->deleted || !d) {
+      if (e->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace: no namespace '" + name + "'");
+      if (!d) {
         throw invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
                                           " {\"hot_key_threshold\": <events/s>}");
       }

@@ -47,6 +47,9 @@ struct NamespaceEntry {
   std::mutex notice_mu;
   std::vector<std::shared_ptr<struct HotKeySubscriber>> subscribers;
   std::atomic<std::uint64_t> turned_hot{0}, cooled{0};
+  // The version the last evaluation saw (under notice_mu): with no new
+  // batch and no hot key, an evaluation can change nothing and is skipped.
+  std::uint64_t evaluated_version = ~std::uint64_t{0};
 
   // Call after changing ns, holding mu exclusively.
   void changed() noexcept { version.fetch_add(1, std::memory_order_release); }
@@ -153,7 +156,8 @@ auto on_query(F&& f) {
     return f();
   } catch (const InvalidArgument& e) {
     const std::string what = e.what();
-    throw invalid(what.starts_with("k:") || what.starts_with("item_id:") || what.starts_with("timestamp:") ? "bad_parameter" : "unknown_view", what);
+    const bool parameter = what.starts_with("k:") || what.starts_with("item_id:") || what.starts_with("timestamp:") || what.starts_with("min_count:");
+    throw invalid(parameter ? "bad_parameter" : "unknown_view", what);
   }
 }
 

@@ -164,6 +164,8 @@ TEST(HotKeyDetector, TooFewCandidatesAreReportedAsIncomplete) {
   run(d, model, arrivals, kStart + 30, [&](double, const std::vector<HotKeyEvent>&) { incomplete = incomplete || !d.complete(); });
   EXPECT_TRUE(incomplete);
   EXPECT_FALSE(d.complete());
+  // The hot list holds at most the candidates' number of keys.
+  EXPECT_LE(d.hot().size(), 4u);
 }
 
 TEST(HotKeyDetector, RefusesBadSettingsAndChangesNothing) {
@@ -200,6 +202,10 @@ void feed(Namespace& ns, const std::string& key, int per_second, int seconds, do
 
 TEST(NamespaceHotKeys, DetectorFollowsTheNamespacesEventsAndRestoresFromACheckpoint) {
   Namespace ns(hot_namespace());
+  // Before its first event an event-clock namespace has no "now": an
+  // evaluation then must not judge at the wall clock (and pin it there).
+  EXPECT_TRUE(ns.evaluate_hot_keys().empty());
+  EXPECT_EQ(ns.hot_keys()->evaluated_at(), 0);
   feed(ns, "a", 40, 20);
   feed(ns, "b", 5, 20);
   const auto changes = ns.evaluate_hot_keys();
@@ -212,6 +218,7 @@ TEST(NamespaceHotKeys, DetectorFollowsTheNamespacesEventsAndRestoresFromACheckpo
     for (int i = 0; i < 40; ++i) model.add("a", kStart + s + (i + 1.0) / 40);
   }
   EXPECT_NEAR(changes[0].key.rate, model.rate("a", kStart + 20), 1e-9 * model.rate("a", kStart + 20));
+  EXPECT_EQ(ns.hot_keys()->evaluated_at(), kStart + 20);
 
   Namespace restored(hot_namespace());
   restored.restore_state(ns.serialize_state());

@@ -276,5 +276,34 @@ TEST_F(HotKeysApi, TheDetectorSurvivesARestartAndACrash) {
   EXPECT_EQ(server_->stop(), 0);
 }
 
+// A stream opens with every key hot at that moment, however many bytes
+// that is (over the 1 MiB a slow reader may fall behind); the hot list is
+// capped at the candidates and then says it is incomplete.
+TEST_F(HotKeysApi, AStreamOpensWithALargeHotSetAndTheSetIsCapped) {
+  start();
+  ASSERT_EQ(client_->request("POST", "/namespaces", R"({"name":"hot","clock":"event","candidates":1100,"hot_key_threshold":1})").status, 201);
+  std::string body = R"({"namespace":"hot","events":[)";
+  for (int i = 0; i < 1200; ++i) {
+    std::string key = "tenant-" + std::to_string(i) + "-";
+    key.resize(1000, 'x');
+    body += std::string(i ? "," : "") + R"({"item_id":")" + key + R"(","timestamp":1700000000,"weight":1000})";
+  }
+  ASSERT_EQ(client_->request("POST", "/events", body + "]}").status, 204);
+  auto r = client_->request("GET", "/hot-keys?namespace=hot");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find(R"("complete":false)"), std::string::npos) << r.body.substr(0, 300);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  ASSERT_EQ(p.parse(r.body).get(doc), simdjson::SUCCESS);
+  EXPECT_EQ(doc["items"].get_array().size(), 1100u);
+
+  SseReader stream(server_->port(), "/hot-keys/stream?namespace=hot");
+  EXPECT_EQ(stream.message(), "retry: 2000");
+  std::size_t hot = 0;
+  for (std::string m; hot < 1100 && !(m = stream.message()).empty();) hot += parse_notice(m).event == "hot";
+  EXPECT_EQ(hot, 1100u);
+  EXPECT_EQ(server_->stop(), 0);
+}
+
 }  // namespace
 }  // namespace ebb

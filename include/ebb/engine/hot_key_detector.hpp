@@ -68,9 +68,10 @@ class HotKeyDetector {
   std::vector<HotKeyEvent> evaluate(double now);
 
   // As of the last evaluation: the hot keys, highest rate first (ties by
-  // key), and whether no key outside the candidates could have reached the
-  // threshold (false: the candidates are too few for this threshold and
-  // stream; a hot key may then be missing).
+  // key; at most `candidates` of them), and whether the list is complete:
+  // false when a key outside the candidates could have reached the
+  // threshold (the candidates are too few for this threshold and stream),
+  // or when more keys were hot than the list holds.
   std::vector<HotKey> hot() const;
   bool complete() const noexcept { return complete_; }
   double evaluated_at() const noexcept { return evaluated_at_; }

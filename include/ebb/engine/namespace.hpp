@@ -22,6 +22,7 @@
 #include "ebb/engine/hot_key_detector.hpp"
 #include "ebb/engine/namespace_config.hpp"
 #include "ebb/engine/prepared_batch.hpp"
+#include "ebb/engine/trending.hpp"
 #include "ebb/engine/view.hpp"
 
 namespace ebb::engine {
@@ -150,6 +151,11 @@ class Namespace {
   // caller turns to history). Throws InvalidArgument ("timestamp: ...").
   std::optional<TopKAnswer> top_at(const std::optional<ViewSpec>& spec, std::optional<std::size_t> k, double as_of) const;
   std::optional<PointAnswer> count_at(std::string_view item, const std::optional<ViewSpec>& spec, double as_of) const;
+  // Items rising fastest (engine/trending.hpp) between two half-lives the
+  // namespace keeps (default: its shortest and longest). InvalidArgument
+  // ("short: ...", "long: ...", "k: ...", "min_count: ...") otherwise.
+  TrendingAnswer trending(std::optional<double> short_half_life, std::optional<double> long_half_life, std::optional<std::size_t> k,
+                          double min_count) const;
   // What count() checks of an item id: InvalidArgument ("item_id: ...")
   // unless it is 1 to max_item_bytes bytes.
   void check_item(std::string_view item) const;

@@ -32,8 +32,11 @@ class EventStream {
  public:
   virtual ~EventStream() = default;
   // Queues bytes for the client; false once the stream has closed (the
-  // client left, read too slowly, or the server is shutting down).
-  virtual bool send(std::string bytes) = 0;
+  // client left, read too slowly, or the server is shutting down). A
+  // client too slow to take what it is sent is cut off; bytes sent with
+  // `opening` (the state a stream starts with, however large) are not held
+  // against it.
+  virtual bool send(std::string bytes, bool opening = false) = 0;
   // Ends the stream (the connection closes once queued bytes are sent).
   virtual void close() = 0;
 };

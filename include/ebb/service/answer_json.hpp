@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ebb/engine/answers.hpp"
+#include "ebb/engine/trending.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service.hpp"
 
@@ -17,6 +18,8 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy);
 // block they share. `view_answer` describes the view when there are no items.
 void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
                   const engine::TopKAnswer& view_answer);
+// GET /trending.
+void write_trending(io::JsonWriter& w, const std::string& ns, const engine::TrendingAnswer& answer);
 // GET /history: an item's persisted points.
 void write_history(io::JsonWriter& w, const std::string& ns, std::string_view item, const HistorySeries& series);
 

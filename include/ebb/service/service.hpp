@@ -162,6 +162,10 @@ class Service {
   Rendered top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                         std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const;
   engine::PointAnswer count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const;
+  // Items rising fastest from the long half-life's rate to the short one's
+  // (engine/trending.hpp); none given: the namespace's shortest and longest.
+  engine::TrendingAnswer trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
+                                  std::optional<std::size_t> k, double min_count) const;
   // Many items under one lock, in request order; `view_answer` gets the
   // view and accuracy block they share.
   // With `as_of`, as they were then (see top_at()).
