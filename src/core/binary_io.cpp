@@ -28,6 +28,7 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::time_rings: return "time rings";
     case BlobKind::window_view: return "window view";
     case BlobKind::hot_key_detector: return "hot-key detector";
+    case BlobKind::distribution_store: return "distribution store";
   }
   return "unknown";
 }

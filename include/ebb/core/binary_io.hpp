@@ -29,6 +29,7 @@ enum class BlobKind : std::uint16_t {
   time_rings = 9,
   window_view = 10,
   hot_key_detector = 11,
+  distribution_store = 12,
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

@@ -1,0 +1,113 @@
+#pragma once
+// Distributions that forget (bitly's Forget Table, seed 001;
+// notes/algorithms.md section 5): many small categorical distributions
+// ("which share of this key phrase's clicks comes from each country, now"),
+// each a set of named bins whose counts decay exponentially with the
+// distribution's rate. Decay is lazy and exact: every bin is stored in the
+// forward-decay coordinates of its distribution's landmark, so time passing
+// touches nothing and a read is exp() away (bitly draws a random Poisson
+// loss per bin at each read and writes it back; reads here are
+// deterministic and change nothing).
+//
+// The normaliser Z is the sum of the bins a read sees, computed with them,
+// so it always equals it (bitly's drifted). Bins that decay under
+// `min_count` are dropped at the distribution's next write and never shown;
+// a distribution with no bin left is gone.
+//
+// Single-writer: the owner serialises writes against reads.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ebb::engine {
+
+struct DistributionOptions {
+  double default_rate = 1.0 / 3600;  // lambda, 1/s, of a new distribution (a half-life of ln 2 hours)
+  double min_count = 1e-3;           // bins decayed under this are pruned
+  std::size_t max_bins = 10000;      // bins of one distribution (InvalidArgument past it)
+  std::size_t max_name_bytes = 1024; // a distribution's or a bin's name
+  void validate() const;             // InvalidArgument naming the option
+};
+
+struct DistributionBin {
+  std::string bin;
+  double count = 0;  // decayed to the answer's time
+  double p = 0;      // count / Z (0 when Z is 0)
+};
+
+struct DistributionAnswer {
+  std::string distribution;
+  double z = 0;        // the sum of the distribution's bins (all of them, whichever bins are listed)
+  double t = 0;        // its last write (Unix seconds)
+  double rate = 0;     // the decay rate the answer used
+  std::vector<DistributionBin> bins;
+};
+
+class DistributionStore {
+ public:
+  explicit DistributionStore(DistributionOptions options = {});
+
+  const DistributionOptions& options() const noexcept { return options_; }
+
+  // Adds n (finite, > 0) to each field of the distribution at time t,
+  // creating it (with the default rate) and its bins as needed. All or
+  // nothing: InvalidArgument ("distribution: ...", "field: ...", "N: ...")
+  // and nothing changes.
+  void incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t);
+
+  // The distribution as of `now` (nullopt when it does not exist): every
+  // bin, most probable first (ties by name), or `fields` in the order given
+  // (count 0 for a bin it does not have), or the `most_probable` first n.
+  // `rate` (lambda, 1/s) decays from its last write at that rate instead of
+  // its own (forgettable's per-request rate; nothing is stored).
+  // InvalidArgument for a bad rate or n.
+  std::optional<DistributionAnswer> read(std::string_view distribution, std::span<const std::string_view> fields, double now,
+                                         std::optional<double> rate = std::nullopt,
+                                         std::optional<std::size_t> most_probable = std::nullopt) const;
+
+  std::size_t size() const noexcept { return distributions_.size(); }
+  std::size_t bins() const noexcept { return bins_; }
+  // Bytes held (the table, every distribution and bin, name bytes on the heap).
+  std::size_t memory_bytes() const noexcept;
+
+  // Removes up to `max_checks` distributions' worth of idle ones (every bin
+  // under min_count at `now`), resuming where the last call stopped: a
+  // bounded step the owner takes now and then, not a sweep. Returns the
+  // number removed.
+  std::size_t expire(double now, std::size_t max_checks);
+
+  // Checkpoints: the whole store; restore_state() replaces it (FormatError,
+  // unchanged, on a bad blob).
+  std::string serialize_state() const;
+  void restore_state(std::string_view blob);
+
+ private:
+  struct Bin {
+    double stored;  // forward-decay coordinates of the distribution's landmark
+    std::string name;
+  };
+  struct Distribution {
+    double landmark = 0;
+    double rate = 0;
+    double updated = 0;
+    std::vector<Bin> bins;
+  };
+  static double value(const Distribution& d, const Bin& b, double now) noexcept;
+  void check_name(std::string_view name, const char* field) const;
+
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept;
+  };
+  DistributionOptions options_;
+  std::unordered_map<std::string, Distribution, NameHash, std::equal_to<>> distributions_;
+  std::size_t bins_ = 0;
+  std::size_t expire_bucket_ = 0;  // expire()'s cursor
+};
+
+}  // namespace ebb::engine

@@ -1,0 +1,234 @@
+#include "ebb/engine/distribution_store.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ebb/core/binary_io.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
+#include "ebb/decay/forward_decay.hpp"
+
+namespace ebb::engine {
+namespace {
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Heap bytes of a string past its inline buffer.
+std::size_t heap_bytes(const std::string& s) noexcept { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
+}  // namespace
+
+void DistributionOptions::validate() const {
+  if (!(std::isfinite(default_rate) && default_rate >= 0)) throw InvalidArgument("rate: the default rate must be a finite number >= 0 (1/s)");
+  if (!(std::isfinite(min_count) && min_count > 0)) throw InvalidArgument("min_count: must be a finite number > 0");
+  if (max_bins < 1) throw InvalidArgument("max_bins: must be at least 1");
+  if (max_name_bytes < 1) throw InvalidArgument("max_name_bytes: must be at least 1");
+}
+
+std::size_t DistributionStore::NameHash::operator()(std::string_view s) const noexcept { return hash_key(s); }
+
+DistributionStore::DistributionStore(DistributionOptions options) : options_(options) { options_.validate(); }
+
+double DistributionStore::value(const Distribution& d, const Bin& b, double now) noexcept {
+  return d.rate == 0 ? b.stored : b.stored * std::exp(-d.rate * (now - d.landmark));
+}
+
+void DistributionStore::check_name(std::string_view name, const char* field) const {
+  if (name.empty() || name.size() > options_.max_name_bytes) {
+    throw InvalidArgument(std::string(field) + ": must be 1 to " + std::to_string(options_.max_name_bytes) + " bytes");
+  }
+}
+
+void DistributionStore::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t) {
+  check_name(distribution, "distribution");
+  if (fields.empty()) throw InvalidArgument("field: is required");
+  for (auto f : fields) check_name(f, "field");
+  if (!(std::isfinite(n) && n > 0 && n <= 1e15)) throw InvalidArgument("N: must be a finite number in (0, 1e15] (got " + number(n) + ")");
+  if (!(std::isfinite(t) && t >= 0)) throw InvalidArgument("t: must be a finite time >= 0");
+  auto it = distributions_.find(distribution);
+  const bool fresh = it == distributions_.end();
+  Distribution scratch;
+  Distribution& d = fresh ? scratch : it->second;
+  if (fresh) {
+    d.landmark = t;
+    d.rate = options_.default_rate;
+    d.updated = t;
+  }
+  // The new bins must fit before anything changes.
+  std::size_t added = 0;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const bool known = std::any_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return b.name == fields[i]; }) ||
+                       std::find(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(i), fields[i]) != fields.begin() + static_cast<std::ptrdiff_t>(i);
+    if (!known) ++added;
+  }
+  if (d.bins.size() + added > options_.max_bins) {
+    throw InvalidArgument("field: distribution '" + std::string(distribution) + "' would have " + std::to_string(d.bins.size() + added) +
+                          " bins, more than the limit of " + std::to_string(options_.max_bins));
+  }
+  // Checked: from here nothing throws but allocation.
+  const std::size_t old_size = d.bins.size();
+  if (d.rate > 0 && d.rate * (t - d.landmark) > ForwardDecay::kRebaseExponent) {
+    const double f = std::exp(-d.rate * (t - d.landmark));
+    for (auto& b : d.bins) b.stored *= f;
+    d.landmark = t;
+  }
+  const double w = n * (d.rate == 0 ? 1.0 : std::exp(d.rate * (t - d.landmark)));
+  // Bins decayed under min_count go now (the distribution is being
+  // touched anyway); the incremented ones are kept.
+  const double now = std::max(t, d.updated);
+  for (auto f : fields) {
+    auto b = std::find_if(d.bins.begin(), d.bins.end(), [&](const Bin& x) { return x.name == f; });
+    if (b != d.bins.end()) {
+      b->stored += w;
+      continue;
+    }
+    if (d.bins.size() == d.bins.capacity()) d.bins.reserve(d.bins.size() + std::max<std::size_t>(4, d.bins.size() / 4));  // little slack: bins are many
+    d.bins.push_back({w, std::string(f)});
+  }
+  std::erase_if(d.bins, [&](const Bin& b) {
+    return value(d, b, now) < options_.min_count && std::find(fields.begin(), fields.end(), b.name) == fields.end();
+  });
+  d.updated = now;
+  bins_ = bins_ - old_size + d.bins.size();
+  if (fresh) distributions_.emplace(std::string(distribution), std::move(scratch));
+}
+
+std::optional<DistributionAnswer> DistributionStore::read(std::string_view distribution, std::span<const std::string_view> fields, double now,
+                                                          std::optional<double> rate, std::optional<std::size_t> most_probable) const {
+  if (rate && !(std::isfinite(*rate) && *rate >= 0)) throw InvalidArgument("rate: must be a finite number >= 0 (1/s)");
+  if (most_probable && *most_probable < 1) throw InvalidArgument("N: must be at least 1");
+  auto it = distributions_.find(distribution);
+  if (it == distributions_.end()) return std::nullopt;
+  const Distribution& d = it->second;
+  now = std::max(now, d.updated);  // a read never goes back before the last write
+  // Each bin as of now: at the distribution's own rate, or decayed from the
+  // last write at the asked rate.
+  auto at_now = [&](const Bin& b) {
+    if (!rate) return value(d, b, now);
+    return value(d, b, d.updated) * std::exp(-*rate * (now - d.updated));
+  };
+  DistributionAnswer answer;
+  answer.distribution = it->first;
+  answer.t = d.updated;
+  answer.rate = rate.value_or(d.rate);
+  std::vector<DistributionBin> all;
+  all.reserve(d.bins.size());
+  for (const auto& b : d.bins) {
+    const double c = at_now(b);
+    if (c >= options_.min_count) all.push_back({b.name, c, 0});
+  }
+  // Z is the sum of what is shown, summed in one fixed order (by name) so
+  // the same state always gives the same bits.
+  std::sort(all.begin(), all.end(), [](const DistributionBin& a, const DistributionBin& b) { return a.bin < b.bin; });
+  for (const auto& b : all) answer.z += b.count;
+  for (auto& b : all) b.p = answer.z > 0 ? b.count / answer.z : 0;
+  if (!fields.empty()) {
+    for (auto f : fields) {
+      auto b = std::lower_bound(all.begin(), all.end(), f, [](const DistributionBin& x, std::string_view key) { return x.bin < key; });
+      answer.bins.push_back(b != all.end() && b->bin == f ? *b : DistributionBin{std::string(f), 0, 0});
+    }
+    return answer;
+  }
+  std::stable_sort(all.begin(), all.end(), [](const DistributionBin& a, const DistributionBin& b) { return a.count > b.count; });
+  if (most_probable && all.size() > *most_probable) all.resize(*most_probable);
+  answer.bins = std::move(all);
+  return answer;
+}
+
+std::size_t DistributionStore::memory_bytes() const noexcept {
+  using Node = std::pair<const std::string, Distribution>;
+  std::size_t bytes = sizeof(*this) + distributions_.bucket_count() * sizeof(void*);
+  for (const auto& [name, d] : distributions_) {
+    bytes += sizeof(Node) + 2 * sizeof(void*) + heap_bytes(name) + d.bins.capacity() * sizeof(Bin);  // node: value, next pointer, hash
+    for (const auto& b : d.bins) bytes += heap_bytes(b.name);
+  }
+  return bytes;
+}
+
+std::size_t DistributionStore::expire(double now, std::size_t max_checks) {
+  std::size_t removed = 0, checked = 0;
+  const std::size_t buckets = distributions_.bucket_count();
+  if (buckets == 0) return 0;
+  for (std::size_t step = 0; step < buckets && checked < max_checks; ++step) {
+    const std::size_t bucket = expire_bucket_++ % buckets;
+    std::vector<std::string_view> idle;
+    for (auto it = distributions_.begin(bucket); it != distributions_.end(bucket); ++it) {
+      ++checked;
+      const auto& d = it->second;
+      const double t = std::max(now, d.updated);
+      if (std::none_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return value(d, b, t) >= options_.min_count; })) idle.push_back(it->first);
+    }
+    for (auto name : idle) {
+      auto it = distributions_.find(name);
+      bins_ -= it->second.bins.size();
+      distributions_.erase(it);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+std::string DistributionStore::serialize_state() const {
+  // Sorted by name: the same store always writes the same bytes.
+  std::vector<const std::pair<const std::string, Distribution>*> sorted;
+  sorted.reserve(distributions_.size());
+  for (const auto& entry : distributions_) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  return written([&](BinaryWriter& w) {
+    const auto blob = w.begin_blob(BlobKind::distribution_store, 1);
+    w.put<std::uint64_t>(sorted.size());
+    for (const auto* entry : sorted) {
+      const Distribution& d = entry->second;
+      w.put_string(entry->first);
+      w.put<double>(d.landmark);
+      w.put<double>(d.rate);
+      w.put<double>(d.updated);
+      w.put<std::uint32_t>(static_cast<std::uint32_t>(d.bins.size()));
+      for (const auto& b : d.bins) {
+        w.put_string(b.name);
+        w.put<double>(b.stored);
+      }
+    }
+    w.end_blob(blob);
+  });
+}
+
+void DistributionStore::restore_state(std::string_view blob) {
+  auto opened = open_blob(blob, BlobKind::distribution_store, 1);
+  BinaryReader r(opened.payload, "distribution store");
+  const auto n = r.get<std::uint64_t>();
+  decltype(distributions_) restored;
+  std::size_t bins = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::string name = r.get_string(options_.max_name_bytes);
+    Distribution d;
+    d.landmark = r.get<double>();
+    d.rate = r.get<double>();
+    d.updated = r.get<double>();
+    if (name.empty() || !std::isfinite(d.landmark) || !(std::isfinite(d.rate) && d.rate >= 0) || !std::isfinite(d.updated)) {
+      r.fail("bad distribution '" + name + "'");
+    }
+    const auto nb = r.get<std::uint32_t>();
+    if (nb > options_.max_bins) r.fail("distribution '" + name + "' has more bins than max_bins");
+    d.bins.reserve(nb);
+    for (std::uint32_t j = 0; j < nb; ++j) {
+      Bin b;
+      b.name = r.get_string(options_.max_name_bytes);
+      b.stored = r.get<double>();
+      if (b.name.empty() || !(std::isfinite(b.stored) && b.stored >= 0)) r.fail("bad bin in distribution '" + name + "'");
+      d.bins.push_back(std::move(b));
+    }
+    bins += nb;
+    if (!restored.emplace(std::move(name), std::move(d)).second) r.fail("a distribution listed twice");
+  }
+  r.expect_end();
+  distributions_ = std::move(restored);
+  bins_ = bins;
+  expire_bucket_ = 0;
+}
+
+}  // namespace ebb::engine
