@@ -345,8 +345,10 @@ int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHe
   if (!body) return 0;
   simdjson::dom::parser p;
   simdjson::dom::element doc = p.parse(*body);
-  std::printf("hot keys of '%s': rate >= %g events/s (half-life %s), as of %s\n", o.ns.c_str(), double(doc["threshold"]),
-              std::string(std::string_view(doc["half_life"])).c_str(), format_utc(double(doc["as_of"])).c_str());
+  const bool evaluated = !doc["as_of"].is_null();  // an event-clock namespace before its first event
+  std::printf("hot keys of '%s': rate >= %g events/s (half-life %s), %s\n", o.ns.c_str(), double(doc["threshold"]),
+              std::string(std::string_view(doc["half_life"])).c_str(),
+              evaluated ? ("as of " + format_utc(double(doc["as_of"]))).c_str() : "not evaluated yet (no event so far)");
   std::printf("%-30s  %14s  %s\n", "item", "rate/s", "hot since (UTC)");
   for (auto k : simdjson::dom::array(doc["items"])) {
     std::printf("%-30s  %14.4g  %s\n", printable(std::string_view(k["item_id"]), 30).c_str(), double(k["rate"]),

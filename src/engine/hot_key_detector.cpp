@@ -49,9 +49,10 @@ std::vector<HotKeyEvent> HotKeyDetector::evaluate(double now) {
       ++it;
     }
   }
-  // Then the candidates that turned hot, hottest first, while the hot set
-  // has room: it holds at most `candidates` keys (its memory is bounded like
-  // the heap's); a key left out makes the answer incomplete.
+  // Then the candidates that turned hot, hottest first. The hot set holds
+  // at most `candidates` keys (its memory is bounded like the heap's): when
+  // full, a hotter key pushes out the coolest (reported cooled), a cooler
+  // one is left out; either way the answer is incomplete.
   bool full = false;
   std::vector<HotKeyEvent> turned_hot;
   for (const auto& item : top.items) {  // estimate order; the upper bound orders the same for heap entries
@@ -59,7 +60,12 @@ std::vector<HotKeyEvent> HotKeyDetector::evaluate(double now) {
     if (rate < options_.threshold || hot_.contains(item.key)) continue;
     if (hot_.size() >= candidates_) {
       full = true;
-      continue;
+      auto coolest = std::min_element(hot_.begin(), hot_.end(), [](const auto& a, const auto& b) {
+        return a.second.rate != b.second.rate ? a.second.rate < b.second.rate : a.first > b.first;
+      });
+      if (coolest == hot_.end() || coolest->second.rate >= rate) continue;
+      cooled.push_back({false, coolest->second});
+      hot_.erase(coolest);
     }
     HotKey k{item.key, rate, now};
     hot_.emplace(item.key, k);

@@ -377,7 +377,8 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     busy_ = false;  // a shutdown closes it as it closes an idle connection
     std::string head = version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ";
     head += std::to_string(r.status) + " " + std::string(sv(http::obsolete_reason(static_cast<http::status>(r.status)))) + "\r\n";
-    head += "Server: ebb/0.1\r\nContent-Type: " + r.content_type + "\r\nCache-Control: no-cache\r\nConnection: close\r\n";
+    // X-Accel-Buffering: a proxy (nginx) must pass events on as they come.
+    head += "Server: ebb/0.1\r\nContent-Type: " + r.content_type + "\r\nCache-Control: no-cache\r\nConnection: close\r\nX-Accel-Buffering: no\r\n";
     for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
     head += "\r\n";
     server_.metrics.observe_request(route, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

@@ -281,8 +281,9 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
   std::uint64_t lsn = 0;
   NamespaceSpec next;
   // A patch that stops or restarts hot-key detection cools its hot keys,
-  // delivered like an evaluation's changes (under the same lock).
-  std::lock_guard notice(entry->notice_mu);
+  // delivered like an evaluation's changes (under the same lock, released
+  // before the wait for the disk: evaluations of every namespace take it).
+  std::unique_lock notice(entry->notice_mu);
   std::vector<engine::HotKeyEvent> cooled;
   {
     std::unique_lock lock(entry->mu);
@@ -315,6 +316,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     entry->changed();
   }
   deliver_hot_keys(s, *entry, cooled);
+  notice.unlock();
   s.wait(lsn);
   return next;
 }

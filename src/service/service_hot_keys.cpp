@@ -93,10 +93,12 @@ HotKeysAnswer Service::hot_keys(const std::string& name) const {
     return invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
                                        " {\"hot_key_threshold\": <events/s>}");
   };
+  auto gone = [&] { return ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace: no namespace '" + name + "'"); };
   auto read = [&]() -> std::optional<HotKeysAnswer> {
     std::shared_lock lock(e->mu);
     const auto* d = e->ns.hot_keys();
-    if (e->deleted || !d) throw off();
+    if (e->deleted) throw gone();
+    if (!d) throw off();
     // Stale past the evaluator's interval (it is not running, or behind):
     // the caller evaluates first.
     if (e->ns.now() - d->evaluated_at() > s.options.hot_key_interval) return std::nullopt;
@@ -105,11 +107,15 @@ HotKeysAnswer Service::hot_keys(const std::string& name) const {
   if (auto answer = read()) return *answer;
   {
     std::lock_guard notice(e->notice_mu);
-    if (!evaluate(s, *e)) throw off();
+    if (!evaluate(s, *e)) {
+      if (e->deleted) throw gone();
+      throw off();
+    }
   }
   std::shared_lock lock(e->mu);
   const auto* d = e->ns.hot_keys();
-  if (e->deleted || !d) throw off();
+  if (e->deleted) throw gone();
+  if (!d) throw off();
   return {name, d->options().threshold, d->options().half_life, d->options().cool_fraction, d->evaluated_at(), d->complete(), d->hot()};
 }
 

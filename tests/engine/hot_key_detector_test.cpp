@@ -164,8 +164,27 @@ TEST(HotKeyDetector, TooFewCandidatesAreReportedAsIncomplete) {
   run(d, model, arrivals, kStart + 30, [&](double, const std::vector<HotKeyEvent>&) { incomplete = incomplete || !d.complete(); });
   EXPECT_TRUE(incomplete);
   EXPECT_FALSE(d.complete());
-  // The hot list holds at most the candidates' number of keys.
-  EXPECT_LE(d.hot().size(), 4u);
+  // All 8 keys are hot; the list holds the candidates' number of them.
+  EXPECT_EQ(d.hot().size(), 4u);
+}
+
+TEST(HotKeyDetector, AFullListKeepsTheHottestKeys) {
+  // 4 candidates; a..d hot at 150/s for 30 s, then they stop and e..h
+  // come at 2000/s for 2 s. a..d leave the candidates but still read hot
+  // from the sketch (about 114/s at the end): the hotter newcomers (about
+  // 259/s) must push them out of the full list.
+  HotKeyDetector d(detector_config(4), {100, 10, 0.8});
+  ExactRates model(10);
+  std::vector<Arrival> arrivals;
+  for (const char* k : {"a", "b", "c", "d"}) steady(arrivals, k, 150, kStart, kStart + 30);
+  for (const char* k : {"e", "f", "g", "h"}) steady(arrivals, k, 2000, kStart + 30, kStart + 32);
+  by_time(arrivals);
+  run(d, model, arrivals, kStart + 32, [](double, const std::vector<HotKeyEvent>&) {});
+  EXPECT_FALSE(d.complete());
+  std::vector<std::string> hot;
+  for (const auto& k : d.hot()) hot.push_back(k.key);
+  std::sort(hot.begin(), hot.end());
+  EXPECT_EQ(hot, (std::vector<std::string>{"e", "f", "g", "h"}));
 }
 
 TEST(HotKeyDetector, RefusesBadSettingsAndChangesNothing) {

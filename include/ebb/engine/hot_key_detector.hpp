@@ -18,7 +18,10 @@
 //
 // Hysteresis: a key turns hot when its rate reaches the threshold and cools
 // only when it falls under cool_fraction x threshold, so a key sitting at
-// the threshold does not flap.
+// the threshold does not flap, as long as the band is wide against the
+// rate's noise: for Poisson arrivals sd(rate) ~ sqrt(threshold x lambda / 2),
+// so the band is 0.34 x sqrt(threshold x half_life) standard deviations
+// (10 at 100/s and 10 s; 1 at 1/s and 10 s, where it does flap).
 //
 // Single-writer like every view: the namespace's owner serialises apply()
 // and evaluate() against reads.

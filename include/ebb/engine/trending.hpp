@@ -15,8 +15,9 @@
 //
 //     score = (O - E) / sqrt(E + 1)
 //
-// how many standard deviations O lies above E (+1 keeps a brand-new item
-// finite). It grows with the size of the rise and with the evidence for it
+// O's excess over E in units of sqrt(E) (+1 keeps a brand-new item finite;
+// a decayed count's own standard deviation is about sqrt(E / 2), so this is
+// about 0.7 standard deviations). It grows with the size of the rise and with the evidence for it
 // (the square root of the count), so a handful of events cannot outrank a
 // real surge; items with O under `min_count` are left out altogether, and
 // only items with a positive score are listed.

@@ -211,7 +211,8 @@ class Service {
   using HotKeyListener = std::function<void(const HotKeyNotice&)>;
   std::shared_ptr<void> subscribe_hot_keys(const std::string& name, HotKeyListener listener);
   void start_hot_keys();
-  // One evaluation pass now (what the thread runs); returns the changes.
+  // One evaluation pass now (what the thread runs); returns the number of
+  // namespaces with detection on (idle ones skipped included).
   std::size_t evaluate_hot_keys();
 
   ServiceMetrics metrics() const;
