@@ -12,6 +12,11 @@ ForwardDecay ForwardDecay::with_half_life(double half_life_seconds) {
   return ForwardDecay(std::isinf(half_life_seconds) ? 0.0 : std::log(2.0) / half_life_seconds);
 }
 
+ForwardDecay ForwardDecay::with_rate(double lambda) {
+  if (!(std::isfinite(lambda) && lambda >= 0)) throw InvalidArgument("decay rate must be a finite number >= 0 per second (got " + std::to_string(lambda) + ")");
+  return ForwardDecay(lambda);
+}
+
 double ForwardDecay::half_life() const noexcept {
   return lambda_ == 0 ? std::numeric_limits<double>::infinity() : std::log(2.0) / lambda_;
 }

@@ -7,15 +7,10 @@
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/decay/forward_decay.hpp"
+#include "number_text.hpp"
 
 namespace ebb::engine {
 namespace {
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 // Heap bytes of a string past its inline buffer.
 std::size_t heap_bytes(const std::string& s) noexcept { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
@@ -33,9 +28,7 @@ std::size_t DistributionStore::NameHash::operator()(std::string_view s) const no
 
 DistributionStore::DistributionStore(DistributionOptions options) : options_(options) { options_.validate(); }
 
-double DistributionStore::value(const Distribution& d, const Bin& b, double now) noexcept {
-  return d.rate == 0 ? b.stored : b.stored * std::exp(-d.rate * (now - d.landmark));
-}
+double DistributionStore::value(const Distribution& d, const Bin& b, double now) noexcept { return b.stored * d.clock.read_factor(now); }
 
 void DistributionStore::check_name(std::string_view name, const char* field) const {
   if (name.empty() || name.size() > options_.max_name_bytes) {
@@ -47,17 +40,13 @@ void DistributionStore::incr(std::string_view distribution, std::span<const std:
   check_name(distribution, "distribution");
   if (fields.empty()) throw InvalidArgument("field: is required");
   for (auto f : fields) check_name(f, "field");
-  if (!(std::isfinite(n) && n > 0 && n <= 1e15)) throw InvalidArgument("N: must be a finite number in (0, 1e15] (got " + number(n) + ")");
+  if (!(std::isfinite(n) && n > 0 && n <= 1e15)) throw InvalidArgument("N: must be a finite number in (0, 1e15] (got " + number_text(n) + ")");
   if (!(std::isfinite(t) && t >= 0)) throw InvalidArgument("t: must be a finite time >= 0");
   auto it = distributions_.find(distribution);
   const bool fresh = it == distributions_.end();
-  Distribution scratch;
+  Distribution scratch{ForwardDecay::with_rate(options_.default_rate), t, {}};
+  scratch.clock.anchor(t);
   Distribution& d = fresh ? scratch : it->second;
-  if (fresh) {
-    d.landmark = t;
-    d.rate = options_.default_rate;
-    d.updated = t;
-  }
   // The new bins must fit before anything changes.
   std::size_t added = 0;
   for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -71,12 +60,11 @@ void DistributionStore::incr(std::string_view distribution, std::span<const std:
   }
   // Checked: from here nothing throws but allocation.
   const std::size_t old_size = d.bins.size();
-  if (d.rate > 0 && d.rate * (t - d.landmark) > ForwardDecay::kRebaseExponent) {
-    const double f = std::exp(-d.rate * (t - d.landmark));
+  if (d.clock.needs_rebase(t)) {
+    const double f = d.clock.rebase(t);
     for (auto& b : d.bins) b.stored *= f;
-    d.landmark = t;
   }
-  const double w = n * (d.rate == 0 ? 1.0 : std::exp(d.rate * (t - d.landmark)));
+  const double w = n * d.clock.weight_factor(t);
   // Bins decayed under min_count go now (the distribution is being
   // touched anyway); the incremented ones are kept.
   const double now = std::max(t, d.updated);
@@ -114,7 +102,7 @@ std::optional<DistributionAnswer> DistributionStore::read(std::string_view distr
   DistributionAnswer answer;
   answer.distribution = it->first;
   answer.t = d.updated;
-  answer.rate = rate.value_or(d.rate);
+  answer.rate = rate.value_or(d.clock.lambda());
   std::vector<DistributionBin> all;
   all.reserve(d.bins.size());
   for (const auto& b : d.bins) {
@@ -184,8 +172,8 @@ std::string DistributionStore::serialize_state() const {
     for (const auto* entry : sorted) {
       const Distribution& d = entry->second;
       w.put_string(entry->first);
-      w.put<double>(d.landmark);
-      w.put<double>(d.rate);
+      w.put<double>(d.clock.landmark());
+      w.put<double>(d.clock.lambda());
       w.put<double>(d.updated);
       w.put<std::uint32_t>(static_cast<std::uint32_t>(d.bins.size()));
       for (const auto& b : d.bins) {
@@ -205,13 +193,14 @@ void DistributionStore::restore_state(std::string_view blob) {
   std::size_t bins = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
     std::string name = r.get_string(options_.max_name_bytes);
-    Distribution d;
-    d.landmark = r.get<double>();
-    d.rate = r.get<double>();
-    d.updated = r.get<double>();
-    if (name.empty() || !std::isfinite(d.landmark) || !(std::isfinite(d.rate) && d.rate >= 0) || !std::isfinite(d.updated)) {
+    const double landmark = r.get<double>();
+    const double rate = r.get<double>();
+    const double updated = r.get<double>();
+    if (name.empty() || !std::isfinite(landmark) || !(std::isfinite(rate) && rate >= 0) || !std::isfinite(updated)) {
       r.fail("bad distribution '" + name + "'");
     }
+    Distribution d{ForwardDecay::with_rate(rate), updated, {}};
+    d.clock.anchor(landmark);
     const auto nb = r.get<std::uint32_t>();
     if (nb > options_.max_bins) r.fail("distribution '" + name + "' has more bins than max_bins");
     d.bins.reserve(nb);

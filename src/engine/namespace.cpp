@@ -9,15 +9,10 @@
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/view_factory.hpp"
+#include "number_text.hpp"
 
 namespace ebb::engine {
 namespace {
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::unique_ptr<HotKeyDetector> make_hot_keys(const NamespaceConfig& c) {
   return std::make_unique<HotKeyDetector>(c, HotKeyOptions{.threshold = *c.hot_key_threshold, .half_life = c.hot_key_half_life});
@@ -31,12 +26,12 @@ std::optional<EventProblem> describe_event_problem(const Event& e, const Namespa
     return EventProblem{"item_id", "is " + std::to_string(e.item.size()) + " bytes, longer than the limit of " +
                                        std::to_string(config.max_item_bytes)};
   }
-  if (!std::isfinite(e.weight) || e.weight <= 0) return EventProblem{"weight", "must be finite and > 0 (got " + number(e.weight) + ")"};
+  if (!std::isfinite(e.weight) || e.weight <= 0) return EventProblem{"weight", "must be finite and > 0 (got " + number_text(e.weight) + ")"};
   if (e.weight > NamespaceConfig::kMaxWeight) {
-    return EventProblem{"weight", "exceeds the limit of " + number(NamespaceConfig::kMaxWeight) + " (got " + number(e.weight) + ")"};
+    return EventProblem{"weight", "exceeds the limit of " + number_text(NamespaceConfig::kMaxWeight) + " (got " + number_text(e.weight) + ")"};
   }
   if (!std::isfinite(e.time) || e.time < 0) {
-    return EventProblem{"timestamp", "must be a finite number of Unix seconds >= 0 (got " + number(e.time) + ")"};
+    return EventProblem{"timestamp", "must be a finite number of Unix seconds >= 0 (got " + number_text(e.time) + ")"};
   }
   return std::nullopt;  // (check_event's fast path says valid; here only as a safe fallback)
 }
@@ -62,12 +57,12 @@ void Namespace::reject(const Event& e, std::size_t index) const {
 }
 
 void Namespace::reject_old(const Event& e, std::size_t index, double now, const char* what_now) const {
-  throw BatchError(index, "timestamp", "is " + number(now - e.time) + " s older than " + what_now + " (" + number(now) +
+  throw BatchError(index, "timestamp", "is " + number_text(now - e.time) + " s older than " + what_now + " (" + number_text(now) +
                                            "), more than the namespace's max_event_age of " + format_duration(config_.max_event_age));
 }
 
 void Namespace::reject_jump(const Event& e, std::size_t index, double reference, const char* what_reference) const {
-  throw BatchError(index, "timestamp", "is " + number(e.time - reference) + " s ahead of " + what_reference + " (" + number(reference) +
+  throw BatchError(index, "timestamp", "is " + number_text(e.time - reference) + " s ahead of " + what_reference + " (" + number_text(reference) +
                                            "), more than the namespace's max_time_jump of " + format_duration(config_.max_time_jump));
 }
 
@@ -77,8 +72,8 @@ double Namespace::clamp_future(const Event& e, std::size_t index, double wall_no
   // Within the skew tolerance a clock a little ahead is clamped to now;
   // beyond it the event would be over-weighted forever: refuse it.
   if (e.time - wall_now > config_.max_future_skew) {
-    throw BatchError(index, "timestamp", "is " + number(e.time - wall_now) + " s in the future (tolerance " +
-                                             number(config_.max_future_skew) + " s)");
+    throw BatchError(index, "timestamp", "is " + number_text(e.time - wall_now) + " s in the future (tolerance " +
+                                             number_text(config_.max_future_skew) + " s)");
   }
   return wall_now;
 }
@@ -336,11 +331,16 @@ void Namespace::restore_state(std::string_view blob) {
   seen_event_ = seen;
 }
 
+const View* Namespace::find_view(const ViewSpec& spec) const noexcept {
+  for (const auto& v : views_) {
+    if (v->spec() == spec) return v.get();
+  }
+  return nullptr;
+}
+
 const View& Namespace::view(const std::optional<ViewSpec>& spec) const {
   if (!spec) return *views_.front();
-  for (const auto& v : views_) {
-    if (v->spec() == *spec) return *v;
-  }
+  if (const View* v = find_view(*spec)) return *v;
   std::string kept;
   for (const auto& v : views_) kept += (kept.empty() ? "" : ", ") + v->spec().label();
   if (spec->kind == ViewSpec::Kind::all_time) throw InvalidArgument("window: namespace '" + config_.name + "' keeps no all-time view (it keeps: " + kept + ")");
@@ -387,9 +387,7 @@ TrendingAnswer Namespace::trending(std::optional<double> short_half_life, std::o
     throw InvalidArgument("short: must be a shorter half-life than long (got " + format_duration(s) + " and " + format_duration(l) + ")");
   }
   auto decayed = [&](double h, const char* field) -> const View& {
-    for (const auto& v : views_) {
-      if (v->spec() == ViewSpec::decayed(h)) return *v;
-    }
+    if (const View* v = find_view(ViewSpec::decayed(h))) return *v;
     std::string kept;
     for (double x : config_.half_lives) kept += (kept.empty() ? "" : ", ") + format_duration(x);
     throw InvalidArgument(std::string(field) + ": namespace '" + config_.name + "' keeps no half-life " + format_duration(h) +
@@ -401,7 +399,7 @@ TrendingAnswer Namespace::trending(std::optional<double> short_half_life, std::o
 double Namespace::checked_as_of(double as_of) const {
   const double t = now();
   if (!std::isfinite(as_of) || as_of < 0) throw InvalidArgument("timestamp: must be a finite time in seconds since the epoch");
-  if (as_of > t) throw InvalidArgument("timestamp: " + number(as_of) + " is after now (" + number(t) + ")");
+  if (as_of > t) throw InvalidArgument("timestamp: " + number_text(as_of) + " is after now (" + number_text(t) + ")");
   return as_of;
 }
 

@@ -1,10 +1,8 @@
 // GET /top-k, GET /count, POST /counts, GET /history: answers with bounds and accuracy.
 #include <simdjson.h>
 
-#include <charconv>
 #include <cmath>
 
-#include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/service/answer_json.hpp"
 #include "ebb/server/api.hpp"
@@ -56,23 +54,9 @@ void add_query_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/trending", "/trending", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));
-    auto half_life = [&](const std::string& param) -> std::optional<double> {
-      const auto text = req.param(param);
-      if (!text) return std::nullopt;
-      try {
-        return parse_duration(*text);
-      } catch (const InvalidArgument& e) {
-        throw bad_request("bad_parameter", param + ": " + e.what());
-      }
-    };
-    double min_count = kDefaultTrendingMinCount;
-    if (const auto text = req.param("min_count")) {
-      auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), min_count);
-      if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(min_count) || min_count < 0) {
-        throw bad_request("bad_parameter", "min_count: must be a number >= 0 (got '" + *text + "')");
-      }
-    }
-    const auto answer = ctx.service.trending(name, half_life("short"), half_life("long"), k, min_count);
+    const double min_count = non_negative_from(req.param("min_count"), "min_count", "a number >= 0").value_or(kDefaultTrendingMinCount);
+    const auto answer = ctx.service.trending(name, duration_from(req.param("short"), "short"), duration_from(req.param("long"), "long"), k,
+                                              min_count);
     io::JsonWriter w;
     service::write_trending(w, name, answer);
     return json_response(200, w.take());

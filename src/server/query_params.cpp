@@ -9,7 +9,6 @@
 
 namespace ebb::server {
 
-
 std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& window, const std::optional<std::string>& half_life) {
   if (window && half_life) throw bad_request("bad_parameter", "window, half_life: give one of the two, not both");
   if (window) {
@@ -23,24 +22,31 @@ std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& wind
     if (seconds != std::floor(seconds)) throw bad_request("bad_parameter", "window: windows are whole seconds (got '" + *window + "')");
     return engine::ViewSpec::sliding(seconds);
   }
-  if (half_life) {
-    try {
-      return engine::ViewSpec::decayed(parse_duration(*half_life));
-    } catch (const InvalidArgument& e) {
-      throw bad_request("bad_parameter", std::string("half_life: ") + e.what());
-    }
-  }
+  if (half_life) return engine::ViewSpec::decayed(*duration_from(half_life, "half_life"));
   return std::nullopt;
 }
 
-std::optional<double> as_of_from(const std::optional<std::string>& text, const std::string& name) {
+std::optional<double> duration_from(const std::optional<std::string>& text, const std::string& name) {
   if (!text) return std::nullopt;
-  double t = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), t);
-  if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(t) || t < 0) {
-    throw bad_request("bad_parameter", name + ": must be seconds since the epoch, like 1708632000 (got '" + *text + "')");
+  try {
+    return parse_duration(*text);
+  } catch (const InvalidArgument& e) {
+    throw bad_request("bad_parameter", name + ": " + e.what());
   }
-  return t;
+}
+
+std::optional<double> non_negative_from(const std::optional<std::string>& text, const std::string& name, const std::string& expected) {
+  if (!text) return std::nullopt;
+  double v = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(v) || v < 0) {
+    throw bad_request("bad_parameter", name + ": must be " + expected + " (got '" + *text + "')");
+  }
+  return v;
+}
+
+std::optional<double> as_of_from(const std::optional<std::string>& text, const std::string& name) {
+  return non_negative_from(text, name, "seconds since the epoch, like 1708632000");
 }
 
 std::optional<std::size_t> k_from(const std::optional<std::string>& text) {

@@ -370,11 +370,7 @@ NamespaceInfo Service::describe(const std::string& name) const {
 }
 
 std::vector<NamespaceInfo> Service::list() const {
-  std::vector<EntryPtr> entries;
-  {
-    std::shared_lock lock(s_->map_mu);
-    for (const auto& [_, e] : s_->entries) entries.push_back(e);
-  }
+  const std::vector<EntryPtr> entries = s_->all_entries();
   std::vector<NamespaceInfo> out;
   out.reserve(entries.size());
   for (const auto& e : entries) {
@@ -487,12 +483,7 @@ ServiceMetrics Service::metrics() const {
   // /metrics is served while recovery runs: the log, the keys and the
   // namespaces are the recovery thread's until it publishes them.
   if (!s_->recovered.load(std::memory_order_acquire)) return m;
-  std::vector<EntryPtr> entries;
-  {
-    std::shared_lock lock(s_->map_mu);
-    for (const auto& [_, e] : s_->entries) entries.push_back(e);
-  }
-  for (const auto& e : entries) {
+  for (const auto& e : s_->all_entries()) {
     NamespaceMetrics row;
     std::shared_lock lock(e->mu);
     row.name = e->name;

@@ -21,11 +21,7 @@ std::size_t Service::checkpoint() {
   std::map<std::string, const storage::ManifestNamespace*> previous;
   for (const auto& n : s.last_manifest.namespaces) previous.emplace(n.name, &n);
 
-  std::vector<EntryPtr> entries;
-  {
-    std::shared_lock lock(s.map_mu);
-    for (const auto& [_, e] : s.entries) entries.push_back(e);
-  }
+  const std::vector<EntryPtr> entries = s.all_entries();
   std::size_t written = 0;
   std::uint64_t bytes = 0;
   try {

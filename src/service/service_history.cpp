@@ -306,11 +306,7 @@ std::size_t Service::snapshot_history() {
   try {
     retry_drops(s);
     if (!room_for_history(s)) return 0;
-    std::vector<EntryPtr> entries;
-    {
-      std::shared_lock lock(s.map_mu);
-      for (const auto& [_, e] : s.entries) entries.push_back(e);
-    }
+    const std::vector<EntryPtr> entries = s.all_entries();
     std::vector<storage::HistorySnapshot> snapshots;
     for (const auto& e : entries) {
       if (s.pending_drop(e->name)) continue;  // an earlier namespace's history is still there

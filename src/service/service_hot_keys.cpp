@@ -46,12 +46,20 @@ bool evaluate(Service::State& s, NamespaceEntry& e) {
   return true;
 }
 
-std::vector<EntryPtr> all_entries(const Service::State& s) {
-  std::shared_lock lock(s.map_mu);
-  std::vector<EntryPtr> out;
-  out.reserve(s.entries.size());
-  for (const auto& [_, e] : s.entries) out.push_back(e);
-  return out;
+// The namespace's detector, for a caller holding e.mu: not_found once the
+// namespace is deleted, invalid "hot_keys_off" while detection is off.
+const engine::HotKeyDetector& detector_of(const NamespaceEntry& e) {
+  if (e.deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace: no namespace '" + e.name + "'");
+  const auto* d = e.ns.hot_keys();
+  if (!d) {
+    throw invalid("hot_keys_off", "namespace: '" + e.name + "' has no hot-key detection; set one with PATCH /namespaces/" + e.name +
+                                      " {\"hot_key_threshold\": <events/s>}");
+  }
+  return *d;
+}
+
+HotKeysAnswer answer_of(const NamespaceEntry& e, const engine::HotKeyDetector& d) {
+  return {e.name, d.options().threshold, d.options().half_life, d.options().cool_fraction, d.evaluated_at(), d.complete(), d.hot()};
 }
 
 }  // namespace
@@ -89,34 +97,19 @@ HotKeysAnswer Service::hot_keys(const std::string& name) const {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s.require(name, "namespace");
-  auto off = [&] {
-    return invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
-                                       " {\"hot_key_threshold\": <events/s>}");
-  };
-  auto gone = [&] { return ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace: no namespace '" + name + "'"); };
-  auto read = [&]() -> std::optional<HotKeysAnswer> {
+  {
     std::shared_lock lock(e->mu);
-    const auto* d = e->ns.hot_keys();
-    if (e->deleted) throw gone();
-    if (!d) throw off();
+    const auto& d = detector_of(*e);
     // Stale past the evaluator's interval (it is not running, or behind):
-    // the caller evaluates first.
-    if (e->ns.now() - d->evaluated_at() > s.options.hot_key_interval) return std::nullopt;
-    return HotKeysAnswer{name, d->options().threshold, d->options().half_life, d->options().cool_fraction, d->evaluated_at(), d->complete(), d->hot()};
-  };
-  if (auto answer = read()) return *answer;
+    // evaluated first, below.
+    if (e->ns.now() - d.evaluated_at() <= s.options.hot_key_interval) return answer_of(*e, d);
+  }
   {
     std::lock_guard notice(e->notice_mu);
-    if (!evaluate(s, *e)) {
-      if (e->deleted) throw gone();
-      throw off();
-    }
+    evaluate(s, *e);
   }
   std::shared_lock lock(e->mu);
-  const auto* d = e->ns.hot_keys();
-  if (e->deleted) throw gone();
-  if (!d) throw off();
-  return {name, d->options().threshold, d->options().half_life, d->options().cool_fraction, d->evaluated_at(), d->complete(), d->hot()};
+  return answer_of(*e, detector_of(*e));
 }
 
 std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKeyListener listener) {
@@ -136,13 +129,7 @@ std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKe
     std::vector<engine::HotKey> now_hot;
     {
       std::shared_lock lock(e->mu);
-      const auto* d = e->ns.hot_keys();
-      if (e->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace: no namespace '" + name + "'");
-      if (!d) {
-        throw invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
-                                          " {\"hot_key_threshold\": <events/s>}");
-      }
-      now_hot = d->hot();
+      now_hot = detector_of(*e).hot();
     }
     for (const auto& k : now_hot) sub->listener({HotKeyNotice::Kind::hot, k});
     e->subscribers.push_back(sub);
@@ -166,7 +153,7 @@ std::size_t Service::evaluate_hot_keys() {
   const bool heartbeat = now - s.last_heartbeat >= kHeartbeatSeconds;
   if (heartbeat) s.last_heartbeat = now;
   std::size_t evaluated = 0;
-  for (const auto& e : all_entries(s)) {
+  for (const auto& e : s.all_entries()) {
     std::lock_guard notice(e->notice_mu);
     if (evaluate(s, *e)) ++evaluated;
     if (heartbeat && !e->subscribers.empty()) notify(*e, {HotKeyNotice::Kind::heartbeat, {}});

@@ -138,6 +138,14 @@ struct Service::State {
     return it == entries.end() ? nullptr : it->second;
   }
   EntryPtr require(std::string_view name, const std::string& field) const;
+  // Every namespace now (the map lock held only to copy the pointers).
+  std::vector<EntryPtr> all_entries() const {
+    std::shared_lock lock(map_mu);
+    std::vector<EntryPtr> out;
+    out.reserve(entries.size());
+    for (const auto& [_, e] : entries) out.push_back(e);
+    return out;
+  }
   // Memory a namespace of this configuration plans to hold (the budget's unit).
   static std::uint64_t planned_bytes(const engine::NamespaceConfig& c);
   // Takes `need` bytes of the --max-memory budget, or throws ServiceError

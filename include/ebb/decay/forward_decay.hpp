@@ -30,6 +30,8 @@ class ForwardDecay {
   // half_life_seconds = +infinity gives no decay (lambda = 0).
   static ForwardDecay with_half_life(double half_life_seconds);
   static ForwardDecay none() { return with_half_life(std::numeric_limits<double>::infinity()); }
+  // The same from the decay rate lambda (1/s, finite, >= 0; 0: no decay).
+  static ForwardDecay with_rate(double lambda);
 
   double lambda() const noexcept { return lambda_; }
   double half_life() const noexcept;  // +inf when there is no decay

@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ebb/decay/forward_decay.hpp"
+
 namespace ebb::engine {
 
 struct DistributionOptions {
@@ -92,9 +94,8 @@ class DistributionStore {
     std::string name;
   };
   struct Distribution {
-    double landmark = 0;
-    double rate = 0;
-    double updated = 0;
+    ForwardDecay clock;  // the rate and the landmark
+    double updated = 0;  // the last write
     std::vector<Bin> bins;
   };
   static double value(const Distribution& d, const Bin& b, double now) noexcept;

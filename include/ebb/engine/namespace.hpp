@@ -164,6 +164,7 @@ class Namespace {
 
  private:
   double checked_as_of(double as_of) const;
+  const View* find_view(const ViewSpec& spec) const noexcept;  // null when the namespace does not keep it
   std::size_t checked_k(std::optional<std::size_t> k) const;  // the namespace's k when none; InvalidArgument ("k: ...")
   void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   // The adjusted time of a valid event (clamped within the skew tolerance);
