@@ -18,6 +18,13 @@
 //       requests per connection that are not counted). Latency is from
 //       sending to the end of the answer. Prints requests/s and
 //       p50/p90/p99/p99.9/max.
+//   http_load incr --port P --requests N [--connections 8] [--distributions 1000000] [--bins 20] [--warmup 0]
+//                  [--pipeline 1]
+//       Closed loop of GET /incr (distributions that forget): each request
+//       adds 1 to a random field of a random distribution (uniform over
+//       distributions x bins). With --pipeline D each connection writes D
+//       requests at once (HTTP/1.1 pipelining, the same target; a latency
+//       is the whole round's). Prints requests/s and latency percentiles.
 //   http_load resp --events E [--distinct 1000000] [--skew 1.1] --key K
 //                  [--command zincrby|topk|cms] [--per-command 100]
 //       Writes the same Zipf stream as Redis commands (RESP), for
@@ -45,6 +52,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -192,28 +200,43 @@ class GetConnection {
     connect();
   }
   ~GetConnection() { ::close(fd_); }
+  void set_target(const std::string& target) { request_ = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"; }
   GetConnection(const GetConnection&) = delete;
   GetConnection& operator=(const GetConnection&) = delete;
 
   // The answer's status; 0 when the connection failed (then it reconnects).
-  int get() {
-    if (::send(fd_, request_.data(), request_.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request_.size())) return fail();
-    std::size_t have = 0, header_end = 0, need = 0;
-    while (need == 0 || have < need) {
+  int get() { return get_pipelined(1); }
+
+  // The target, `depth` times in one write (HTTP/1.1 pipelining), then the
+  // answers in order; the worst status (0: the connection failed).
+  int get_pipelined(std::size_t depth) {
+    std::string out;
+    for (std::size_t i = 0; i < depth; ++i) out += request_;
+    if (::send(fd_, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return fail();
+    int worst = 200;
+    std::size_t have = 0, at = 0;  // bytes in the buffer; where the current answer begins
+    for (std::size_t answered = 0; answered < depth;) {
+      const std::string_view got(buffer_.data() + at, have - at);
+      const auto header_end = got.find("\r\n\r\n");
+      std::size_t need = 0;
+      if (header_end != std::string_view::npos) {
+        const auto length_at = got.substr(0, header_end).find("Content-Length: ");
+        const std::size_t length = length_at == std::string_view::npos ? 0 : std::strtoull(got.data() + length_at + 16, nullptr, 10);
+        need = header_end + 4 + length;
+      }
+      if (need != 0 && got.size() >= need) {
+        const int status = std::atoi(got.data() + 9);  // "HTTP/1.1 200 ..."
+        if (status != 200) worst = status;
+        at += need;
+        ++answered;
+        continue;
+      }
       if (have == buffer_.size()) buffer_.resize(buffer_.size() * 2);
       const ssize_t n = ::recv(fd_, buffer_.data() + have, buffer_.size() - have, 0);
       if (n <= 0) return fail();
       have += static_cast<std::size_t>(n);
-      if (need == 0) {
-        const std::string_view got(buffer_.data(), have);
-        header_end = got.find("\r\n\r\n");
-        if (header_end == std::string_view::npos) continue;
-        const auto length_at = got.substr(0, header_end).find("Content-Length: ");
-        const std::size_t length = length_at == std::string_view::npos ? 0 : std::strtoull(buffer_.data() + length_at + 16, nullptr, 10);
-        need = header_end + 4 + length;
-      }
     }
-    return std::atoi(buffer_.data() + 9);  // "HTTP/1.1 200 ..."
+    return worst;
   }
 
  private:
@@ -252,30 +275,30 @@ std::string percentiles(std::vector<double>& all) {
   return out;
 }
 
-int closed_query(const std::map<std::string, std::string>& f) {
-  const auto port = static_cast<unsigned short>(std::stoi(flag(f, "port")));
-  const std::string target = flag(f, "target");
-  const std::size_t requests = std::stoull(flag(f, "requests"));
-  const int connections = std::stoi(flag(f, "connections", "4"));
-  const std::size_t warmup = std::stoull(flag(f, "warmup", "0"));
+// A closed loop of GETs: each connection sends its next request as soon as
+// the answer to the last is in, `requests` in all after `warmup` a
+// connection; the target of each comes from `target_of(connection)`.
+int closed_loop(const char* label, unsigned short port, int connections, std::size_t requests, std::size_t warmup,
+                const std::function<std::string(int)>& target_of, std::size_t pipeline = 1) {
   std::vector<std::vector<double>> latencies(connections);
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> failed{0};
+  std::atomic<std::size_t> next{0}, failed{0};
   std::atomic<int> warm{0};
   Clock::time_point start;
   std::vector<std::thread> threads;
   for (int c = 0; c < connections; ++c) {
     threads.emplace_back([&, c] {
-      GetConnection client(port, target);
+      GetConnection client(port, target_of(c));
       for (std::size_t i = 0; i < warmup; ++i) client.get();
       // Every connection is warm before the clock starts.
       if (++warm == connections) start = Clock::now();
       while (warm.load() < connections) std::this_thread::yield();
       latencies[c].reserve(requests / connections + 1);
-      while (next++ < requests) {
+      while (next.fetch_add(pipeline) < requests) {
+        client.set_target(target_of(c));
         const auto sent = Clock::now();
-        if (client.get() != 200) ++failed;
-        latencies[c].push_back(std::chrono::duration<double>(Clock::now() - sent).count());
+        if (client.get_pipelined(pipeline) != 200) failed += pipeline;
+        const double took = std::chrono::duration<double>(Clock::now() - sent).count();
+        for (std::size_t i = 0; i < pipeline; ++i) latencies[c].push_back(took);
       }
     });
   }
@@ -283,9 +306,33 @@ int closed_query(const std::map<std::string, std::string>& f) {
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::printf("query: %zu requests closed loop over %d connections: %.3f s, %.0f requests/s, %s, %zu failed\n", all.size(), connections, secs,
-              all.size() / secs, percentiles(all).c_str(), failed.load());
+  std::printf("%s: %zu requests closed loop over %d connections (pipeline %zu): %.3f s, %.0f requests/s, %s, %zu failed\n", label, all.size(),
+              connections, pipeline, secs, all.size() / secs, percentiles(all).c_str(), failed.load());
   return failed == 0 ? 0 : 1;
+}
+
+int closed_query(const std::map<std::string, std::string>& f) {
+  const std::string target = flag(f, "target");
+  return closed_loop("query", static_cast<unsigned short>(std::stoi(flag(f, "port"))), std::stoi(flag(f, "connections", "4")),
+                     std::stoull(flag(f, "requests")), std::stoull(flag(f, "warmup", "0")), [&](int) { return target; });
+}
+
+int incr(const std::map<std::string, std::string>& f) {
+  const int connections = std::stoi(flag(f, "connections", "8"));
+  const std::uint64_t distributions = std::stoull(flag(f, "distributions", "1000000"));
+  const std::uint64_t bins = std::stoull(flag(f, "bins", "20"));
+  // One splitmix64 stream a connection (each touched by its thread only).
+  std::vector<std::uint64_t> state(connections);
+  for (int c = 0; c < connections; ++c) state[c] = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(c + 1);
+  return closed_loop("incr", static_cast<unsigned short>(std::stoi(flag(f, "port"))), connections, std::stoull(flag(f, "requests")),
+                     std::stoull(flag(f, "warmup", "0")), [&](int c) {
+                       std::uint64_t z = (state[c] += 0x9e3779b97f4a7c15ull);
+                       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+                       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+                       z ^= z >> 31;
+                       return "/incr?distribution=d" + std::to_string(z % distributions) + "&field=f" + std::to_string((z >> 40) % bins);
+                     },
+                     std::stoull(flag(f, "pipeline", "1")));
 }
 
 int query(const std::map<std::string, std::string>& f) {
@@ -413,6 +460,7 @@ int main(int argc, char** argv) {
   const auto flags = parse_flags(argc, argv, 2);
   if (mode == "ingest") return ingest(flags);
   if (mode == "query") return query(flags);
+  if (mode == "incr") return incr(flags);
   if (mode == "resp") return resp(flags);
   std::fprintf(stderr, "http_load: unknown mode '%s'\n", mode.c_str());
   return 2;

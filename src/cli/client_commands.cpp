@@ -150,8 +150,8 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
 }
 
 CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
-  auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k) or item counts (POST /counts)");
-  cmd->add_option("--namespace,-n", o.ns, "Namespace")->required();
+  auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k), item counts (POST /counts) or a distribution (GET /dist)");
+  auto* ns = cmd->add_option("--namespace,-n", o.ns, "Namespace (every question but --dist and --dbsize)");
   cmd->add_option("--url", o.url, "Server")->capture_default_str();
   cmd->add_option("--auth-token-file", o.auth_token_file, "Send the first token of this file as 'Authorization: Bearer' (a server with --auth-reads)");
   cmd->add_option("-k", o.k, "Items (default: the namespace's k)")->check(CLI::Range(1, 1000));
@@ -178,6 +178,20 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
                  ->check(CLI::NonNegativeNumber);
   for (auto* opt : {s, l, mc}) opt->needs(trending);
   for (auto* other : {item, ts, from, hl, win, hot}) trending->excludes(other);
+  auto* dist = cmd->add_option("--dist", o.distribution, "A distribution that forgets (GET /dist): its bins, most probable first");
+  auto* field = cmd->add_option("--field", o.fields, "With --dist: these bins, in this order (GET /get; repeatable)")->allow_extra_args(false);
+  auto* most = cmd->add_option("--most-probable", o.most_probable, "With --dist: the N most probable bins (GET /nmostprobable)")
+                   ->check(CLI::Range(1ul, 10'000'000ul));
+  auto* rate = cmd->add_option("--rate", o.rate, "With --dist: decay from the last write at this rate (1/s) instead of the distribution's")
+                   ->check(CLI::NonNegativeNumber);
+  auto* dbsize = cmd->add_flag("--dbsize", o.dbsize, "The number of distributions the server holds (GET /dbsize)");
+  for (auto* opt : {field, most, rate}) opt->needs(dist);
+  field->excludes(most);
+  for (auto* d : {dist, dbsize}) {
+    d->excludes(ns);
+    for (auto* other : {item, ts, from, hl, win, hot, trending}) d->excludes(other);
+  }
+  dist->excludes(dbsize);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is (with --follow: one {\"event\", \"data\"} object a line)");
   return cmd;
 }
@@ -358,12 +372,42 @@ int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHe
   return 0;
 }
 
+// --dist D [--field F...] [--most-probable N] [--rate R], or --dbsize.
+int run_distribution(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
+  if (o.dbsize) {
+    const auto body = answer_body(client, o, "GET", "/dbsize", "", headers);
+    if (!body) return 0;
+    simdjson::dom::parser p;
+    std::printf("%llu distributions\n", static_cast<unsigned long long>(std::uint64_t(p.parse(*body)["data"])));
+    return 0;
+  }
+  std::string target = "?distribution=" + url_encode(o.distribution);
+  for (const auto& f : o.fields) target += "&field=" + url_encode(f);
+  if (o.most_probable) target += "&N=" + std::to_string(*o.most_probable);
+  if (o.rate) target += "&rate=" + fixed_decimal(*o.rate);
+  target = (!o.fields.empty() ? "/get" : o.most_probable ? "/nmostprobable" : "/dist") + target;
+  const auto body = answer_body(client, o, "GET", target, "", headers);
+  if (!body) return 0;
+  simdjson::dom::parser p;
+  simdjson::dom::element d = p.parse(*body)["data"];
+  const double t = double(d["T"]);
+  std::printf("distribution '%s': Z %.6g, last write %s, rate %.6g/s\n", printable(o.distribution, 60).c_str(), double(d["Z"]),
+              t > 0 ? format_utc(t).c_str() : "never (it holds nothing)", double(d["rate"]));
+  std::printf("%-30s  %14s  %10s\n", "bin", "count", "p");
+  for (auto b : simdjson::dom::array(d["data"])) {
+    std::printf("%-30s  %14.6g  %10.6f\n", printable(std::string_view(b["bin"]), 30).c_str(), double(b["count"]), double(b["p"]));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_query(const QueryOptions& o) {
   try {
     io::HttpClient client(io::parse_http_url(o.url));
     const auto headers = auth_headers(o.auth_token_file);
+    if (!o.distribution.empty() || o.dbsize) return run_distribution(client, o, headers);
+    if (o.ns.empty()) throw std::invalid_argument("--namespace is required (but with --dist and --dbsize)");
     if (o.hot_keys) return run_hot_keys(client, o, headers);
     if (o.trending) return run_trending(client, o, headers);
     std::string view;

@@ -46,6 +46,13 @@ struct QueryOptions {
   std::optional<double> min_count;
   bool hot_keys = false;  // GET /hot-keys
   bool follow = false;    // with hot_keys: GET /hot-keys/stream
+  // Distributions that forget (no namespace): GET /dist, /get (fields),
+  // /nmostprobable (most_probable), at an optional rate; GET /dbsize.
+  std::string distribution;
+  std::vector<std::string> fields;
+  std::optional<std::size_t> most_probable;
+  std::optional<double> rate;
+  bool dbsize = false;
   bool json = false;
 };
 

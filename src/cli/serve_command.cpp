@@ -90,6 +90,19 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--max-hot-key-streams", o.limits.max_hot_key_streams, "Open GET /hot-keys/stream connections at most (429 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1ul, 1'000'000ul));
+  cmd->add_option("--distribution-rate", o.distribution_rate,
+                  "Decay rate (lambda, 1/s) of new distributions (GET /incr): a bin's count falls by e every 1/rate seconds; a read's ?rate= overrides it")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--distribution-min-count", o.distribution_min_count, "A distribution's bins decayed under this count are pruned; a distribution with none left expires")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-12, 1e12));
+  cmd->add_option("--distribution-max-bins", o.distribution_max_bins, "Most bins in one distribution (400 on an /incr past it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1ul, 10'000'000ul));
+  cmd->add_option("--max-distribution-bins", o.limits.max_distribution_bins, "Most bins of all distributions together (507 on an /incr past it; about 46 bytes a bin)")
+      ->capture_default_str()
+      ->check(CLI::Range(1ul, 1ul << 40));
   cmd->add_option("--history-retention", o.history_retention,
                   "How long history is kept: every point for a day, one a minute for 7 days, one an hour until this age")
       ->capture_default_str()
@@ -171,6 +184,10 @@ int run_serve(ServeOptions o) {
   so.history_retention.full = std::min(so.history_retention.full, so.history_retention.hours);
   so.answer_cache_ttl = o.answer_cache_ttl == "0" ? 0 : parse_duration(o.answer_cache_ttl);
   so.hot_key_interval = parse_duration(o.hot_key_interval);
+  so.distributions.default_rate = o.distribution_rate;
+  so.distributions.min_count = o.distribution_min_count;
+  so.distributions.max_bins = o.distribution_max_bins;
+  so.distributions.max_name_bytes = o.limits.max_item_bytes;
   so.log.policy = o.fsync == "batch" ? storage::FsyncPolicy::batch : o.fsync == "interval" ? storage::FsyncPolicy::interval : storage::FsyncPolicy::off;
   so.log.fsync_interval = parse_duration(o.fsync_interval);
   so.log.segment_bytes = o.segment_bytes;
@@ -218,12 +235,13 @@ int run_serve(ServeOptions o) {
   std::thread recovery([&] {
     try {
       const auto r = service.recover();
-      log->info("recovered namespaces={} checkpoint={} replayed_records={} log_bytes={} seconds={:.3f}", r.namespaces,
-                r.checkpoint.empty() ? "none" : r.checkpoint, r.records_replayed, r.log_bytes, r.seconds);
+      log->info("recovered namespaces={} distributions={} checkpoint={} replayed_records={} log_bytes={} seconds={:.3f}", r.namespaces,
+                service.distributions(), r.checkpoint.empty() ? "none" : r.checkpoint, r.records_replayed, r.log_bytes, r.seconds);
       if (r.records_skipped > 0) log->error("recovery skipped {} batches that no longer applied (see the errors above)", r.records_skipped);
       service.start_checkpoints();
       service.start_history();
       service.start_hot_keys();
+      service.start_distribution_expiry();
     } catch (const std::exception& e) {
       log->critical("recovery failed: {}; not serving", e.what());
       recovery_failed = true;

@@ -21,6 +21,9 @@ struct ServeOptions {
   std::string history_min_free = "512MiB";
   std::string answer_cache_ttl = "100ms";
   std::string hot_key_interval = "100ms";
+  double distribution_rate = 1.0 / 3600;  // lambda of new distributions, 1/s
+  double distribution_min_count = 1e-3;
+  std::size_t distribution_max_bins = 10000;
   std::string log_level = "info";
   std::string max_future_skew = "60s";
   std::string max_event_age = "7d";

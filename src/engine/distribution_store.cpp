@@ -12,6 +12,10 @@
 namespace ebb::engine {
 namespace {
 
+// The longest name a checkpoint may hold (the limits of the server that
+// wrote it may have been larger than this one's).
+constexpr std::size_t kMaxStoredName = std::size_t{1} << 20;
+
 // Heap bytes of a string past its inline buffer.
 std::size_t heap_bytes(const std::string& s) noexcept { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
@@ -36,28 +40,47 @@ void DistributionStore::check_name(std::string_view name, const char* field) con
   }
 }
 
-void DistributionStore::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t) {
+std::size_t DistributionStore::added_bins(const Distribution* d, std::span<const std::string_view> fields) {
+  std::size_t added = 0;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const auto before = fields.begin() + static_cast<std::ptrdiff_t>(i);
+    const bool known = (d && std::any_of(d->bins.begin(), d->bins.end(), [&](const Bin& b) { return b.name == fields[i]; })) ||
+                       std::find(fields.begin(), before, fields[i]) != before;
+    if (!known) ++added;
+  }
+  return added;
+}
+
+std::size_t DistributionStore::new_bins(std::string_view distribution, std::span<const std::string_view> fields) const {
+  auto it = distributions_.find(distribution);
+  return added_bins(it == distributions_.end() ? nullptr : &it->second, fields);
+}
+
+void DistributionStore::check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t) const {
   check_name(distribution, "distribution");
   if (fields.empty()) throw InvalidArgument("field: is required");
   for (auto f : fields) check_name(f, "field");
   if (!(std::isfinite(n) && n > 0 && n <= 1e15)) throw InvalidArgument("N: must be a finite number in (0, 1e15] (got " + number_text(n) + ")");
   if (!(std::isfinite(t) && t >= 0)) throw InvalidArgument("t: must be a finite time >= 0");
   auto it = distributions_.find(distribution);
-  const bool fresh = it == distributions_.end();
-  Distribution scratch{ForwardDecay::with_rate(options_.default_rate), t, {}};
-  scratch.clock.anchor(t);
-  Distribution& d = fresh ? scratch : it->second;
-  // The new bins must fit before anything changes.
-  std::size_t added = 0;
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    const bool known = std::any_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return b.name == fields[i]; }) ||
-                       std::find(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(i), fields[i]) != fields.begin() + static_cast<std::ptrdiff_t>(i);
-    if (!known) ++added;
-  }
-  if (d.bins.size() + added > options_.max_bins) {
-    throw InvalidArgument("field: distribution '" + std::string(distribution) + "' would have " + std::to_string(d.bins.size() + added) +
+  const Distribution* d = it == distributions_.end() ? nullptr : &it->second;
+  const std::size_t have = d ? d->bins.size() : 0;
+  const std::size_t added = added_bins(d, fields);
+  if (have + added > options_.max_bins) {
+    throw InvalidArgument("field: distribution '" + std::string(distribution) + "' would have " + std::to_string(have + added) +
                           " bins, more than the limit of " + std::to_string(options_.max_bins));
   }
+}
+
+void DistributionStore::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t,
+                             std::optional<double> rate) {
+  check_incr(distribution, fields, n, t);
+  if (rate && !(std::isfinite(*rate) && *rate >= 0)) throw InvalidArgument("rate: must be a finite number >= 0 (1/s)");
+  auto it = distributions_.find(distribution);
+  const bool fresh = it == distributions_.end();
+  Distribution scratch{ForwardDecay::with_rate(rate.value_or(options_.default_rate)), t, {}};
+  scratch.clock.anchor(t);
+  Distribution& d = fresh ? scratch : it->second;
   // Checked: from here nothing throws but allocation.
   const std::size_t old_size = d.bins.size();
   if (d.clock.needs_rebase(t)) {
@@ -192,7 +215,7 @@ void DistributionStore::restore_state(std::string_view blob) {
   decltype(distributions_) restored;
   std::size_t bins = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
-    std::string name = r.get_string(options_.max_name_bytes);
+    std::string name = r.get_string(kMaxStoredName);
     const double landmark = r.get<double>();
     const double rate = r.get<double>();
     const double updated = r.get<double>();
@@ -202,11 +225,11 @@ void DistributionStore::restore_state(std::string_view blob) {
     Distribution d{ForwardDecay::with_rate(rate), updated, {}};
     d.clock.anchor(landmark);
     const auto nb = r.get<std::uint32_t>();
-    if (nb > options_.max_bins) r.fail("distribution '" + name + "' has more bins than max_bins");
+    if (nb > r.remaining() / 12) r.fail("distribution '" + name + "' claims " + std::to_string(nb) + " bins");
     d.bins.reserve(nb);
     for (std::uint32_t j = 0; j < nb; ++j) {
       Bin b;
-      b.name = r.get_string(options_.max_name_bytes);
+      b.name = r.get_string(kMaxStoredName);
       b.stored = r.get<double>();
       if (b.name.empty() || !(std::isfinite(b.stored) && b.stored >= 0)) r.fail("bad bin in distribution '" + name + "'");
       d.bins.push_back(std::move(b));

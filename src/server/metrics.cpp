@@ -187,6 +187,11 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
     out += "ebb_hot_key_transitions_total{namespace=\"" + r.name + "\",event=\"hot\"} " + std::to_string(r.turned_hot) + "\n";
     out += "ebb_hot_key_transitions_total{namespace=\"" + r.name + "\",event=\"cool\"} " + std::to_string(r.cooled) + "\n";
   }
+  single(out, "ebb_distributions", "gauge", "Distributions held (an idle one until the expiry step drops it).", std::to_string(sm.distributions));
+  single(out, "ebb_distribution_bins", "gauge", "Bins of all distributions (--max-distribution-bins limits them).", std::to_string(sm.distribution_bins));
+  single(out, "ebb_distribution_increments_total", "counter", "GET /incr requests counted.", std::to_string(sm.distribution_increments));
+  single(out, "ebb_distributions_expired_total", "counter", "Idle distributions dropped (every bin decayed under the minimum count).",
+         std::to_string(sm.distributions_expired));
   header(out, "ebb_namespaces", "gauge", "Namespaces on the server.");
   out += "ebb_namespaces " + std::to_string(rows.size()) + "\n";
   header(out, "ebb_process_resident_memory_bytes", "gauge", "Resident set size of the server process.");

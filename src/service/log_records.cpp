@@ -95,6 +95,17 @@ void encode_batch(std::string& out, const BatchRecord& r) {
   assert(p == out.data() + out.size());  // the size above is the format's
 }
 
+void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r) {
+  out.clear();
+  put<std::uint8_t>(out, static_cast<std::uint8_t>(RecordType::distribution_incr));
+  put<double>(out, r.received_at);
+  put_str(out, r.distribution);
+  put<double>(out, r.n);
+  put<double>(out, r.rate);
+  put<std::uint32_t>(out, static_cast<std::uint32_t>(r.fields.size()));
+  for (auto f : r.fields) put_str(out, f);
+}
+
 std::string encode_admin(const AdminRecord& r) {
   std::string out;
   put<std::uint8_t>(out, static_cast<std::uint8_t>(r.type));
@@ -106,7 +117,7 @@ std::string encode_admin(const AdminRecord& r) {
 RecordType record_type(std::string_view payload) {
   if (payload.empty()) throw FormatError("log record: empty");
   const auto t = static_cast<std::uint8_t>(payload[0]);
-  if (t < 1 || t > 4) throw FormatError("log record: unknown type " + std::to_string(t));
+  if (t < 1 || t > 5) throw FormatError("log record: unknown type " + std::to_string(t));
   return static_cast<RecordType>(t);
 }
 
@@ -152,5 +163,22 @@ AdminRecord decode_admin(std::string_view payload) {
   c.end();
   return r;
 }
+
+DistributionIncrRecord decode_distribution_incr(std::string_view payload) {
+  Cursor c(payload);
+  if (c.get<std::uint8_t>() != static_cast<std::uint8_t>(RecordType::distribution_incr)) throw FormatError("log record: not a distribution increment");
+  DistributionIncrRecord r;
+  r.received_at = c.get<double>();
+  r.distribution = c.str();
+  r.n = c.get<double>();
+  r.rate = c.get<double>();
+  const auto n = c.get<std::uint32_t>();
+  if (n > c.remaining() / 4) throw FormatError("log record: claims " + std::to_string(n) + " fields");
+  r.fields.resize(n);
+  for (auto& f : r.fields) f = c.str();
+  c.end();
+  return r;
+}
+
 
 }  // namespace ebb::service

@@ -80,6 +80,7 @@ Service::~Service() {
   if (s_->checkpointer.joinable()) s_->checkpointer.join();
   if (s_->historian.joinable()) s_->historian.join();
   if (s_->hot_key_evaluator.joinable()) s_->hot_key_evaluator.join();
+  if (s_->distribution_expirer.joinable()) s_->distribution_expirer.join();
 }
 
 const ServiceLimits& Service::limits() const noexcept { return s_->options.limits; }
@@ -507,6 +508,10 @@ ServiceMetrics Service::metrics() const {
   m.answer_cache_misses = s_->answer_cache_misses;
   m.memory_reserved = s_->reserved;
   m.hot_key_streams = s_->hot_key_streams;
+  m.distributions = distributions();
+  m.distribution_bins = s_->distribution_bins;
+  m.distribution_increments = s_->distribution_increments;
+  m.distributions_expired = s_->distributions_expired;
   m.history = s_->history != nullptr;  // history_bytes: as of the last pass (a scrape never waits on SQLite)
   return m;
 }

@@ -20,6 +20,8 @@ std::size_t Service::checkpoint() {
   m.written_at = wall_clock_now();
   std::map<std::string, const storage::ManifestNamespace*> previous;
   for (const auto& n : s.last_manifest.namespaces) previous.emplace(n.name, &n);
+  std::map<std::string, const storage::ManifestPart*> previous_parts;
+  for (const auto& p : s.last_manifest.parts) previous_parts.emplace(p.name, &p);
 
   const std::vector<EntryPtr> entries = s.all_entries();
   std::size_t written = 0;
@@ -54,10 +56,38 @@ std::size_t Service::checkpoint() {
       }
       m.namespaces.push_back(std::move(n));
     }
+    // The distributions' shards, the same way. A shard holding nothing is
+    // left out: recovery starts it empty and replays what came after the
+    // manifest's start (what it held before that was dropped as idle).
+    for (std::size_t i = 0; i < s.distribution_shards.size(); ++i) {
+      DistributionShard& shard = *s.distribution_shards[i];
+      storage::ManifestPart part;
+      part.name = distribution_part_name(i);
+      std::string blob;
+      {
+        // Serialised under the shard's lock (1/16 of the distributions:
+        // about 60 ms for a million distributions of 20 bins).
+        std::lock_guard lock(shard.mu);
+        if (shard.store.size() == 0) continue;
+        part.state_lsn = shard.applied_lsn;
+        auto it = previous_parts.find(part.name);
+        if (it != previous_parts.end() && it->second->state_lsn == part.state_lsn) {
+          part.state_file = it->second->state_file;
+        } else {
+          blob = shard.store.serialize_state();
+        }
+      }
+      if (part.state_file.empty()) {
+        part.state_file = s.store->write_part_state(part.name, part.state_lsn, blob);
+        ++written;
+        bytes += blob.size();
+      }
+      m.parts.push_back(std::move(part));
+    }
     // Nothing logged since the last checkpoint (an idle server): it stands.
     // (Every change, keys included, comes with a log record.)
     if (m.start_lsn == s.last_manifest.start_lsn && written == 0 &&
-        m.namespaces.size() == s.last_manifest.namespaces.size()) {
+        m.namespaces.size() == s.last_manifest.namespaces.size() && m.parts.size() == s.last_manifest.parts.size()) {
       return 0;
     }
     m.keys = s.keys.snapshot(m.written_at);
@@ -120,6 +150,7 @@ void Service::shutdown() {
   s.thread_cv.notify_all();
   if (s.checkpointer.joinable()) s.checkpointer.join();
   if (s.hot_key_evaluator.joinable()) s.hot_key_evaluator.join();
+  if (s.distribution_expirer.joinable()) s.distribution_expirer.join();
   if (s.historian.joinable()) {
     s.historian.join();
     // The history runs up to the stop.

@@ -83,6 +83,47 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       if (it != entries.end() && it->second->applied_lsn < lsn) entries.erase(it);
       break;
     }
+    case RecordType::distribution_incr: {
+      const DistributionIncrRecord r = decode_distribution_incr(payload);
+      DistributionShard& shard = s.shard_of(r.distribution);
+      if (shard.applied_lsn >= lsn) break;  // in the shard's checkpointed state
+      try {
+        shard.store.incr(r.distribution, r.fields, r.n, r.received_at, r.rate);
+      } catch (const InvalidArgument& err) {
+        // Accepted under this server's limits then; smaller ones now.
+        ++errors;
+        s.log->error("replay: record {} for distribution '{}' no longer applies ({}); skipped", lsn, r.distribution, err.what());
+      }
+      shard.applied_lsn = lsn;
+      break;
+    }
+  }
+}
+
+// The distributions' shards a manifest names (all of them reset first: a
+// shard it leaves out held nothing). Throws naming the part.
+void reset_distributions(Service::State& s) {
+  for (auto& shard : s.distribution_shards) {
+    shard->store = engine::DistributionStore(s.options.distributions);
+    shard->applied_lsn = 0;
+  }
+}
+
+void restore_distributions(Service::State& s, const storage::Manifest& m, const std::filesystem::path& path) {
+  reset_distributions(s);
+  for (const auto& p : m.parts) {
+    std::size_t index = kDistributionShards;
+    for (std::size_t i = 0; i < kDistributionShards; ++i) {
+      if (p.name == distribution_part_name(i)) index = i;
+    }
+    if (index == kDistributionShards) throw std::runtime_error(path.string() + " names part '" + p.name + "', which this build does not know");
+    auto& shard = *s.distribution_shards[index];
+    try {
+      shard.store.restore_state(s.store->read_state(p.state_file));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("state " + p.state_file + " of " + p.name + ": " + e.what());
+    }
+    shard.applied_lsn = p.state_lsn;
   }
 }
 
@@ -117,12 +158,14 @@ RecoveryReport Service::recover() {
         }
         loaded.emplace(n.name, std::move(entry));
       }
+      restore_distributions(s, base, path);
       entries = std::move(loaded);
       report.checkpoint = path.string();
       have_checkpoint = true;
       break;
     } catch (const std::exception& e) {
       s.log->error("checkpoint {} cannot be used ({}); trying the one before it", path.string(), e.what());
+      reset_distributions(s);
       base = {};
     }
   }
@@ -165,6 +208,7 @@ RecoveryReport Service::recover() {
   // already counted at the next replay.
   std::uint64_t newest_named = base.start_lsn;
   for (const auto& n : base.namespaces) newest_named = std::max(newest_named, n.state_lsn);
+  for (const auto& p : base.parts) newest_named = std::max(newest_named, p.state_lsn);
   for (const auto& k : base.keys) newest_named = std::max(newest_named, k.lsn);
   std::uint64_t replay_errors = 0;
   storage::LogRecovery log_report;
@@ -176,6 +220,8 @@ RecoveryReport Service::recover() {
     throw std::runtime_error("cannot recover the write-ahead log in " + s.store->wal_dir().string() + ": " + e.what());
   }
   if (!log_report.truncation.empty()) s.log->error("the log had a torn or corrupt tail, cut: {}", log_report.truncation);
+  s.distribution_bins = 0;
+  for (const auto& shard : s.distribution_shards) s.distribution_bins += shard->store.bins();
   if (!log_report.damage.empty()) s.log->warn("{}", log_report.damage);
   for (const auto& [name, e] : entries) {
     s.reserved += e->reserved_bytes;

@@ -57,6 +57,18 @@ struct NamespaceEntry {
 
 using EntryPtr = std::shared_ptr<NamespaceEntry>;
 
+// One shard of the distributions (Service::incr): a store and its lock.
+struct DistributionShard {
+  explicit DistributionShard(const engine::DistributionOptions& o) : store(o) {}
+  mutable std::mutex mu;  // guards everything below
+  engine::DistributionStore store;
+  std::uint64_t applied_lsn = 0;  // the newest log record counted here (checkpoints, replay)
+};
+// Fixed: a distribution's shard (its name's hash_key modulo this) is part
+// of the checkpoint's layout (parts "distributions.00" to ".15").
+constexpr std::size_t kDistributionShards = 16;
+std::string distribution_part_name(std::size_t shard);
+
 struct HotKeySubscriber {
   std::atomic<bool> cancelled{false};  // the handle was dropped: pruned at the next delivery
   Service::HotKeyListener listener;
@@ -119,6 +131,13 @@ struct Service::State {
   std::atomic<std::size_t> hot_key_streams{0};
   double last_heartbeat = 0;  // steady seconds; the evaluator thread's
 
+  // Distributions.
+  std::vector<std::unique_ptr<DistributionShard>> distribution_shards;
+  std::atomic<std::uint64_t> distribution_bins{0};  // all shards' (the --max-distribution-bins cap)
+  std::atomic<std::uint64_t> distribution_increments{0}, distributions_expired{0};
+  std::thread distribution_expirer;
+  DistributionShard& shard_of(std::string_view distribution) const;
+
   // Metrics.
   mutable std::mutex metrics_mu;
   ServiceMetrics counters;  // namespaces and log filled at read
@@ -130,7 +149,9 @@ struct Service::State {
   // that throws is logged (as `what` failed) and the next one runs on time.
   std::thread every(double seconds, const char* what, std::function<void()> pass);
 
-  explicit State(ServiceOptions o, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), log(std::move(l)) {}
+  explicit State(ServiceOptions o, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), log(std::move(l)) {
+    for (std::size_t i = 0; i < kDistributionShards; ++i) distribution_shards.push_back(std::make_unique<DistributionShard>(options.distributions));
+  }
 
   EntryPtr find(std::string_view name) const {
     std::shared_lock lock(map_mu);

@@ -16,7 +16,9 @@
 namespace ebb::storage {
 namespace {
 
-constexpr std::uint16_t kManifestVersion = 1;
+// Version 2 added the parts (the distribution store); version 1 manifests
+// still load (no parts).
+constexpr std::uint16_t kManifestVersion = 2;
 constexpr std::size_t kMaxText = std::size_t{1} << 26;
 
 std::string manifest_name(std::uint64_t start_lsn) {
@@ -57,6 +59,12 @@ std::string Manifest::serialize() const {
     w.put<std::uint64_t>(k.lsn);
     w.put<double>(k.received_at);
   }
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(parts.size()));
+  for (const auto& p : parts) {
+    w.put_string(p.name);
+    w.put<std::uint64_t>(p.state_lsn);
+    w.put_string(p.state_file);
+  }
   return seal_blob(BlobKind::checkpoint_manifest, kManifestVersion, w.buffer());
 }
 
@@ -86,6 +94,18 @@ Manifest Manifest::parse(std::string_view blob) {
     key.lsn = r.get<std::uint64_t>();
     key.received_at = r.get<double>();
     m.keys.push_back(std::move(key));
+  }
+  if (opened.version >= 2) {
+    const auto p = r.get<std::uint32_t>();
+    if (p > r.remaining() / 16) r.fail("claims " + std::to_string(p) + " parts");
+    for (std::uint32_t i = 0; i < p; ++i) {
+      ManifestPart part;
+      part.name = r.get_string(4096);
+      part.state_lsn = r.get<std::uint64_t>();
+      part.state_file = r.get_string(4096);
+      if (part.state_file.find('/') != std::string::npos || part.state_file.starts_with(".")) r.fail("names a state file outside its folder");
+      m.parts.push_back(std::move(part));
+    }
   }
   r.expect_end();
   return m;
@@ -163,6 +183,16 @@ std::string CheckpointStore::write_state(const std::string& name, std::uint64_t 
   return file;
 }
 
+std::string CheckpointStore::write_part_state(const std::string& part, std::uint64_t lsn, std::string_view blob) {
+  if (part.find('.') == std::string::npos || part.find('/') != std::string::npos || part.starts_with(".")) {
+    throw std::logic_error("a part's name holds a '.' and no '/': " + part);
+  }
+  const std::string file = part + "." + std::to_string(lsn) + ".state";
+  const auto path = states_ / file;
+  if (!std::filesystem::exists(path)) write_file_atomically(path, blob);
+  return file;
+}
+
 std::uint64_t CheckpointStore::commit(const Manifest& m) {
   write_file_atomically(checkpoints_ / manifest_name(m.start_lsn), m.serialize());
   auto all = manifests();
@@ -178,6 +208,7 @@ std::uint64_t CheckpointStore::commit(const Manifest& m) {
     try {
       const Manifest kept = i == 0 && all[i].filename() == manifest_name(m.start_lsn) ? m : read_manifest(all[i]);
       for (const auto& n : kept.namespaces) keep_states.insert(n.state_file);
+      for (const auto& p : kept.parts) keep_states.insert(p.state_file);
       older_start = std::min(older_start, kept.start_lsn);
       ++usable;
     } catch (const std::exception&) {

@@ -524,7 +524,7 @@ TEST_F(ServerApi, OperationsRoutesAndHttpErrors) {
       ++paths;
     }
   }
-  EXPECT_EQ(paths, 13);
+  EXPECT_EQ(paths, 18);
 
   r = call("DELETE", "/top-k");
   EXPECT_EQ(r.status, 405);

@@ -531,6 +531,33 @@ TEST(Durability, ADataDirectoryWithAHotKeyDetectorLoads) {
   std::filesystem::remove_all(dir);
 }
 
+// A data directory with distributions (manifest version 2, its parts),
+// checked in: written by `ebb serve --distribution-rate 0` (no decay; the
+// test's server has the default rate: the logged rate wins) with
+//   create golden_d (event clock, all-time, k 5, sketch width 64, 16 candidates);
+//   batch at 1700000000: a 2;
+//   /incr colors red N=2; /incr colors blue;
+//   SIGTERM (checkpoint: records 1-4, distributions.14); restart;
+//   /incr colors green N=0.5; /incr shapes circle; SIGKILL (records 5-6 in the log only).
+TEST(Durability, ADataDirectoryWithDistributionsLoads) {
+  const auto dir = testing::make_temp_dir("ebb-golden-v4");
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v4", dir, std::filesystem::copy_options::recursive);
+  EbbServer server(dir, {"--checkpoint-interval", "1h"});
+  HttpClient c(server.port());
+  auto body = c.request("GET", "/dist?distribution=colors").body;
+  EXPECT_NE(body.find(R"("data":[{"bin":"red","count":2,"p":0.5714285714285714},{"bin":"blue","count":1,"p":0.2857142857142857},)"
+                      R"({"bin":"green","count":0.5,"p":0.14285714285714285}],"rate":0,"prune":true}})"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find(R"("Z":3.5,)"), std::string::npos) << body;
+  body = c.request("GET", "/get?distribution=shapes&field=circle").body;
+  EXPECT_NE(body.find(R"("data":[{"bin":"circle","count":1,"p":1}])"), std::string::npos) << body;
+  EXPECT_EQ(c.request("GET", "/dbsize").body, R"({"status_code":200,"status_txt":"","data":2})");
+  EXPECT_EQ(stat(c, "golden_d", "total_weight"), 2);
+  EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 2);
+  std::filesystem::remove_all(dir);
+}
+
 // History: the snapshot a clean stop writes survives restarts and answers
 // where the rings do not reach; after a crash, every snapshot committed
 // before it is still there.

@@ -60,7 +60,18 @@ class DistributionStore {
   // creating it (with the default rate) and its bins as needed. All or
   // nothing: InvalidArgument ("distribution: ...", "field: ...", "N: ...")
   // and nothing changes.
-  void incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t);
+  // `rate` is the decay rate a distribution created now gets (default: the
+  // options' default_rate): a replay passes the one logged, so a server
+  // restarted with another default rebuilds the same state.
+  void incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t,
+            std::optional<double> rate = std::nullopt);
+  // Throws what incr() would (InvalidArgument), changing nothing: an owner
+  // that logs a write first checks it, so a logged write always applies.
+  void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t) const;
+  // The bins incr() would add (fields the distribution does not have yet,
+  // each counted once): what an owner capping all distributions' bins
+  // checks first.
+  std::size_t new_bins(std::string_view distribution, std::span<const std::string_view> fields) const;
 
   // The distribution as of `now` (nullopt when it does not exist): every
   // bin, most probable first (ties by name), or `fields` in the order given
@@ -84,7 +95,8 @@ class DistributionStore {
   std::size_t expire(double now, std::size_t max_checks);
 
   // Checkpoints: the whole store; restore_state() replaces it (FormatError,
-  // unchanged, on a bad blob).
+  // unchanged, on a bad blob). A checkpoint written under larger limits
+  // (max_bins, max_name_bytes) loads as it is: limits apply to new writes.
   std::string serialize_state() const;
   void restore_state(std::string_view blob);
 
@@ -99,6 +111,7 @@ class DistributionStore {
     std::vector<Bin> bins;
   };
   static double value(const Distribution& d, const Bin& b, double now) noexcept;
+  static std::size_t added_bins(const Distribution* d, std::span<const std::string_view> fields);
   void check_name(std::string_view name, const char* field) const;
 
   struct NameHash {

@@ -33,6 +33,7 @@ void add_event_routes(Router& router, ApiContext& ctx);
 void add_query_routes(Router& router, ApiContext& ctx);
 void add_ops_routes(Router& router, ApiContext& ctx);
 void add_hot_key_routes(Router& router, ApiContext& ctx);
+void add_distribution_routes(Router& router, ApiContext& ctx);
 
 inline void add_api_routes(Router& router, ApiContext& ctx) {
   router.set_auth([&ctx](const Request& request, service::Access access) { return authorize(ctx.tokens, request, access); });
@@ -45,6 +46,7 @@ inline void add_api_routes(Router& router, ApiContext& ctx) {
   add_query_routes(router, ctx);
   add_ops_routes(router, ctx);
   add_hot_key_routes(router, ctx);
+  add_distribution_routes(router, ctx);
 }
 
 // Runs `work` with ctx.run_blocking and answers with what it returns.

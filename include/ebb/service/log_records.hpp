@@ -11,6 +11,8 @@
 //   2 create: str config_json
 //   3 patch:  str name, str config_json (the whole new configuration)
 //   4 delete: str name
+//   5 distribution increment: f64 received_at, str distribution, f64 n,
+//             f64 rate (of the distribution if this creates it), u32 fields, fields x str field
 //   (str = u32 length + bytes)
 #include <cstdint>
 #include <optional>
@@ -23,7 +25,7 @@
 
 namespace ebb::service {
 
-enum class RecordType : std::uint8_t { batch = 1, create = 2, patch = 3, remove = 4 };
+enum class RecordType : std::uint8_t { batch = 1, create = 2, patch = 3, remove = 4, distribution_incr = 5 };
 
 struct BatchGroup {
   std::string_view ns;
@@ -47,7 +49,17 @@ struct AdminRecord {
   std::string_view config_json;  // create, patch
 };
 
+// GET /incr: n added to each field of a distribution at received_at.
+struct DistributionIncrRecord {
+  double received_at = 0;
+  std::string_view distribution;
+  double n = 1;
+  double rate = 0;  // the decay rate the distribution gets if this creates it (the server's default then)
+  std::vector<std::string_view> fields;
+};
+
 void encode_batch(std::string& out, const BatchRecord& r);
+void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r);
 std::string encode_admin(const AdminRecord& r);
 
 // Decodes a payload; views point into it. Throws FormatError naming what is
@@ -56,5 +68,6 @@ std::string encode_admin(const AdminRecord& r);
 RecordType record_type(std::string_view payload);
 BatchRecord decode_batch(std::string_view payload);
 AdminRecord decode_admin(std::string_view payload);
+DistributionIncrRecord decode_distribution_incr(std::string_view payload);
 
 }  // namespace ebb::service

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "ebb/engine/answers.hpp"
+#include "ebb/engine/distribution_store.hpp"
 #include "ebb/engine/event.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "ebb/service/limits.hpp"
@@ -49,6 +50,10 @@ struct ServiceOptions {
   double history_interval = 10;     // seconds between history snapshots of every view; 0: none
   double hot_key_interval = 0.1;    // seconds between evaluations of the hot-key detectors
   storage::HistoryRetention history_retention;
+  // Distributions that forget: the rate and pruning of new distributions,
+  // the bins of one, and the longest name.
+  engine::DistributionOptions distributions;
+  double distribution_expire_interval = 1;  // seconds between steps that drop idle distributions
   // History pauses while the data directory's filesystem has less free
   // than this: the log, which holds acknowledged data, needs the room more.
   std::uint64_t history_min_free_bytes = std::uint64_t{512} << 20;
@@ -214,6 +219,31 @@ class Service {
   // One evaluation pass now (what the thread runs); returns the number of
   // namespaces with detection on (idle ones skipped included).
   std::size_t evaluate_hot_keys();
+
+  // Distributions that forget (bitly's Forget Table, seed 001;
+  // engine/distribution_store.hpp), kept in shards by name, each with its
+  // own lock, so increments of different distributions wait for each
+  // other little.
+  //
+  // Adds n to each field at received_at, logged first (wait with
+  // when_durable). All or nothing. ServiceError invalid "bad_parameter"
+  // (the message names distribution, field or N), insufficient_storage
+  // past --max-distribution-bins, overloaded, unavailable.
+  Commit incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at);
+  // As of `now` (DistributionStore::read): every bin most probable first,
+  // `fields` in request order, or the `most_probable` first; nullopt when
+  // the distribution holds nothing. ServiceError invalid for a bad rate or N.
+  std::optional<engine::DistributionAnswer> distribution(std::string_view name, std::span<const std::string_view> fields, double now,
+                                                         std::optional<double> rate = std::nullopt,
+                                                         std::optional<std::size_t> most_probable = std::nullopt) const;
+  // Distributions held now (an idle one counts until the expiry step
+  // drops it: within about a minute for a million).
+  std::size_t distributions() const;
+  const engine::DistributionOptions& distribution_options() const noexcept;
+  // One expiry step over every shard (what the expiry thread runs each
+  // distribution_expire_interval); returns the distributions dropped.
+  std::size_t expire_distributions(double now);
+  void start_distribution_expiry();
 
   ServiceMetrics metrics() const;
   const ServiceLimits& limits() const noexcept;

@@ -37,6 +37,9 @@ struct ServiceMetrics {
   std::uint64_t answer_cache_hits = 0, answer_cache_misses = 0;  // top-K answers reused / computed
   std::uint64_t memory_reserved = 0, memory_budget = 0;
   std::uint64_t hot_key_streams = 0;  // open GET /hot-keys/stream subscriptions
+  // Distributions: held now, their bins, increments counted and idle
+  // distributions dropped since start.
+  std::uint64_t distributions = 0, distribution_bins = 0, distribution_increments = 0, distributions_expired = 0;
   // History: snapshots written; passes that wrote, failed, or were skipped
   // for want of disk space; the database's bytes; whether it is on.
   bool history = false;

@@ -6,6 +6,8 @@
 //   <dir>/checkpoints/<start lsn>.manifest      a checkpoint: every namespace's configuration,
 //                                               its state file and the LSN that state includes
 //   <dir>/checkpoints/state/<name>.<lsn>.state  one namespace's counting state as of that LSN
+//   <dir>/checkpoints/state/<part>.<lsn>.state  a part of the service's state outside the
+//                                               namespaces (distributions.<shard>), as of that LSN
 //   <dir>/namespaces/<name>.json|.state         the layout before the log (read once, then migrated)
 //
 // A checkpoint with start LSN S holds, for each namespace, a state that
@@ -31,6 +33,15 @@ struct ManifestNamespace {
   std::string state_file;     // under checkpoints/state/
 };
 
+// State that is not a namespace's (the distribution store's shards): a
+// part name (which holds a '.', so it is never a namespace's file name:
+// those encode '.'), its file and the newest record it includes.
+struct ManifestPart {
+  std::string name;
+  std::uint64_t state_lsn = 0;
+  std::string state_file;
+};
+
 struct ManifestKey {  // an idempotency key still inside its window
   std::string key;
   std::uint64_t body_hash = 0;
@@ -43,6 +54,7 @@ struct Manifest {
   double written_at = 0;
   std::vector<ManifestNamespace> namespaces;
   std::vector<ManifestKey> keys;
+  std::vector<ManifestPart> parts;  // version 2 on; none in a version 1 manifest
 
   std::string serialize() const;
   static Manifest parse(std::string_view blob);  // FormatError
@@ -78,6 +90,8 @@ class CheckpointStore {
   // Writes one namespace's state (if that file does not exist yet) and
   // returns its file name.
   std::string write_state(const std::string& name, std::uint64_t lsn, std::string_view blob);
+  // The same for a part (ManifestPart; the name must hold a '.').
+  std::string write_part_state(const std::string& part, std::uint64_t lsn, std::string_view blob);
   // Makes `m` the newest checkpoint, then drops all but the newest two
   // manifests and every state file neither of them names. Returns the
   // start LSN of the older kept manifest (the log may go up to there).

@@ -1,0 +1,110 @@
+// Distributions that forget (GET /incr, /get, /dist, /nmostprobable,
+// /dbsize): the distribution store's shards, written through the log like
+// a batch so a replay rebuilds them, and an expiry step for idle ones.
+#include <cstdio>
+
+#include "ebb/core/clock.hpp"
+#include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
+#include "ebb/service/log_records.hpp"
+#include "service_state.hpp"
+
+namespace ebb::service {
+namespace {
+
+// Distributions checked per shard and step: 16 shards x 4096 a second go
+// through a million distributions in about 15 s, a few ms of work each.
+constexpr std::size_t kExpireChecksPerStep = 4096;
+
+}  // namespace
+
+std::string distribution_part_name(std::size_t shard) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "distributions.%02zu", shard);
+  return buf;
+}
+
+DistributionShard& Service::State::shard_of(std::string_view distribution) const {
+  return *distribution_shards[hash_key(distribution) % kDistributionShards];
+}
+
+Commit Service::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s.inflight.load(std::memory_order_relaxed) >= s.options.limits.max_inflight_batches) {
+    ++s.overloaded;
+    throw ServiceError(ErrorKind::overloaded, "overloaded",
+                       "more than " + std::to_string(s.options.limits.max_inflight_batches) +
+                           " writes are waiting for the disk (--max-inflight-batches); retry shortly");
+  }
+  DistributionIncrRecord record{received_at, distribution, n, s.options.distributions.default_rate, {fields.begin(), fields.end()}};
+  thread_local std::string payload;
+  if (s.wal) encode_distribution_incr(payload, record);
+
+  DistributionShard& shard = s.shard_of(distribution);
+  std::lock_guard lock(shard.mu);
+  // Checked whole before it is logged: a logged increment always applies.
+  try {
+    shard.store.check_incr(distribution, fields, n, received_at);
+  } catch (const InvalidArgument& e) {
+    throw invalid("bad_parameter", e.what());
+  }
+  const std::uint64_t added = shard.store.new_bins(distribution, fields);
+  const std::uint64_t cap = s.options.limits.max_distribution_bins;
+  if (added > 0 && s.distribution_bins.load() + added > cap) {
+    throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
+                       "field: the distributions hold " + std::to_string(s.distribution_bins.load()) + " bins, the limit is " +
+                           std::to_string(cap) + " (--max-distribution-bins)");
+  }
+  const std::uint64_t lsn = s.wal ? s.append(payload) : 0;
+  const std::uint64_t before = shard.store.bins();
+  shard.store.incr(distribution, fields, n, received_at);
+  s.distribution_bins += shard.store.bins() - before;  // wraps down when pruning removed more than it added
+  shard.applied_lsn = lsn;
+  ++s.distribution_increments;
+  return Commit{lsn};
+}
+
+std::optional<engine::DistributionAnswer> Service::distribution(std::string_view name, std::span<const std::string_view> fields, double now,
+                                                                std::optional<double> rate, std::optional<std::size_t> most_probable) const {
+  const DistributionShard& shard = s_->shard_of(name);
+  std::lock_guard lock(shard.mu);
+  try {
+    return shard.store.read(name, fields, now, rate, most_probable);
+  } catch (const InvalidArgument& e) {
+    throw invalid("bad_parameter", e.what());
+  }
+}
+
+const engine::DistributionOptions& Service::distribution_options() const noexcept { return s_->options.distributions; }
+
+std::size_t Service::distributions() const {
+  std::size_t n = 0;
+  for (const auto& shard : s_->distribution_shards) {
+    std::lock_guard lock(shard->mu);
+    n += shard->store.size();
+  }
+  return n;
+}
+
+std::size_t Service::expire_distributions(double now) {
+  State& s = *s_;
+  std::size_t removed = 0;
+  for (const auto& shard : s.distribution_shards) {
+    std::lock_guard lock(shard->mu);
+    const std::uint64_t before = shard->store.bins();
+    removed += shard->store.expire(now, kExpireChecksPerStep);
+    s.distribution_bins -= before - shard->store.bins();
+  }
+  s.distributions_expired += removed;
+  return removed;
+}
+
+void Service::start_distribution_expiry() {
+  State& s = *s_;
+  if (s.options.distribution_expire_interval <= 0 || s.distribution_expirer.joinable()) return;
+  s.distribution_expirer =
+      s.every(s.options.distribution_expire_interval, "distribution expiry", [this] { expire_distributions(wall_clock_now()); });
+}
+
+}  // namespace ebb::service
