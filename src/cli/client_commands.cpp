@@ -155,6 +155,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   cmd->add_option("--url", o.url, "Server")->capture_default_str();
   cmd->add_option("--auth-token-file", o.auth_token_file, "Send the first token of this file as 'Authorization: Bearer' (a server with --auth-reads)");
   cmd->add_option("-k", o.k, "Items (default: the namespace's k)")->check(CLI::Range(1, 1000));
+  auto* kopt = cmd->get_option("-k");
   auto* hl = cmd->add_option("--half-life", o.half_life, "A decayed view the namespace keeps")->check(duration_validator());
   auto* win = cmd->add_option("--window", o.window, "all (all-time) or a window the namespace keeps (1m, 1h, ...)");
   hl->excludes(win);
@@ -189,7 +190,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   field->excludes(most);
   for (auto* d : {dist, dbsize}) {
     d->excludes(ns);
-    for (auto* other : {item, ts, from, hl, win, hot, trending}) d->excludes(other);
+    for (auto* other : {item, ts, from, hl, win, hot, trending, kopt}) d->excludes(other);
   }
   dist->excludes(dbsize);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is (with --follow: one {\"event\", \"data\"} object a line)");

@@ -51,32 +51,71 @@ std::size_t DistributionStore::added_bins(const Distribution* d, std::span<const
   return added;
 }
 
-std::size_t DistributionStore::new_bins(std::string_view distribution, std::span<const std::string_view> fields) const {
+std::size_t DistributionStore::new_bins(std::string_view distribution, std::span<const std::string_view> fields, double t) const {
+  return added_bins(live(distribution, t), fields);
+}
+
+bool DistributionStore::idle(const Distribution& d, double at) const noexcept {
+  return std::none_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return value(d, b, at) >= options_.min_count; });
+}
+
+const DistributionStore::Distribution* DistributionStore::live(std::string_view distribution, double t) const {
   auto it = distributions_.find(distribution);
-  return added_bins(it == distributions_.end() ? nullptr : &it->second, fields);
+  if (it == distributions_.end() || idle(it->second, std::max(t, it->second.updated))) return nullptr;
+  return &it->second;
 }
 
 void DistributionStore::check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t) const {
   check_name(distribution, "distribution");
   if (fields.empty()) throw InvalidArgument("field: is required");
   for (auto f : fields) check_name(f, "field");
-  if (!(std::isfinite(n) && n > 0 && n <= 1e15)) throw InvalidArgument("N: must be a finite number in (0, 1e15] (got " + number_text(n) + ")");
-  if (!(std::isfinite(t) && t >= 0)) throw InvalidArgument("t: must be a finite time >= 0");
-  auto it = distributions_.find(distribution);
-  const Distribution* d = it == distributions_.end() ? nullptr : &it->second;
-  const std::size_t have = d ? d->bins.size() : 0;
-  const std::size_t added = added_bins(d, fields);
-  if (have + added > options_.max_bins) {
+  check_values(n, t);
+  // Less would be pruned (and the distribution idle) as it lands.
+  if (n < options_.min_count) {
+    throw InvalidArgument("N: must be at least the minimum count " + number_text(options_.min_count) + " (got " + number_text(n) + ")");
+  }
+  // The bins after the write: those still over min_count (the write prunes
+  // the others) and the fields it adds or revives.
+  const Distribution* d = live(distribution, t);
+  std::size_t have = 0, added = 0;
+  if (d) {
+    const double at = std::max(t, d->updated);
+    for (const auto& b : d->bins) have += value(*d, b, at) >= options_.min_count;
+  }
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const auto before = fields.begin() + static_cast<std::ptrdiff_t>(i);
+    if (std::find(fields.begin(), before, fields[i]) != before) continue;
+    const bool kept = d && std::any_of(d->bins.begin(), d->bins.end(), [&](const Bin& b) {
+                        return b.name == fields[i] && value(*d, b, std::max(t, d->updated)) >= options_.min_count;
+                      });
+    if (!kept) ++added;
+  }
+  if (added > 0 && have + added > options_.max_bins) {
     throw InvalidArgument("field: distribution '" + std::string(distribution) + "' would have " + std::to_string(have + added) +
                           " bins, more than the limit of " + std::to_string(options_.max_bins));
   }
 }
 
+void DistributionStore::check_values(double n, double t) {
+  if (!(std::isfinite(n) && n > 0 && n <= 1e15)) throw InvalidArgument("N: must be a finite number in (0, 1e15] (got " + number_text(n) + ")");
+  if (!(std::isfinite(t) && t >= 0)) throw InvalidArgument("t: must be a finite time >= 0");
+}
+
 void DistributionStore::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t,
-                             std::optional<double> rate) {
-  check_incr(distribution, fields, n, t);
+                             std::optional<double> rate, Limits limits) {
+  if (limits == Limits::check) check_incr(distribution, fields, n, t);
+  else check_values(n, t);
   if (rate && !(std::isfinite(*rate) && *rate >= 0)) throw InvalidArgument("rate: must be a finite number >= 0 (1/s)");
   auto it = distributions_.find(distribution);
+  // An idle distribution (no bin at min_count) is as good as gone: it
+  // starts afresh, exactly as after expire() dropped it, so whether the
+  // expiry step ran first never changes the state (a replay, which runs
+  // none, rebuilds the same).
+  if (it != distributions_.end() && idle(it->second, std::max(t, it->second.updated))) {
+    bins_ -= it->second.bins.size();
+    distributions_.erase(it);
+    it = distributions_.end();
+  }
   const bool fresh = it == distributions_.end();
   Distribution scratch{ForwardDecay::with_rate(rate.value_or(options_.default_rate)), t, {}};
   scratch.clock.anchor(t);
@@ -104,8 +143,9 @@ void DistributionStore::incr(std::string_view distribution, std::span<const std:
     return value(d, b, now) < options_.min_count && std::find(fields.begin(), fields.end(), b.name) == fields.end();
   });
   d.updated = now;
-  bins_ = bins_ - old_size + d.bins.size();
+  const std::size_t new_size = d.bins.size();
   if (fresh) distributions_.emplace(std::string(distribution), std::move(scratch));
+  bins_ = bins_ - old_size + new_size;  // last: an emplace that throws leaves the count true
 }
 
 std::optional<DistributionAnswer> DistributionStore::read(std::string_view distribution, std::span<const std::string_view> fields, double now,
@@ -116,6 +156,8 @@ std::optional<DistributionAnswer> DistributionStore::read(std::string_view distr
   if (it == distributions_.end()) return std::nullopt;
   const Distribution& d = it->second;
   now = std::max(now, d.updated);  // a read never goes back before the last write
+  // Idle at its own rate: gone, whatever the asked rate (as once expired).
+  if (idle(d, now)) return std::nullopt;
   // Each bin as of now: at the distribution's own rate, or decayed from the
   // last write at the asked rate.
   auto at_now = [&](const Bin& b) {
@@ -166,14 +208,12 @@ std::size_t DistributionStore::expire(double now, std::size_t max_checks) {
   if (buckets == 0) return 0;
   for (std::size_t step = 0; step < buckets && checked < max_checks; ++step) {
     const std::size_t bucket = expire_bucket_++ % buckets;
-    std::vector<std::string_view> idle;
+    std::vector<std::string_view> idle_names;
     for (auto it = distributions_.begin(bucket); it != distributions_.end(bucket); ++it) {
       ++checked;
-      const auto& d = it->second;
-      const double t = std::max(now, d.updated);
-      if (std::none_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return value(d, b, t) >= options_.min_count; })) idle.push_back(it->first);
+      if (idle(it->second, std::max(now, it->second.updated))) idle_names.push_back(it->first);
     }
-    for (auto name : idle) {
+    for (auto name : idle_names) {
       auto it = distributions_.find(name);
       bins_ -= it->second.bins.size();
       distributions_.erase(it);

@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "ebb/io/json_writer.hpp"
+#include "ebb/io/utf8.hpp"
 #include "ebb/server/api.hpp"
 
 namespace ebb::server {
@@ -69,9 +70,16 @@ Response ok_data(const std::function<void(io::JsonWriter&)>& data) {
   return json_response(200, w.take());
 }
 
+// Names are answered in JSON: one that is not UTF-8 would come back
+// altered (U+FFFD), another name than the one stored.
+void require_utf8(std::string_view name, const char* what, const char* code) {
+  if (io::utf8_valid_prefix(name) != name.size()) throw bad_request(code, std::string(what) + ": must be valid UTF-8");
+}
+
 std::string distribution_param(const Request& req) {
   auto d = req.param("distribution");
   if (!d || d->empty()) throw bad_request("missing_arg_distribution", "distribution: is required");
+  require_utf8(*d, "distribution", "invalid_distribution");
   return *d;
 }
 
@@ -81,6 +89,7 @@ std::vector<std::string_view> field_params(const Request& req) {
   auto [from, to] = req.query.equal_range("field");
   for (auto it = from; it != to; ++it) {
     if (it->second.empty()) throw bad_request("missing_arg_field", "field: must not be empty");
+    require_utf8(it->second, "field", "invalid_field");
     fields.push_back(it->second);
   }
   if (fields.empty()) throw bad_request("missing_arg_field", "field: is required");
@@ -105,7 +114,8 @@ std::optional<double> rate_param(const Request& req) {
 }
 
 void write_distribution(io::JsonWriter& w, const engine::DistributionAnswer& a) {
-  w.begin_object().key("distribution").value(a.distribution).key("Z").value(a.z).key("T").value(a.t);
+  // T in whole seconds, as forgettable's (an int in its Go struct).
+  w.begin_object().key("distribution").value(a.distribution).key("Z").value(a.z).key("T").value(static_cast<std::uint64_t>(a.t));
   w.key("data").begin_array();
   for (const auto& b : a.bins) w.begin_object().key("bin").value(b.bin).key("count").value(b.count).key("p").value(b.p).end_object();
   // Bins decay towards 0 and are pruned under the minimum count
@@ -174,7 +184,7 @@ void add_distribution_routes(Router& router, ApiContext& ctx) {
       if (auto text = req.param("N")) {
         auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
         if (ec != std::errc() || end != text->data() + text->size() || n < 1) {
-          throw bad_request("couldnt_parse_n", "N: must be a whole number >= 1 (got '" + *text + "')");
+          throw bad_request("invalid_arg_n", "N: must be a whole number >= 1 (got '" + *text + "')");
         }
       }
       const auto answer = answer_or_empty(ctx, name, {}, req.received_at, rate_param(req), n);

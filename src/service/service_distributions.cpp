@@ -15,6 +15,11 @@ namespace {
 // Distributions checked per shard and step: 16 shards x 4096 a second go
 // through a million distributions in about 15 s, a few ms of work each.
 constexpr std::size_t kExpireChecksPerStep = 4096;
+// Expiry judges idleness this far behind the clock: no increment still on
+// its way to the store (received earlier, applied later) is older, so
+// whether it lands before or after the expiry step changes nothing (a
+// replay runs no expiry).
+constexpr double kExpiryMarginSeconds = 300;
 
 }  // namespace
 
@@ -37,7 +42,8 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
                        "more than " + std::to_string(s.options.limits.max_inflight_batches) +
                            " writes are waiting for the disk (--max-inflight-batches); retry shortly");
   }
-  DistributionIncrRecord record{received_at, distribution, n, s.options.distributions.default_rate, {fields.begin(), fields.end()}};
+  const double rate = s.options.distributions.default_rate;  // a new distribution's, logged: replay makes the same call
+  DistributionIncrRecord record{received_at, distribution, n, rate, {fields.begin(), fields.end()}};
   thread_local std::string payload;
   if (s.wal) encode_distribution_incr(payload, record);
 
@@ -49,17 +55,29 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
   } catch (const InvalidArgument& e) {
     throw invalid("bad_parameter", e.what());
   }
-  const std::uint64_t added = shard.store.new_bins(distribution, fields);
+  // The new bins are reserved before the write, so concurrent increments
+  // on other shards cannot overshoot the cap together.
+  const std::uint64_t added = shard.store.new_bins(distribution, fields, received_at);
   const std::uint64_t cap = s.options.limits.max_distribution_bins;
-  if (added > 0 && s.distribution_bins.load() + added > cap) {
-    throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
-                       "field: the distributions hold " + std::to_string(s.distribution_bins.load()) + " bins, the limit is " +
-                           std::to_string(cap) + " (--max-distribution-bins)");
+  std::uint64_t have = s.distribution_bins.load();
+  do {
+    if (added > 0 && have + added > cap) {
+      throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
+                         "bins: the distributions hold " + std::to_string(have) + " bins, the limit is " + std::to_string(cap) +
+                             " (--max-distribution-bins)");
+    }
+  } while (!s.distribution_bins.compare_exchange_weak(have, have + added));
+  std::uint64_t lsn = 0;
+  try {
+    lsn = s.wal ? s.append(payload) : 0;
+  } catch (...) {
+    s.distribution_bins -= added;
+    throw;
   }
-  const std::uint64_t lsn = s.wal ? s.append(payload) : 0;
   const std::uint64_t before = shard.store.bins();
-  shard.store.incr(distribution, fields, n, received_at);
-  s.distribution_bins += shard.store.bins() - before;  // wraps down when pruning removed more than it added
+  shard.store.incr(distribution, fields, n, received_at, rate);
+  // What the write really changed (it may prune, or restart an idle distribution) against what was reserved.
+  s.distribution_bins += shard.store.bins() - before - added;  // modulo 2^64: may go down
   shard.applied_lsn = lsn;
   ++s.distribution_increments;
   return Commit{lsn};
@@ -67,6 +85,7 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
 
 std::optional<engine::DistributionAnswer> Service::distribution(std::string_view name, std::span<const std::string_view> fields, double now,
                                                                 std::optional<double> rate, std::optional<std::size_t> most_probable) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   const DistributionShard& shard = s_->shard_of(name);
   std::lock_guard lock(shard.mu);
   try {
@@ -79,6 +98,7 @@ std::optional<engine::DistributionAnswer> Service::distribution(std::string_view
 const engine::DistributionOptions& Service::distribution_options() const noexcept { return s_->options.distributions; }
 
 std::size_t Service::distributions() const {
+  if (!s_->recovered) return 0;  // (replay writes the shards without their locks)
   std::size_t n = 0;
   for (const auto& shard : s_->distribution_shards) {
     std::lock_guard lock(shard->mu);
@@ -103,8 +123,8 @@ std::size_t Service::expire_distributions(double now) {
 void Service::start_distribution_expiry() {
   State& s = *s_;
   if (s.options.distribution_expire_interval <= 0 || s.distribution_expirer.joinable()) return;
-  s.distribution_expirer =
-      s.every(s.options.distribution_expire_interval, "distribution expiry", [this] { expire_distributions(wall_clock_now()); });
+  s.distribution_expirer = s.every(s.options.distribution_expire_interval, "distribution expiry",
+                                   [this] { expire_distributions(wall_clock_now() - kExpiryMarginSeconds); });
 }
 
 }  // namespace ebb::service

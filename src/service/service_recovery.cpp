@@ -88,7 +88,8 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       DistributionShard& shard = s.shard_of(r.distribution);
       if (shard.applied_lsn >= lsn) break;  // in the shard's checkpointed state
       try {
-        shard.store.incr(r.distribution, r.fields, r.n, r.received_at, r.rate);
+        // Accepted under the limits of its time: replayed under none.
+        shard.store.incr(r.distribution, r.fields, r.n, r.received_at, r.rate, engine::DistributionStore::Limits::ignore);
       } catch (const InvalidArgument& err) {
         // Accepted under this server's limits then; smaller ones now.
         ++errors;
@@ -118,6 +119,7 @@ void restore_distributions(Service::State& s, const storage::Manifest& m, const 
     }
     if (index == kDistributionShards) throw std::runtime_error(path.string() + " names part '" + p.name + "', which this build does not know");
     auto& shard = *s.distribution_shards[index];
+    if (shard.applied_lsn != 0 || shard.store.size() != 0) throw std::runtime_error(path.string() + " names part '" + p.name + "' twice");
     try {
       shard.store.restore_state(s.store->read_state(p.state_file));
     } catch (const std::exception& e) {

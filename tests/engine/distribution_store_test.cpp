@@ -121,9 +121,10 @@ TEST(DistributionStore, DecayedBinsArePrunedAndIdleDistributionsExpire) {
   const std::vector<std::string_view> a = {"a"}, b = {"b"};
   store.incr("x", a, 1, kStart);
   store.incr("y", a, 1, kStart);
-  // 10 s later a is 2^-10 < 0.01: hidden from reads, dropped at the next write.
-  EXPECT_TRUE(store.read("x", {}, kStart + 10)->bins.empty());
-  EXPECT_EQ(store.read("x", {}, kStart + 10)->z, 0);
+  // 10 s later a is 2^-10 < 0.01: x is idle, read as gone (whatever the
+  // asked rate), and a write starts it afresh.
+  EXPECT_FALSE(store.read("x", {}, kStart + 10));
+  EXPECT_FALSE(store.read("x", {}, kStart + 10, 0.0));
   store.incr("x", b, 1, kStart + 10);
   EXPECT_EQ(store.bins(), 2u);  // x: b; y: a
   const auto x = store.read("x", {}, kStart + 10);
@@ -137,6 +138,50 @@ TEST(DistributionStore, DecayedBinsArePrunedAndIdleDistributionsExpire) {
   EXPECT_EQ(store.size(), 1u);
   EXPECT_FALSE(store.read("y", {}, kStart + 10));
   EXPECT_EQ(store.bins(), 1u);
+}
+
+// The expiry step is not logged, so it must not change what any later
+// write or read sees: a store that expired an idle distribution and one
+// that did not (a replay) end in the same bytes, rate included.
+TEST(DistributionStore, ExpiryChangesNothingALaterWriteOrReadSees) {
+  DistributionOptions o;
+  o.default_rate = std::log(2.0);  // a 1 s half-life
+  o.min_count = 0.01;
+  DistributionStore expired(o), replayed(o);
+  const std::vector<std::string_view> a = {"a"}, b = {"b"};
+  for (auto* s : {&expired, &replayed}) s->incr("x", a, 1, kStart, 0.5);
+  std::size_t removed = 0;
+  for (int i = 0; i < 100 && removed == 0; ++i) removed += expired.expire(kStart + 60, 1);
+  ASSERT_EQ(removed, 1u);
+  EXPECT_EQ(replayed.size(), 1u);
+  // Later writes, created with another rate (a restart with another default).
+  for (auto* s : {&expired, &replayed}) {
+    s->incr("x", a, 2, kStart + 61, 0.1);
+    s->incr("x", b, 1, kStart + 62, 0.1);
+  }
+  EXPECT_EQ(expired.serialize_state(), replayed.serialize_state());
+  EXPECT_EQ(expired.read("x", {}, kStart + 63)->rate, 0.1);
+  EXPECT_EQ(expired.bins(), replayed.bins());
+}
+
+// Bins decayed out of sight do not hold a place under max_bins: the write
+// that would go past it prunes them.
+TEST(DistributionStore, HiddenBinsDoNotCountAgainstMaxBins) {
+  DistributionOptions o;
+  o.default_rate = std::log(2.0);  // a 1 s half-life
+  o.min_count = 0.01;
+  o.max_bins = 2;
+  DistributionStore store(o);
+  const std::vector<std::string_view> a = {"a"}, b = {"b"}, c = {"c"};
+  store.incr("d", a, 1000, kStart);
+  store.incr("d", b, 1, kStart);
+  EXPECT_THROW(store.incr("d", c, 1, kStart + 1), InvalidArgument);  // b (0.5) still shows
+  store.incr("d", c, 1, kStart + 10);                                // b (2^-10) does not
+  EXPECT_EQ(store.bins(), 2u);
+  const auto d = store.read("d", {}, kStart + 10);
+  ASSERT_EQ(d->bins.size(), 2u);
+  EXPECT_EQ(d->bins[0].bin, "c");  // 1 against a's 1000 x 2^-10
+  EXPECT_EQ(d->bins[1].bin, "a");
 }
 
 TEST(DistributionStore, BadInputIsRefusedAndChangesNothing) {
@@ -159,6 +204,7 @@ TEST(DistributionStore, BadInputIsRefusedAndChangesNothing) {
   refuses([&] { store.incr("d", one, 0, kStart); }, "N:");
   refuses([&] { store.incr("d", one, -1, kStart); }, "N:");
   refuses([&] { store.incr("d", one, NAN, kStart); }, "N:");
+  refuses([&] { store.incr("d", one, 1e-4, kStart); }, "N: must be at least the minimum count");
   refuses([&] { store.incr("", one, 1, kStart); }, "distribution:");
   refuses([&] { store.incr("d", empty_field, 1, kStart); }, "field:");
   refuses([&] { store.incr("d", {}, 1, kStart); }, "field:");

@@ -102,14 +102,17 @@ TEST(DistributionsApi, BadRequestsNameTheParameterInTheEnvelopeAndChangeNothing)
       {"/incr?distribution=d&field=c&field=e", 400, "INVALID_FIELD"},            // 4 bins > --distribution-max-bins 3
       {"/incr?distribution=d&field=toolongname", 400, "INVALID_FIELD"},         // > --max-item-bytes 8
       {"/incr?distribution=toolongname&field=a", 400, "INVALID_DISTRIBUTION"},
+      {"/incr?distribution=d&field=%FF", 400, "INVALID_FIELD"},
+      {"/get?distribution=%FE&field=a", 400, "INVALID_DISTRIBUTION"},
       {"/incr?distribution=e&field=a&field=b&field=c", 507, "INSUFFICIENT_STORAGE"},  // 5 bins in all > 4
       {"/get?distribution=d", 400, "MISSING_ARG_FIELD"},
       {"/get?field=a", 400, "MISSING_ARG_DISTRIBUTION"},
       {"/get?distribution=d&field=a&rate=fast", 400, "CANNOT_PARSE_RATE"},
       {"/dist?distribution=d&rate=-1", 400, "CANNOT_PARSE_RATE"},
       {"/dist", 400, "MISSING_ARG_DISTRIBUTION"},
-      {"/nmostprobable?distribution=d&N=0", 400, "COULDNT_PARSE_N"},
-      {"/nmostprobable?distribution=d&N=2.5", 400, "COULDNT_PARSE_N"},
+      {"/nmostprobable?distribution=d&N=0", 400, "INVALID_ARG_N"},
+      {"/nmostprobable?distribution=d&N=2.5", 400, "INVALID_ARG_N"},
+      {"/incr?distribution=d&field=a&N=0.0001", 400, "COULDNT_PARSE_N"},  // under --distribution-min-count
   };
   for (const auto& k : cases) {
     const auto r = c.request("GET", k.target);

@@ -62,18 +62,24 @@ class DistributionStore {
   // and nothing changes.
   // `rate` is the decay rate a distribution created now gets (default: the
   // options' default_rate): a replay passes the one logged, so a server
-  // restarted with another default rebuilds the same state.
+  // restarted with another default rebuilds the same state. A replay also
+  // passes Limits::ignore: the write was accepted under the limits of its
+  // time (max_bins, max_name_bytes), which may have been larger.
+  // A distribution idle at t (no bin at min_count) starts afresh, as if
+  // expire() had dropped it.
+  enum class Limits { check, ignore };
   void incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t,
-            std::optional<double> rate = std::nullopt);
+            std::optional<double> rate = std::nullopt, Limits limits = Limits::check);
   // Throws what incr() would (InvalidArgument), changing nothing: an owner
   // that logs a write first checks it, so a logged write always applies.
   void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t) const;
   // The bins incr() would add (fields the distribution does not have yet,
   // each counted once): what an owner capping all distributions' bins
   // checks first.
-  std::size_t new_bins(std::string_view distribution, std::span<const std::string_view> fields) const;
+  std::size_t new_bins(std::string_view distribution, std::span<const std::string_view> fields, double t) const;
 
-  // The distribution as of `now` (nullopt when it does not exist): every
+  // The distribution as of `now` (nullopt when it does not exist or is
+  // idle: no bin at min_count at its own rate): every
   // bin, most probable first (ties by name), or `fields` in the order given
   // (count 0 for a bin it does not have), or the `most_probable` first n.
   // `rate` (lambda, 1/s) decays from its last write at that rate instead of
@@ -89,7 +95,8 @@ class DistributionStore {
   std::size_t memory_bytes() const noexcept;
 
   // Removes up to `max_checks` distributions' worth of idle ones (every bin
-  // under min_count at `now`), resuming where the last call stopped: a
+  // under min_count at `now`; pass a `now` a margin behind the clock, so no
+  // write still in flight can be older than it), resuming where the last call stopped: a
   // bounded step the owner takes now and then, not a sweep. Returns the
   // number removed.
   std::size_t expire(double now, std::size_t max_checks);
@@ -112,6 +119,10 @@ class DistributionStore {
   };
   static double value(const Distribution& d, const Bin& b, double now) noexcept;
   static std::size_t added_bins(const Distribution* d, std::span<const std::string_view> fields);
+  static void check_values(double n, double t);
+  bool idle(const Distribution& d, double at) const noexcept;
+  // The distribution unless absent or idle at t.
+  const Distribution* live(std::string_view distribution, double t) const;
   void check_name(std::string_view name, const char* field) const;
 
   struct NameHash {

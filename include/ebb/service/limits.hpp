@@ -23,8 +23,8 @@ struct ServiceLimits {
   double idempotency_window = 3600;              // seconds an Idempotency-Key is remembered
   std::size_t max_idempotency_keys = 1'000'000;  // keys remembered at most (oldest forgotten first)
   std::size_t max_idempotency_key_bytes = 256;   // one Idempotency-Key (400 beyond)
-  std::size_t max_hot_key_streams = 1000;
-  std::uint64_t max_distribution_bins = 64'000'000;  // all distributions' bins together (507 on an /incr past it)        // open GET /hot-keys/stream subscriptions, all namespaces (429 beyond)
+  std::size_t max_hot_key_streams = 1000;        // open GET /hot-keys/stream subscriptions, all namespaces (429 beyond)
+  std::uint64_t max_distribution_bins = 64'000'000;  // all distributions' bins together (507 on an /incr past it)
 };
 
 }  // namespace ebb::service
