@@ -40,28 +40,30 @@ void DistributionStore::check_name(std::string_view name, const char* field) con
   }
 }
 
-std::size_t DistributionStore::added_bins(const Distribution* d, std::span<const std::string_view> fields) {
-  std::size_t added = 0;
+template <typename Counts>
+std::size_t DistributionStore::fields_missing(const Distribution* d, std::span<const std::string_view> fields, Counts counts) {
+  std::size_t missing = 0;
   for (std::size_t i = 0; i < fields.size(); ++i) {
     const auto before = fields.begin() + static_cast<std::ptrdiff_t>(i);
-    const bool known = (d && std::any_of(d->bins.begin(), d->bins.end(), [&](const Bin& b) { return b.name == fields[i]; })) ||
-                       std::find(fields.begin(), before, fields[i]) != before;
-    if (!known) ++added;
+    if (std::find(fields.begin(), before, fields[i]) != before) continue;  // counted once
+    const bool present = d && std::any_of(d->bins.begin(), d->bins.end(), [&](const Bin& b) { return b.name == fields[i] && counts(b); });
+    if (!present) ++missing;
   }
-  return added;
+  return missing;
 }
 
 std::size_t DistributionStore::new_bins(std::string_view distribution, std::span<const std::string_view> fields, double t) const {
-  return added_bins(live(distribution, t), fields);
+  return fields_missing(live(distribution, t), fields, [](const Bin&) { return true; });
 }
 
-bool DistributionStore::idle(const Distribution& d, double at) const noexcept {
+bool DistributionStore::idle(const Distribution& d, double t) const noexcept {
+  const double at = std::max(t, d.updated);  // never before the last write
   return std::none_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return value(d, b, at) >= options_.min_count; });
 }
 
 const DistributionStore::Distribution* DistributionStore::live(std::string_view distribution, double t) const {
   auto it = distributions_.find(distribution);
-  if (it == distributions_.end() || idle(it->second, std::max(t, it->second.updated))) return nullptr;
+  if (it == distributions_.end() || idle(it->second, t)) return nullptr;
   return &it->second;
 }
 
@@ -77,19 +79,10 @@ void DistributionStore::check_incr(std::string_view distribution, std::span<cons
   // The bins after the write: those still over min_count (the write prunes
   // the others) and the fields it adds or revives.
   const Distribution* d = live(distribution, t);
-  std::size_t have = 0, added = 0;
-  if (d) {
-    const double at = std::max(t, d->updated);
-    for (const auto& b : d->bins) have += value(*d, b, at) >= options_.min_count;
-  }
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    const auto before = fields.begin() + static_cast<std::ptrdiff_t>(i);
-    if (std::find(fields.begin(), before, fields[i]) != before) continue;
-    const bool kept = d && std::any_of(d->bins.begin(), d->bins.end(), [&](const Bin& b) {
-                        return b.name == fields[i] && value(*d, b, std::max(t, d->updated)) >= options_.min_count;
-                      });
-    if (!kept) ++added;
-  }
+  const double at = d ? std::max(t, d->updated) : t;
+  auto shows = [&](const Bin& b) { return value(*d, b, at) >= options_.min_count; };
+  const std::size_t have = d ? static_cast<std::size_t>(std::count_if(d->bins.begin(), d->bins.end(), shows)) : 0;
+  const std::size_t added = fields_missing(d, fields, shows);
   if (added > 0 && have + added > options_.max_bins) {
     throw InvalidArgument("field: distribution '" + std::string(distribution) + "' would have " + std::to_string(have + added) +
                           " bins, more than the limit of " + std::to_string(options_.max_bins));
@@ -111,7 +104,7 @@ void DistributionStore::incr(std::string_view distribution, std::span<const std:
   // starts afresh, exactly as after expire() dropped it, so whether the
   // expiry step ran first never changes the state (a replay, which runs
   // none, rebuilds the same).
-  if (it != distributions_.end() && idle(it->second, std::max(t, it->second.updated))) {
+  if (it != distributions_.end() && idle(it->second, t)) {
     bins_ -= it->second.bins.size();
     distributions_.erase(it);
     it = distributions_.end();
@@ -155,9 +148,9 @@ std::optional<DistributionAnswer> DistributionStore::read(std::string_view distr
   auto it = distributions_.find(distribution);
   if (it == distributions_.end()) return std::nullopt;
   const Distribution& d = it->second;
-  now = std::max(now, d.updated);  // a read never goes back before the last write
   // Idle at its own rate: gone, whatever the asked rate (as once expired).
   if (idle(d, now)) return std::nullopt;
+  now = std::max(now, d.updated);  // a read never goes back before the last write
   // Each bin as of now: at the distribution's own rate, or decayed from the
   // last write at the asked rate.
   auto at_now = [&](const Bin& b) {
@@ -211,7 +204,7 @@ std::size_t DistributionStore::expire(double now, std::size_t max_checks) {
     std::vector<std::string_view> idle_names;
     for (auto it = distributions_.begin(bucket); it != distributions_.end(bucket); ++it) {
       ++checked;
-      if (idle(it->second, std::max(now, it->second.updated))) idle_names.push_back(it->first);
+      if (idle(it->second, now)) idle_names.push_back(it->first);
     }
     for (auto name : idle_names) {
       auto it = distributions_.find(name);

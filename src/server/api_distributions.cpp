@@ -48,19 +48,8 @@ Response envelope_error(int status, const std::string& code, const std::string& 
   return r;
 }
 
-// Runs a handler; its error comes back inside the envelope (anything
-// unexpected is left to the router: a 500).
-Response enveloped(const std::function<Response()>& handler) {
-  try {
-    return handler();
-  } catch (const ApiError& e) {
-    return envelope_error(e.status(), e.code(), e.what());
-  } catch (const service::ServiceError& e) {
-    Response r = envelope_error(service::http_status(e.kind()), e.code(), e.what());
-    if (e.kind() == service::ErrorKind::overloaded || e.kind() == service::ErrorKind::unavailable) r.headers.emplace_back("Retry-After", "1");
-    return r;
-  }
-}
+// Runs a handler; its error comes back inside the envelope.
+Response enveloped(const std::function<Response()>& handler) { return respond(handler, envelope_error); }
 
 Response ok_data(const std::function<void(io::JsonWriter&)>& data) {
   io::JsonWriter w;

@@ -70,21 +70,21 @@ std::optional<std::string> Request::header(const std::string& name) const {
   return it->second;
 }
 
-Response respond(const std::function<Response()>& body) {
+Response respond(const std::function<Response()>& body, ErrorFormat format) {
   try {
     return body();
   } catch (const ApiError& e) {
-    return error_response(e.status(), e.code(), e.what());
+    return format(e.status(), e.code(), e.what());
   } catch (const service::ServiceError& e) {
-    Response r = error_response(service::http_status(e.kind()), e.code(), e.what());
+    Response r = format(service::http_status(e.kind()), e.code(), e.what());
     if (e.kind() == service::ErrorKind::overloaded || e.kind() == service::ErrorKind::unavailable) r.headers.emplace_back("Retry-After", "1");
     return r;
   } catch (const InvalidArgument& e) {
-    return error_response(400, "invalid_argument", e.what());
+    return format(400, "invalid_argument", e.what());
   } catch (const std::bad_alloc&) {
-    return error_response(503, "out_of_memory", "the server could not allocate memory for this request");
+    return format(503, "out_of_memory", "the server could not allocate memory for this request");
   } catch (const std::exception& e) {
-    return error_response(500, "internal_error", e.what());
+    return format(500, "internal_error", e.what());
   }
 }
 

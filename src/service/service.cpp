@@ -35,6 +35,14 @@ std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
   return (views + detectors) * (c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128) + engine::window_bytes_max(c);
 }
 
+void Service::State::refuse_when_overloaded(const char* writes) {
+  if (inflight.load(std::memory_order_relaxed) < options.limits.max_inflight_batches) return;
+  ++overloaded;
+  throw ServiceError(ErrorKind::overloaded, "overloaded",
+                     "more than " + std::to_string(options.limits.max_inflight_batches) + " " + writes +
+                         " are waiting for the disk (--max-inflight-batches); retry shortly");
+}
+
 void Service::State::reserve(std::uint64_t need) {
   const std::uint64_t budget = options.limits.max_memory;
   std::uint64_t have = reserved.load();
@@ -122,12 +130,7 @@ Commit Service::ingest(const IngestRequest& req) {
     throw ServiceError(ErrorKind::too_large, "batch_too_large",
                        "events: more than " + std::to_string(s.options.limits.max_batch_events) + " events in one batch (--max-batch-events)");
   }
-  if (s.inflight.load(std::memory_order_relaxed) >= s.options.limits.max_inflight_batches) {
-    ++s.overloaded;
-    throw ServiceError(ErrorKind::overloaded, "overloaded",
-                       "more than " + std::to_string(s.options.limits.max_inflight_batches) +
-                           " batches are waiting for the disk (--max-inflight-batches); retry shortly");
-  }
+  s.refuse_when_overloaded("batches");
   if (req.idempotency_key && (req.idempotency_key->empty() || req.idempotency_key->size() > s.options.limits.max_idempotency_key_bytes)) {
     throw invalid("bad_idempotency_key", "Idempotency-Key: must be 1 to " + std::to_string(s.options.limits.max_idempotency_key_bytes) + " bytes");
   }

@@ -36,12 +36,7 @@ DistributionShard& Service::State::shard_of(std::string_view distribution) const
 Commit Service::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s.inflight.load(std::memory_order_relaxed) >= s.options.limits.max_inflight_batches) {
-    ++s.overloaded;
-    throw ServiceError(ErrorKind::overloaded, "overloaded",
-                       "more than " + std::to_string(s.options.limits.max_inflight_batches) +
-                           " writes are waiting for the disk (--max-inflight-batches); retry shortly");
-  }
+  s.refuse_when_overloaded("writes");
   const double rate = s.options.distributions.default_rate;  // a new distribution's, logged: replay makes the same call
   DistributionIncrRecord record{received_at, distribution, n, rate, {fields.begin(), fields.end()}};
   thread_local std::string payload;

@@ -169,6 +169,9 @@ struct Service::State {
   }
   // Memory a namespace of this configuration plans to hold (the budget's unit).
   static std::uint64_t planned_bytes(const engine::NamespaceConfig& c);
+  // ServiceError overloaded (429) while --max-inflight-batches writes wait
+  // for the disk; `writes` names them in the message.
+  void refuse_when_overloaded(const char* writes);
   // Takes `need` bytes of the --max-memory budget, or throws ServiceError
   // insufficient_storage; give them back with `reserved -= need`.
   void reserve(std::uint64_t need);

@@ -118,9 +118,12 @@ class DistributionStore {
     std::vector<Bin> bins;
   };
   static double value(const Distribution& d, const Bin& b, double now) noexcept;
-  static std::size_t added_bins(const Distribution* d, std::span<const std::string_view> fields);
+  // Distinct fields with no bin of d (absent: none) for which counts(bin) holds.
+  template <typename Counts>
+  static std::size_t fields_missing(const Distribution* d, std::span<const std::string_view> fields, Counts counts);
   static void check_values(double n, double t);
-  bool idle(const Distribution& d, double at) const noexcept;
+  // No bin at min_count at t (or at the last write, if later).
+  bool idle(const Distribution& d, double t) const noexcept;
   // The distribution unless absent or idle at t.
   const Distribution* live(std::string_view distribution, double t) const;
   void check_name(std::string_view name, const char* field) const;

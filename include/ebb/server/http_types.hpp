@@ -63,10 +63,6 @@ struct Response {
   std::function<std::shared_ptr<void>(std::shared_ptr<EventStream>)> stream;
 };
 
-// Runs a handler body, turning its exceptions into error responses:
-// ApiError and service::ServiceError keep their status and code.
-Response respond(const std::function<Response()>& body);
-
 // A failed request: the status, a stable snake_case code and a message that
 // says what and where. Rendered as {"error": {"code", "message"}}.
 class ApiError : public std::runtime_error {
@@ -84,6 +80,14 @@ class ApiError : public std::runtime_error {
 inline ApiError bad_request(const std::string& code, const std::string& message) { return ApiError(400, code, message); }
 
 Response error_response(int status, const std::string& code, const std::string& message);
+
+// Runs a handler body, turning its exceptions into error responses:
+// ApiError and service::ServiceError keep their status and code. `format`
+// writes one (error_response by default; forgettable's routes wrap it in
+// their envelope).
+using ErrorFormat = Response (*)(int status, const std::string& code, const std::string& message);
+Response respond(const std::function<Response()>& body, ErrorFormat format = error_response);
+
 Response json_response(int status, std::string body);
 Response empty_response(int status);  // 204s
 Response text_response(int status, std::string content_type, std::string body);
