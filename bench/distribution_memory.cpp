@@ -25,26 +25,8 @@
 
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/distribution_store.hpp"
+#include "bench/common/counting_allocator.hpp"
 
-namespace {
-std::atomic<std::size_t> g_live{0};
-}
-
-void* operator new(std::size_t n) {
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (!p) throw std::bad_alloc();
-  g_live += malloc_usable_size(p);
-  return p;
-}
-void operator delete(void* p) noexcept {
-  if (!p) return;
-  g_live -= malloc_usable_size(p);
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete[](void* p) noexcept { operator delete(p); }
-void operator delete[](void* p, std::size_t) noexcept { operator delete(p); }
 
 int main(int argc, char** argv) {
   std::size_t distributions = 1'000'000, bins = 20, shards = 16;
@@ -60,7 +42,7 @@ int main(int argc, char** argv) {
     }
   }
   if (distributions == 0 || bins == 0 || shards == 0) return 2;
-  const std::size_t before = g_live.load();
+  const std::size_t before = ebb::bench::live_bytes();
   std::vector<std::unique_ptr<ebb::engine::DistributionStore>> stores;
   for (std::size_t s = 0; s < shards; ++s) stores.push_back(std::make_unique<ebb::engine::DistributionStore>());
   std::vector<std::string> field_names;
@@ -82,7 +64,7 @@ int main(int argc, char** argv) {
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::size_t live = g_live.load() - before;  // the stores, all in (and 20 short field names)
+  const std::size_t live = ebb::bench::live_bytes() - before;  // the stores, all in (and 20 short field names)
   std::size_t accounted = 0, held_bins = 0;
   for (const auto& s : stores) {
     accounted += s->memory_bytes();

@@ -27,6 +27,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "bench/common/timing.hpp"
 #include "bench/common/zipf_stream.hpp"
 #include "ebb/engine/namespace.hpp"
 
@@ -36,21 +37,14 @@ using ebb::engine::Event;
 using ebb::engine::Namespace;
 using ebb::engine::NamespaceConfig;
 using ebb::engine::ViewSpec;
-using Clock = std::chrono::steady_clock;
+using ebb::bench::Clock;
 
 constexpr std::size_t kBatch = 4096;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using ebb::bench::median;
+using ebb::bench::seconds_since;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-}
+using ebb::bench::percentile;
 
 NamespaceConfig config(std::vector<double> windows) {
   NamespaceConfig c;

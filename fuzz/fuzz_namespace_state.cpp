@@ -2,7 +2,8 @@
 // startup into a namespace built from its stored configuration. Input: one
 // option byte (bit 0: re-seal every envelope, outer and nested, with its
 // right checksum first, so the fuzzer reaches every payload parser; bit 1:
-// Space-Saving summaries instead of candidate heaps), then the state blob.
+// Space-Saving summaries instead of candidate heaps; bit 2: an exact-counting
+// namespace instead, its table and window rings), then the state blob.
 // Checks: a refused state is a FormatError and leaves the namespace as it
 // was; an accepted one answers top-K and point queries (at most k distinct
 // items, in report order), saves a state that restores to the same bytes,
@@ -42,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::Input in(data, size);
   const std::uint8_t options = in.byte();
   const std::string blob = options & 1 ? fuzz::fixed_envelopes(in.rest()) : std::string(in.rest());
-  const engine::NamespaceConfig cfg = fuzz::fixture_config(options & 2);
+  const engine::NamespaceConfig cfg = fuzz::fixture_config(options & 2, options & 4);
 
   engine::Namespace ns(cfg, fuzz::fixture_clock);
   const std::string empty = ns.serialize_state();

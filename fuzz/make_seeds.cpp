@@ -65,8 +65,8 @@ std::string segment(std::uint64_t first, const std::vector<std::string>& payload
   return s;
 }
 
-engine::Namespace counted_namespace(bool space_saving, int events) {
-  engine::Namespace ns(fuzz::fixture_config(space_saving), fuzz::fixture_clock);
+engine::Namespace counted_namespace(bool space_saving, int events, bool exact = false) {
+  engine::Namespace ns(fuzz::fixture_config(space_saving, exact), fuzz::fixture_clock);
   const char* keys[] = {"#rust", "#cpp", "#go", "#zig", "#c", "#d"};
   std::vector<engine::Event> batch;
   for (int i = 0; i < events; ++i) batch.push_back({keys[(i * i) % 6], 1000.0 + i * 7.5, 1.0 + i % 3});
@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
     seed("fuzz_namespace_state", kind + "-counted", opt1, counted_namespace(ss, 40).serialize_state());
     seed("fuzz_namespace_state", kind + "-counted-raw", opt0, counted_namespace(ss, 40).serialize_state());
   }
+  // Bit 2 ('4', '5'): exact counting; 40 events over 6 keys evict past 4 records.
+  seed("fuzz_namespace_state", "exact-empty", "5", counted_namespace(false, 0, true).serialize_state());
+  seed("fuzz_namespace_state", "exact-counted", "5", counted_namespace(false, 40, true).serialize_state());
+  seed("fuzz_namespace_state", "exact-counted-raw", "4", counted_namespace(false, 40, true).serialize_state());
 
   // Type digit ('0' CountMin ... '4' ExactDecayedCounter), then the option
   // byte (bit 0: envelopes re-sealed; bit 1: summaries read expecting capacity 4).

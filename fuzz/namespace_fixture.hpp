@@ -6,7 +6,8 @@
 
 namespace ebb::fuzz {
 
-inline engine::NamespaceConfig fixture_config(bool space_saving) {
+// `exact`: exact counting (one record per item, at most 4) with a 1m window too.
+inline engine::NamespaceConfig fixture_config(bool space_saving, bool exact = false) {
   engine::NamespaceConfig c;
   c.name = "fuzz";
   c.k = 3;
@@ -16,6 +17,11 @@ inline engine::NamespaceConfig fixture_config(bool space_saving) {
   c.summary = space_saving ? engine::SummaryKind::space_saving : engine::SummaryKind::candidate_heap;
   c.candidates = 4;
   c.clock = engine::ClockMode::event;
+  if (exact) {
+    c.counting = engine::Counting::exact;
+    c.max_items = 4;
+    c.windows = {60};
+  }
   c.validate();
   return c;
 }

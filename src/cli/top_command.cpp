@@ -30,6 +30,10 @@ engine::NamespaceConfig make_config(const TopOptions& o, bool event_time) {
   } else {
     c.sketch = CountMinShape::with_dimensions(o.width.value_or(1u << 16), o.depth.value_or(4));
   }
+  if (o.exact) {
+    c.counting = engine::Counting::exact;
+    c.max_items = o.max_items;
+  }
   c.summary = o.summary == "space_saving" ? engine::SummaryKind::space_saving : engine::SummaryKind::candidate_heap;
   c.candidates = o.candidates;
   c.exclude = o.exclude;
@@ -193,10 +197,15 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   auto* depth = cmd->add_option("--depth", o.depth, "Sketch depth (default 4)");
   eps->excludes(width)->excludes(depth);
   delta->excludes(width)->excludes(depth);
-  cmd->add_option("--candidates", o.candidates, "Top-K summary capacity (default max(1024, 4k))");
-  cmd->add_option("--summary", o.summary, "Top-K summary: candidate_heap (CMS-fed) or space_saving")
-      ->default_val("candidate_heap")
-      ->check(CLI::IsMember({"candidate_heap", "space_saving"}));
+  auto* candidates = cmd->add_option("--candidates", o.candidates, "Top-K summary capacity (default max(1024, 4k))");
+  auto* exact = cmd->add_flag("--exact", o.exact, "Count exactly: one record per key, no sketch (memory grows with keys up to --max-items)");
+  cmd->add_option("--max-items", o.max_items, "With --exact: records held at most; past it the lowest-scoring is evicted and the answer says so")
+      ->check(CLI::Range(std::uint64_t{1}, engine::NamespaceConfig::kMaxItems))
+      ->needs(exact);
+  for (auto* sketch_flag : {eps, delta, width, depth, candidates}) exact->excludes(sketch_flag);
+  exact->excludes(cmd->add_option("--summary", o.summary, "Top-K summary: candidate_heap (CMS-fed) or space_saving")
+                      ->default_val("candidate_heap")
+                      ->check(CLI::IsMember({"candidate_heap", "space_saving"})));
   cmd->add_option("--exclude", o.exclude, "An item never counted (repeatable)")->allow_extra_args(false);
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed records")->default_val(1024)->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->default_val(1 << 20)->check(CLI::Range(16, 64 << 20));

@@ -28,6 +28,8 @@ struct TopOptions {
   std::optional<std::uint64_t> width, depth;
   std::uint32_t candidates = 0;
   std::string summary = "candidate_heap";
+  bool exact = false;                    // one exact record per key (no sketch)
+  std::uint64_t max_items = 1'000'000;   // exact: records held at most
   std::vector<std::string> exclude;
   std::uint32_t max_key_bytes = 1024;
   std::uint32_t max_line_bytes = 1 << 20;

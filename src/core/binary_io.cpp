@@ -29,6 +29,8 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::window_view: return "window view";
     case BlobKind::hot_key_detector: return "hot-key detector";
     case BlobKind::distribution_store: return "distribution store";
+    case BlobKind::exact_table: return "exact table";
+    case BlobKind::exact_view: return "exact view";
   }
   return "unknown";
 }

@@ -52,6 +52,9 @@ void NamespaceConfig::validate() const {
     bad("candidates", "must be 0 (auto) or in [k, " + std::to_string(KeyedMinHeap::kMaxCapacity) + "] (got " +
                           std::to_string(candidates) + ")");
   }
+  if (max_items < 1 || max_items > kMaxItems) {
+    bad("max_items", "must be in [1, " + std::to_string(kMaxItems) + "] (got " + std::to_string(max_items) + ")");
+  }
   if (!(max_future_skew >= 0) || !std::isfinite(max_future_skew)) bad("max_future_skew", "must be a finite number of seconds >= 0");
   if (!(max_event_age > 0)) bad("max_event_age", "must be a duration > 0");
   if (!(max_time_jump > 0)) bad("max_time_jump", "must be a duration > 0");

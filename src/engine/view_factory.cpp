@@ -2,6 +2,7 @@
 
 #include "ebb/core/error.hpp"
 #include "ebb/engine/decayed_view.hpp"
+#include "ebb/engine/exact_view.hpp"
 #include "ebb/engine/time_rings.hpp"
 #include "ebb/engine/window_view.hpp"
 #include "ebb/sketch/common/keyed_min_heap.hpp"
@@ -17,6 +18,7 @@ std::shared_ptr<TimeRings> make_rings(std::vector<double> windows, const Namespa
 }  // namespace
 
 std::unique_ptr<View> make_view(const ViewSpec& spec, const NamespaceConfig& config) {
+  if (config.counting == Counting::exact) return std::make_unique<ExactView>(spec, std::make_shared<ExactTable>(config), true);
   switch (spec.kind) {
     case ViewSpec::Kind::all_time:
     case ViewSpec::Kind::decayed: return std::make_unique<DecayedView>(spec, config);  // all-time is decay with rate 0
@@ -27,6 +29,12 @@ std::unique_ptr<View> make_view(const ViewSpec& spec, const NamespaceConfig& con
 
 std::vector<std::unique_ptr<View>> make_views(const NamespaceConfig& config) {
   std::vector<std::unique_ptr<View>> views;
+  if (config.counting == Counting::exact) {
+    // One table of records for every view; the first view feeds it.
+    auto table = std::make_shared<ExactTable>(config);
+    for (const ViewSpec& spec : configured_views(config)) views.push_back(std::make_unique<ExactView>(spec, table, views.empty()));
+    return views;
+  }
   std::shared_ptr<TimeRings> rings;
   for (const ViewSpec& spec : configured_views(config)) {
     if (spec.kind != ViewSpec::Kind::window) {
@@ -42,7 +50,7 @@ std::vector<std::unique_ptr<View>> make_views(const NamespaceConfig& config) {
 }
 
 std::size_t window_bytes_max(const NamespaceConfig& c) {
-  if (c.windows.empty()) return 0;
+  if (c.windows.empty() || c.counting == Counting::exact) return 0;
   const auto levels = plan_ring_levels(c.windows);
   const auto shape = CountMinShape::with_dimensions(c.window_sketch_width, c.sketch.depth);
   std::size_t bytes = 0;

@@ -41,6 +41,7 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a) {
   w.key("guarantee_threshold").value(a.guarantee_threshold);
   w.key("candidates").value(a.candidates);
   w.key("undersized").value(a.undersized);
+  if (a.type == "exact") w.key("items").value(a.items).key("evicted_items").value(a.evicted_items);
   w.end_object();
 }
 

@@ -10,6 +10,7 @@
 
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/engine/exact_table.hpp"
 #include "ebb/engine/view_factory.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service_error.hpp"
@@ -148,11 +149,17 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
                                                      "sketch_depth", "epsilon", "delta",         "hot_key_threshold", "hot_key_half_life",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
                                                      "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump",
-                                                     "window_sketch_width"};
+                                                     "window_sketch_width", "max_items"};
+  // Fields that shape a sketch: refused for exact counting, which has none.
+  static const std::set<std::string_view> kSketchFields = {"sketch_width", "sketch_depth", "epsilon", "delta",
+                                                           "window_sketch_width", "candidates", "summary"};
+  std::string sketch_field;  // the first sketch field given
+  bool has_max_items = false;
   const simdjson::dom::object members = doc.get_object().value_unsafe();
   for (auto [key, value] : members) {
     const std::string field(key);
     if (!kFields.contains(key)) bad(message_text(field), "unknown field (see docs/api.md for the namespace fields)");
+    if (sketch_field.empty() && kSketchFields.contains(key)) sketch_field = field;
     if (field == "name") {
       c.name = get_string(value, field);
       if (!engine::valid_namespace_name(c.name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + c.name + "')");
@@ -205,10 +212,12 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       c.exclude = get_exclude(value, c, limits);
     } else if (field == "counting") {
       const auto counting = get_string(value, field);
-      if (counting == "exact") {
-        throw invalid("unsupported_counting", "counting: \"exact\" namespaces are not available yet; use \"sketch\"");
-      }
-      if (counting != "sketch") bad(field, "must be \"sketch\" or \"exact\" (got '" + counting + "')");
+      if (counting == "exact") c.counting = engine::Counting::exact;
+      else if (counting == "sketch") c.counting = engine::Counting::sketch;
+      else bad(field, "must be \"sketch\" or \"exact\" (got '" + counting + "')");
+    } else if (field == "max_items") {
+      c.max_items = get_uint(value, field, 1, engine::NamespaceConfig::kMaxItems);
+      has_max_items = true;
     } else if (field == "clock") {
       const auto clock = get_string(value, field);
       if (clock == "wall") c.clock = engine::ClockMode::wall;
@@ -255,7 +264,15 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   } catch (const InvalidArgument& e) {
     bad(epsilon || delta ? "epsilon" : "sketch_width", e.what());
   }
-  const std::size_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
+  const bool exact = c.counting == engine::Counting::exact;
+  if (exact && !sketch_field.empty()) bad(sketch_field, "does not apply to \"counting\": \"exact\" (exact records have no sketch; max_items bounds them)");
+  if (!exact && has_max_items) bad("max_items", "applies to \"counting\": \"exact\" only (a sketch's memory is bounded by its dimensions)");
+  if (exact && engine::ExactTable::bytes_max(c) > limits.max_namespace_bytes) {
+    bad("max_items", "the namespace could need " + std::to_string(engine::ExactTable::bytes_max(c) >> 20) + " MiB (" +
+                         std::to_string(c.max_items) + " records with full window rings, keys aside), over the limit of " +
+                         std::to_string(limits.max_namespace_bytes >> 20) + " MiB (--max-namespace-bytes)");
+  }
+  const std::size_t views = exact ? 0 : (c.all_time ? 1 : 0) + c.half_lives.size();
   const std::size_t view_bytes = c.sketch.counter_bytes() * views;
   const std::size_t window_bytes = engine::window_bytes_max(c);
   if (view_bytes + window_bytes > limits.max_namespace_bytes) {
@@ -298,7 +315,8 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
       next.config.max_time_jump = get_guard(value, field);
     } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
-               field == "summary" || field == "max_future_skew") {
+               field == "summary" || field == "max_future_skew" || field == "max_items" || field == "window_sketch_width" ||
+               field == "max_item_bytes") {
       bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age and max_time_jump can); create a new namespace");
     } else {
       bad(message_text(field), "unknown field");
@@ -320,11 +338,14 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
   w.key("half_lives").begin_array();
   for (double h : c.half_lives) w.value(format_duration(h));
   w.end_array();
-  w.key("sketch_width").value(c.sketch.width);
-  w.key("sketch_depth").value(c.sketch.depth);
-  if (!c.windows.empty()) w.key("window_sketch_width").value(c.window_sketch_width);
-  w.key("candidates").value(c.candidates);
-  w.key("summary").value(c.summary == engine::SummaryKind::candidate_heap ? "candidate_heap" : "space_saving");
+  const bool exact = c.counting == engine::Counting::exact;
+  if (!exact) {
+    w.key("sketch_width").value(c.sketch.width);
+    w.key("sketch_depth").value(c.sketch.depth);
+    if (!c.windows.empty()) w.key("window_sketch_width").value(c.window_sketch_width);
+    w.key("candidates").value(c.candidates);
+    w.key("summary").value(c.summary == engine::SummaryKind::candidate_heap ? "candidate_heap" : "space_saving");
+  }
   w.key("hot_key_threshold");
   if (c.hot_key_threshold) w.value(*c.hot_key_threshold);
   else w.null();
@@ -332,7 +353,8 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
   w.key("exclude").begin_array();
   for (const auto& e : c.exclude) w.value(e);
   w.end_array();
-  w.key("counting").value("sketch");
+  w.key("counting").value(exact ? "exact" : "sketch");
+  if (exact) w.key("max_items").value(c.max_items);
   w.key("clock").value(c.clock == engine::ClockMode::wall ? "wall" : "event");
   w.key("max_future_skew").value(format_duration(c.max_future_skew));
   w.key("max_item_bytes").value(c.max_item_bytes);
@@ -341,7 +363,12 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
     if (std::isfinite(guard)) w.value(format_duration(guard));
     else w.null();
   }
-  if (!for_storage) {
+  if (!for_storage && exact) {
+    // No estimation error; the bound on memory (keys aside).
+    w.key("accuracy").begin_object().key("type").value("exact");
+    w.key("bytes_max").value(static_cast<std::uint64_t>(engine::ExactTable::bytes_max(c)));
+    w.end_object();
+  } else if (!for_storage) {
     // What those dimensions buy (read-only: derived from the sketch size).
     w.key("accuracy").begin_object();
     w.key("type").value("count_min_sketch");

@@ -7,6 +7,7 @@
 #include "ebb/core/clock.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/engine/exact_table.hpp"
 #include "ebb/engine/view_factory.hpp"
 #include "ebb/service/log_records.hpp"
 #include "service_state.hpp"
@@ -27,6 +28,8 @@ EntryPtr Service::State::require(std::string_view name, const std::string& field
 }
 
 std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
+  const std::uint64_t detector_bytes = c.hot_key_threshold ? c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128 : 0;
+  if (c.counting == engine::Counting::exact) return engine::ExactTable::bytes_max(c) + detector_bytes;
   const std::uint64_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
   // Sketch counters, plus each candidate slot with a key of typical length
   // (the heap, its index and the key bytes).

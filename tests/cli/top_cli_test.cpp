@@ -116,6 +116,23 @@ TEST(EbbTop, PlainStdinCountsExactly) {
   EXPECT_NE(r.out.find("6 events counted from 7 lines"), std::string::npos) << r.out;
 }
 
+TEST(EbbTop, ExactCountingStatesItsEvictions) {
+  auto r = run_process(top({"--exact", "-k", "3"}), "b\na\nb\nc\nb\na\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("    1  b                  3               3               3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accuracy: exact counts, 3 keys held\n"), std::string::npos) << r.out;
+  // Two records at most: the lowest all-time count goes for each new key
+  // (a, then c, then a again: 3 events), and the bounds say what left.
+  r = run_process(top({"--exact", "--max-items", "2", "--json"}), "b\na\nb\nc\nb\na\nd\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("items":[{"item_id":"b","estimated_count":3,"lower_bound":3,"upper_bound":6,"rank":1},)"
+                       R"({"item_id":"d","estimated_count":1,"lower_bound":1,"upper_bound":4,"rank":2}],"total":7,)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"("type":"exact",)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("max_error":3,"guarantee_threshold":3,"candidates":2,"undersized":false,"items":2,"evicted_items":3})"), std::string::npos) << r.out;
+}
+
 TEST(EbbTop, AccessLogByPathAndBytesWithHalfLife) {
   auto r = run_process(top({"--format", "clf", "-k", "3", "--json", "--half-life", "10m", kData + "/access.log"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -234,6 +251,9 @@ TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
       {{"-k", "0"}, 2, "-k"},
       {{"--width", "1000"}, 2, "power of two"},
       {{"--epsilon", "0.01", "--width", "1024"}, 2, "excludes"},
+      {{"--exact", "--width", "1024"}, 2, "--width excludes --exact"},
+      {{"--max-items", "5"}, 2, "--max-items requires --exact"},
+      {{"--exact", "--max-items", "0"}, 2, "--max-items"},
       {{"--window", "1.5s"}, 2, "windows: entry 0 must be a whole number of seconds in [1s, 366d]"},
       {{"--time", "1"}, 2, "plain input has no fields"},
       {{"--format", "clf", "--key", "colour"}, 2, "unknown clf field 'colour'"},

@@ -558,6 +558,36 @@ TEST(Durability, ADataDirectoryWithDistributionsLoads) {
   std::filesystem::remove_all(dir);
 }
 
+// A data directory with an exact namespace (exact view and table blobs),
+// checked in: written by
+//   create golden_x (exact, max_items 2, event clock, windows all + 1h, half-life 1h);
+//   batch at 1699999980: a 3, b 1; batch: c 2 at 1700000040 (evicts b);
+//   SIGTERM (checkpoint: records 1-3); restart;
+//   batch: a 1 at 1700000100; SIGKILL (record 4 in the log only).
+TEST(Durability, ADataDirectoryWithAnExactNamespaceLoads) {
+  const auto dir = testing::make_temp_dir("ebb-golden-v5");
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v5", dir, std::filesystem::copy_options::recursive);
+  EbbServer server(dir, {"--checkpoint-interval", "1h"});
+  HttpClient c(server.port());
+  auto body = c.request("GET", "/top-k?namespace=golden_x&window=1h").body;
+  EXPECT_EQ(body, R"({"namespace":"golden_x","window":{"start":1699996500,"end":1700000100},"window_length":"1h","as_of":1700000100,)"
+                  R"("granularity":60,"items":[{"item_id":"a","estimated_count":4,"lower_bound":4,"upper_bound":5,"rank":1},)"
+                  R"({"item_id":"c","estimated_count":2,"lower_bound":2,"upper_bound":3,"rank":2}],"total":7,"accuracy":{"type":"exact",)"
+                  R"("epsilon":0,"confidence":1,"max_error":1,"guarantee_threshold":1,"candidates":2,"undersized":false,"items":2,"evicted_items":1}})");
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  body = c.request("GET", "/top-k?namespace=golden_x&half_life=1h").body;
+  ASSERT_EQ(p.parse(body).get(doc), simdjson::SUCCESS) << body;
+  auto decayed = [](double w, double age) { return w * std::exp2(-age / 3600); };
+  const double a = decayed(3, 120) + 1, c2 = decayed(2, 60), b = decayed(1, 120);
+  EXPECT_NEAR(double(doc["items"].at(0)["estimated_count"]), a, 1e-12 * a);
+  EXPECT_NEAR(double(doc["items"].at(1)["estimated_count"]), c2, 1e-12 * c2);
+  EXPECT_NEAR(double(doc["accuracy"]["max_error"]), b, 1e-12 * b);
+  EXPECT_NEAR(double(doc["total"]), a + c2 + b, 1e-12 * a);
+  EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 1);
+  std::filesystem::remove_all(dir);
+}
+
 // History: the snapshot a clean stop writes survives restarts and answers
 // where the rings do not reach; after a crash, every snapshot committed
 // before it is still there.

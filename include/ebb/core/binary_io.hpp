@@ -30,6 +30,8 @@ enum class BlobKind : std::uint16_t {
   window_view = 10,
   hot_key_detector = 11,
   distribution_store = 12,
+  exact_table = 13,
+  exact_view = 14,
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

@@ -23,6 +23,10 @@ struct Accuracy {
   // True when k exceeds the summary capacity: the answer is shorter or less
   // certain than asked, and the configuration should grow.
   bool undersized = false;
+  // Exact counting (type "exact"): the records held, and how many were
+  // evicted past max_items (max_error is the weight they took).
+  std::uint64_t items = 0;
+  std::uint64_t evicted_items = 0;
 };
 
 struct TopKAnswer {

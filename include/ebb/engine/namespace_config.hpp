@@ -13,11 +13,16 @@ namespace ebb::engine {
 
 enum class ClockMode { wall, event };
 enum class SummaryKind { candidate_heap, space_saving };
+// Sketches (memory bounded whatever the number of items) or one exact
+// record per item (engine/exact_table.hpp), at most max_items of them.
+enum class Counting { sketch, exact };
 
 struct NamespaceConfig {
   static constexpr std::uint32_t kMaxK = 1000;
   static constexpr double kMaxWeight = 1e15;
   static constexpr double kMaxWindow = 366 * 86400.0;  // keeps weight * e^300 far from overflow
+  static constexpr std::uint64_t kDefaultMaxItems = 100'000;
+  static constexpr std::uint64_t kMaxItems = 100'000'000;
 
   std::string name = "default";
   std::uint32_t k = 10;               // default answer size
@@ -35,6 +40,10 @@ struct NamespaceConfig {
   SummaryKind summary = SummaryKind::candidate_heap;
   std::uint32_t candidates = 0;       // summary capacity; 0 = max(1024, 4k)
   std::vector<std::string> exclude;   // items never counted
+  Counting counting = Counting::sketch;
+  // Exact counting: the records held at most; a new item past it evicts
+  // one (engine/exact_table.hpp says which), and answers report it.
+  std::uint64_t max_items = kDefaultMaxItems;
   ClockMode clock = ClockMode::wall;
   double max_future_skew = 60;        // seconds an event may be ahead of the wall clock
   // Guards of "now" against corrupt timestamps (infinity = no guard). An

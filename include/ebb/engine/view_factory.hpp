@@ -17,12 +17,14 @@ namespace ebb::engine {
 std::unique_ptr<View> make_view(const ViewSpec& spec, const NamespaceConfig& config);
 
 // Fresh, empty views for every spec of configured_views(), in that order;
-// the windows share one set of bucket rings.
+// the windows share one set of bucket rings. An exact-counting namespace's
+// views all read one ExactTable instead.
 std::vector<std::unique_ptr<View>> make_views(const NamespaceConfig& config);
 
 // The most the windows' buckets hold once every ring is full: sketches and
 // candidate heaps, before key bytes (0 without windows). Buckets are
-// allocated as event time fills them.
+// allocated as event time fills them. Exact counting has no window
+// buckets: ExactTable::bytes_max() bounds its records.
 std::size_t window_bytes_max(const NamespaceConfig& config);
 
 // The specs of the views a configuration asks for, in the namespace's
