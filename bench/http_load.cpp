@@ -12,12 +12,13 @@
 //       Open loop at R requests/s: latency is measured from each request's
 //       scheduled time, so a slow server cannot hide its queueing.
 //       Prints p50/p90/p99/p99.9/max.
-//   http_load query --port P --target T --closed --requests N [--connections 4] [--warmup 0]
+//   http_load query --port P --target T --closed --requests N [--connections 4] [--warmup 0] [--body-file F]
 //       Closed loop: each connection sends its next request as soon as the
 //       answer to the last one is in, N requests in all (after --warmup
 //       requests per connection that are not counted). Latency is from
 //       sending to the end of the answer. Prints requests/s and
-//       p50/p90/p99/p99.9/max.
+//       p50/p90/p99/p99.9/max. With --body-file every request POSTs the
+//       file's JSON (e.g. POST /counts with 200 item_ids).
 //   http_load incr --port P --requests N [--connections 8] [--distributions 1000000] [--bins 20] [--warmup 0]
 //                  [--pipeline 1]
 //       Closed loop of GET /incr (distributions that forget): each request
@@ -52,6 +53,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -195,12 +197,21 @@ int ingest(const std::map<std::string, std::string>& f) {
 // this machine's two cores, taken from the server being measured.
 class GetConnection {
  public:
-  GetConnection(unsigned short port, const std::string& target)
-      : port_(port), request_("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), buffer_(256 * 1024) {
+  // A non-empty `body` makes every request a POST of it (JSON).
+  GetConnection(unsigned short port, const std::string& target, std::string body = "")
+      : port_(port), body_(std::move(body)), buffer_(256 * 1024) {
+    set_target(target);
     connect();
   }
   ~GetConnection() { ::close(fd_); }
-  void set_target(const std::string& target) { request_ = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"; }
+  void set_target(const std::string& target) {
+    if (body_.empty()) {
+      request_ = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+      return;
+    }
+    request_ = "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(body_.size()) + "\r\n\r\n" + body_;
+  }
   GetConnection(const GetConnection&) = delete;
   GetConnection& operator=(const GetConnection&) = delete;
 
@@ -260,6 +271,7 @@ class GetConnection {
   }
 
   unsigned short port_;
+  std::string body_;
   std::string request_;
   std::vector<char> buffer_;
   int fd_ = -1;
@@ -279,7 +291,7 @@ std::string percentiles(std::vector<double>& all) {
 // the answer to the last is in, `requests` in all after `warmup` a
 // connection; the target of each comes from `target_of(connection)`.
 int closed_loop(const char* label, unsigned short port, int connections, std::size_t requests, std::size_t warmup,
-                const std::function<std::string(int)>& target_of, std::size_t pipeline = 1) {
+                const std::function<std::string(int)>& target_of, std::size_t pipeline = 1, const std::string& body = "") {
   std::vector<std::vector<double>> latencies(connections);
   std::atomic<std::size_t> next{0}, failed{0};
   std::atomic<int> warm{0};
@@ -287,7 +299,7 @@ int closed_loop(const char* label, unsigned short port, int connections, std::si
   std::vector<std::thread> threads;
   for (int c = 0; c < connections; ++c) {
     threads.emplace_back([&, c] {
-      GetConnection client(port, target_of(c));
+      GetConnection client(port, target_of(c), body);
       for (std::size_t i = 0; i < warmup; ++i) client.get();
       // Every connection is warm before the clock starts.
       if (++warm == connections) start = Clock::now();
@@ -313,8 +325,17 @@ int closed_loop(const char* label, unsigned short port, int connections, std::si
 
 int closed_query(const std::map<std::string, std::string>& f) {
   const std::string target = flag(f, "target");
+  std::string body;
+  if (f.contains("body-file")) {
+    std::ifstream in(flag(f, "body-file"), std::ios::binary);
+    body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in || body.empty()) {
+      std::fprintf(stderr, "http_load: cannot read --body-file %s\n", flag(f, "body-file").c_str());
+      return 2;
+    }
+  }
   return closed_loop("query", static_cast<unsigned short>(std::stoi(flag(f, "port"))), std::stoi(flag(f, "connections", "4")),
-                     std::stoull(flag(f, "requests")), std::stoull(flag(f, "warmup", "0")), [&](int) { return target; });
+                     std::stoull(flag(f, "requests")), std::stoull(flag(f, "warmup", "0")), [&](int) { return target; }, 1, body);
 }
 
 int incr(const std::map<std::string, std::string>& f) {

@@ -103,6 +103,11 @@ engine::TopKAnswer answer_from(simdjson::dom::element doc) {
                                   double(item["lower_bound"]), double(item["upper_bound"])});
   }
   auto acc = doc["accuracy"];
+  a.accuracy.type = std::string(std::string_view(acc["type"]));
+  if (a.accuracy.type == "exact") {
+    a.accuracy.items = uint64_t(acc["items"]);
+    a.accuracy.evicted_items = uint64_t(acc["evicted_items"]);
+  }
   a.accuracy.epsilon = double(acc["epsilon"]);
   a.accuracy.confidence = double(acc["confidence"]);
   a.accuracy.max_error = double(acc["max_error"]);

@@ -64,9 +64,9 @@ void print_table(std::FILE* out, const engine::TopKAnswer& a, bool event_time) {
   if (a.items.empty()) std::fprintf(out, "%5s  (no events)\n", "");
   const auto& acc = a.accuracy;
   if (acc.type == "exact") {
-    std::fprintf(out, "accuracy: exact counts, %llu keys held", static_cast<unsigned long long>(acc.items));
+    std::fprintf(out, "accuracy: exact counts, %llu items held", static_cast<unsigned long long>(acc.items));
     if (acc.evicted_items > 0) {
-      std::fprintf(out, "; %llu evicted past --max-items took %s (upper bounds include it)", static_cast<unsigned long long>(acc.evicted_items),
+      std::fprintf(out, "; %llu evicted past max_items took %s (upper bounds include it)", static_cast<unsigned long long>(acc.evicted_items),
                    count(acc.max_error).c_str());
     }
     std::fprintf(out, "\n");

@@ -120,7 +120,7 @@ TEST(EbbTop, ExactCountingStatesItsEvictions) {
   auto r = run_process(top({"--exact", "-k", "3"}), "b\na\nb\nc\nb\na\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("    1  b                  3               3               3\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("accuracy: exact counts, 3 keys held\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accuracy: exact counts, 3 items held\n"), std::string::npos) << r.out;
   // Two records at most: the lowest all-time count goes for each new key
   // (a, then c, then a again: 3 events), and the bounds say what left.
   r = run_process(top({"--exact", "--max-items", "2", "--json"}), "b\na\nb\nc\nb\na\nd\n");

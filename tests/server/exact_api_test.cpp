@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "support/ebb_server.hpp"
+#include "support/run_process.hpp"
 
 namespace ebb {
 namespace {
@@ -105,6 +106,14 @@ TEST(ExactApi, ExactScoresWindowsAndEvictionSurviveRestartsAndCrashes) {
     ASSERT_EQ(c.request("POST", "/events", kFirst).status, 204);
     ASSERT_EQ(c.request("POST", "/events", kSecond).status, 204);
     expect_answers(c);
+    // ebb query states the eviction in its table.
+    const auto q = testing::run_process({EBB_BINARY, "query", "-n", "scores", "--url", "http://127.0.0.1:" + std::to_string(server.port()),
+                                         "--window", "1h", "-k", "2"});
+    EXPECT_EQ(q.exit_code, 0) << q.err;
+    EXPECT_NE(q.out.find("    1  a                  5               5               6\n"), std::string::npos) << q.out;
+    EXPECT_NE(q.out.find("accuracy: exact counts, 3 items held; 1 evicted past max_items took 1 (upper bounds include it)\n"),
+              std::string::npos)
+        << q.out;
     EXPECT_EQ(server.stop(), 0) << server.log();  // a checkpoint
   }
   {
