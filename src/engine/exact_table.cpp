@@ -45,10 +45,10 @@ std::vector<ExactTable::Ring> plan_rings(const std::vector<double>& windows, std
 
 // Per record, whatever its rings hold: key, hash, all-time count, newest
 // time, a score per half-life, a ring vector per granularity, heap
-// position and heap entry, and two index cells (the index grows at half full).
+// position and heap entry.
 std::size_t record_bytes(std::size_t half_lives, std::size_t rings) {
   return sizeof(std::string) + sizeof(std::uint64_t) + 2 * sizeof(double) + half_lives * sizeof(double) +
-         rings * sizeof(std::vector<ExactTable::Bucket>) + 2 * sizeof(std::uint32_t) + 2 * sizeof(std::uint64_t);
+         rings * sizeof(std::vector<ExactTable::Bucket>) + 2 * sizeof(std::uint32_t);
 }
 
 constexpr std::size_t kMaxKey = std::size_t{1} << 20;
@@ -381,9 +381,16 @@ std::vector<std::uint32_t> ExactTable::top(const Reading& r, std::size_t k) cons
 std::size_t ExactTable::bytes_max(const NamespaceConfig& config) {
   std::vector<std::size_t> window_ring;
   const auto rings = plan_rings(config.windows, window_ring);
-  std::size_t buckets = 0;
-  for (const auto& r : rings) buckets += static_cast<std::size_t>(r.slots);
-  return static_cast<std::size_t>(config.max_items) * (record_bytes(config.half_lives.size(), rings.size()) + buckets * sizeof(Bucket));
+  // A ring's vector holds at most slots + 1 buckets for a moment (one
+  // added before the oldest goes): its capacity, a power of two, at most this.
+  std::size_t ring_bytes = 0;
+  for (const auto& r : rings) ring_bytes += std::bit_ceil(static_cast<std::size_t>(r.slots) + 1) * sizeof(Bucket);
+  // Per record: its entries in the per-record arrays twice over (they grow
+  // by doubling), up to four index cells (the index doubles past half
+  // full), and every ring at full capacity. The two aggregates' rings and
+  // the table itself once.
+  const std::size_t per_record = 2 * record_bytes(config.half_lives.size(), rings.size()) + 4 * sizeof(std::uint64_t) + ring_bytes;
+  return static_cast<std::size_t>(config.max_items) * per_record + 2 * ring_bytes + sizeof(ExactTable);
 }
 
 std::size_t ExactTable::memory_bytes() const noexcept {
@@ -406,11 +413,15 @@ std::size_t ExactTable::memory_bytes() const noexcept {
 
 namespace {
 
-void put_buckets(BinaryWriter& w, const std::vector<ExactTable::Bucket>& buckets) {
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(buckets.size()));
-  for (const auto& b : buckets) {
-    w.put<std::int64_t>(b.index);
-    w.put<double>(b.weight);
+// The buckets a ring still keeps (index >= oldest): a record idle since
+// the ring moved on still holds older ones until its next event, and they
+// are in no window any more.
+void put_buckets(BinaryWriter& w, const std::vector<ExactTable::Bucket>& buckets, std::int64_t oldest) {
+  auto kept = std::lower_bound(buckets.begin(), buckets.end(), oldest, [](const ExactTable::Bucket& b, std::int64_t i) { return b.index < i; });
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(buckets.end() - kept));
+  for (; kept != buckets.end(); ++kept) {
+    w.put<std::int64_t>(kept->index);
+    w.put<double>(kept->weight);
   }
 }
 
@@ -461,7 +472,7 @@ void ExactTable::serialize_into(BinaryWriter& w) const {
   for (const Aggregate* a : {&total_, &evicted_}) {
     w.put<double>(a->all_time);
     for (double s : a->scores) w.put<double>(s);
-    for (const auto& b : a->rings) put_buckets(w, b);
+    for (std::size_t r = 0; r < rings_.size(); ++r) put_buckets(w, a->rings[r], kept_from(r));
   }
   // Records in heap order: restored in that order, the heap is the same
   // array and later evictions choose as they would have.
@@ -472,7 +483,7 @@ void ExactTable::serialize_into(BinaryWriter& w) const {
     w.put<double>(all_time_[rec]);
     w.put<double>(newest_[rec]);
     for (std::size_t h = 0; h < nh; ++h) w.put<double>(scores_[rec * nh + h]);
-    for (std::size_t r = 0; r < nr; ++r) put_buckets(w, ring_buckets_[rec * nr + r]);
+    for (std::size_t r = 0; r < nr; ++r) put_buckets(w, ring_buckets_[rec * nr + r], kept_from(r));
   }
   w.end_blob(blob);
 }
@@ -498,7 +509,6 @@ void ExactTable::restore(std::string_view blob) {
     const auto slots = r.get<std::int64_t>();
     if (!(Ring{g, slots} == rings_[i])) r.fail("rings differ from the configuration");
     t.heads_[i] = r.get<std::int64_t>();
-    if (t.heads_[i] != kNoHead && std::abs(t.heads_[i]) > (std::int64_t{1} << 52)) r.fail("bad ring head");
   }
   if (r.get<std::uint32_t>() != windows_.size()) r.fail("windows differ from the configuration");
   for (std::size_t x = 0; x < windows_.size(); ++x) {
@@ -509,7 +519,16 @@ void ExactTable::restore(std::string_view blob) {
   t.evictions_ = r.get<std::uint64_t>();
   t.first_time_ = r.get<double>();
   t.newest_time_ = r.get<double>();
-  if (std::isnan(t.first_time_) || std::isnan(t.newest_time_)) r.fail("bad event times");
+  // Before any event: +inf, -inf and no ring placed; after: finite times in
+  // order, each ring's head the bucket of the newest time.
+  const bool counted = std::isfinite(t.newest_time_);
+  if (counted ? !(std::isfinite(t.first_time_) && t.first_time_ <= t.newest_time_)
+              : !(t.first_time_ == INFINITY && t.newest_time_ == -INFINITY)) {
+    r.fail("bad event times");
+  }
+  for (std::size_t i = 0; i < rings_.size(); ++i) {
+    if (t.heads_[i] != (counted ? bucket_index(t.newest_time_, rings_[i].granularity) : kNoHead)) r.fail("a ring head is not the newest event's bucket");
+  }
   const std::size_t nh = half_lives_.size(), nr = rings_.size();
   auto ring_range = [&](std::size_t i) {
     // An unplaced ring holds nothing.
@@ -533,7 +552,7 @@ void ExactTable::restore(std::string_view blob) {
     t.hashes_.push_back(hash_key(t.keys_.back()));
     t.all_time_.push_back(get_count(r));
     t.newest_.push_back(r.get<double>());
-    if (!std::isfinite(t.newest_.back())) r.fail("bad newest time");
+    if (!(t.newest_.back() >= 0 && t.newest_.back() <= t.newest_time_)) r.fail("bad newest time");
     for (std::size_t h = 0; h < nh; ++h) t.scores_.push_back(get_count(r));
     for (std::size_t x = 0; x < nr; ++x) {
       const auto [lo, hi] = ring_range(x);

@@ -60,8 +60,8 @@ class ExactTable {
     friend bool operator==(const Ring&, const Ring&) = default;
   };
 
-  // How a view reads a record at one moment, computed once per answer: a
-  // ranking pass of 200 items costs one exp(), not 200.
+  // How a view reads a record at one moment, computed once per answer (a
+  // list, or one point) and then applied to each record with a multiply.
   struct Reading {
     ViewSpec::Kind kind = ViewSpec::Kind::all_time;
     std::size_t index = 0;  // the half-life's or the ring's
@@ -117,9 +117,9 @@ class ExactTable {
   // highest first, ties by key.
   std::vector<std::uint32_t> top(const Reading& r, std::size_t k) const;
 
-  // The most the table can hold: every record at max_items with every ring
-  // full, key bytes aside (what a namespace's memory budget is checked
-  // against at creation).
+  // The most the table can hold, key bytes aside: max_items records, every
+  // ring full, every vector at its largest capacity (what a namespace's
+  // memory budget is checked against at creation).
   static std::size_t bytes_max(const NamespaceConfig& config);
   std::size_t memory_bytes() const noexcept;
 
@@ -142,6 +142,8 @@ class ExactTable {
   double aggregate_value(const Aggregate& a, const Reading& r) const noexcept;
   // The oldest bucket index a ring still holds.
   std::int64_t oldest(std::size_t ring) const noexcept { return heads_[ring] - rings_[ring].slots + 1; }
+  // The same, or INT64_MIN before the ring's first event.
+  std::int64_t kept_from(std::size_t ring) const noexcept { return heads_[ring] == INT64_MIN ? INT64_MIN : oldest(ring); }
   static void add_to_ring(std::vector<Bucket>& buckets, std::int64_t index, double weight, std::int64_t oldest);
 
   std::uint32_t admit(std::string_view key, std::uint64_t hash);
