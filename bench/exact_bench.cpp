@@ -182,7 +182,7 @@ void memory_figures(std::size_t records) {
     fill(*ns, n, 50, keys);
     const std::size_t live = ebb::bench::live_bytes() - before;
     std::printf("memory, %zu records x 50 events over 1h, windows 1h + 7d too: %.1f bytes per record all in (accounted %.1f; "
-                "bound %.1f keys aside)\n",
+                "bound %.1f with keys of max_item_bytes)\n",
                 n, static_cast<double>(live) / n, static_cast<double>(ns->stats().memory_bytes) / n,
                 static_cast<double>(ebb::engine::ExactTable::bytes_max(ns->config())) / n);
   }

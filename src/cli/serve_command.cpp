@@ -94,6 +94,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "Decay rate (lambda, 1/s) of new distributions (GET /incr): a bin's count falls by e every 1/rate seconds; a read's ?rate= overrides it")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--distribution-decay", o.distribution_decay,
+                  "Decay of new distributions: exact (deterministic exponential) or poisson (bitly forgettable's: a Poisson number of counts "
+                  "lost per bin, each bin stopping at 1)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"exact", "poisson"}));
   cmd->add_option("--distribution-min-count", o.distribution_min_count, "A distribution's bins decayed under this count are pruned; a distribution with none left expires")
       ->capture_default_str()
       ->check(CLI::Range(1e-12, 1e12));
@@ -185,6 +190,7 @@ int run_serve(ServeOptions o) {
   so.answer_cache_ttl = o.answer_cache_ttl == "0" ? 0 : parse_duration(o.answer_cache_ttl);
   so.hot_key_interval = parse_duration(o.hot_key_interval);
   so.distributions.default_rate = o.distribution_rate;
+  so.distributions.default_decay = o.distribution_decay == "poisson" ? engine::DistributionDecay::poisson : engine::DistributionDecay::exact;
   so.distributions.min_count = o.distribution_min_count;
   so.distributions.max_bins = o.distribution_max_bins;
   so.distributions.max_name_bytes = o.limits.max_item_bytes;

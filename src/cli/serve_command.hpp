@@ -22,6 +22,7 @@ struct ServeOptions {
   std::string answer_cache_ttl = "100ms";
   std::string hot_key_interval = "100ms";
   double distribution_rate = 1.0 / 3600;  // lambda of new distributions, 1/s
+  std::string distribution_decay = "exact";  // or "poisson" (bitly's)
   double distribution_min_count = 1e-3;
   std::size_t distribution_max_bins = 10000;
   std::string log_level = "info";

@@ -1,6 +1,7 @@
 #include "ebb/engine/distribution_store.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "ebb/core/binary_io.hpp"
@@ -19,6 +20,37 @@ constexpr std::size_t kMaxStoredName = std::size_t{1} << 20;
 // Heap bytes of a string past its inline buffer.
 std::size_t heap_bytes(const std::string& s) noexcept { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
+// A uniform in (0, 1) from 64 bits (splitmix64's finaliser first).
+double uniform_of(std::uint64_t x) noexcept {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return (static_cast<double>(x >> 11) + 0.5) * 0x1p-53;
+}
+
+// The smallest k with P(Poisson(mean) <= k) >= u: exact summation for a
+// small mean, else the normal approximation (continuity-corrected; its z by
+// bisection on erfc, no table).
+double poisson_quantile(double u, double mean) noexcept {
+  if (!(mean > 0)) return 0;
+  if (mean < 64) {
+    double p = std::exp(-mean), cdf = p, k = 0;
+    while (cdf < u && k < 2000) {
+      k += 1;
+      p *= mean / k;
+      cdf += p;
+    }
+    return k;
+  }
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 64; ++i) {
+    const double mid = (lo + hi) / 2;
+    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < u) lo = mid;
+    else hi = mid;
+  }
+  return std::max(0.0, std::floor(mean + std::sqrt(mean) * hi + 0.5));
+}
+
 }  // namespace
 
 void DistributionOptions::validate() const {
@@ -32,7 +64,17 @@ std::size_t DistributionStore::NameHash::operator()(std::string_view s) const no
 
 DistributionStore::DistributionStore(DistributionOptions options) : options_(options) { options_.validate(); }
 
-double DistributionStore::value(const Distribution& d, const Bin& b, double now) noexcept { return b.stored * d.clock.read_factor(now); }
+double DistributionStore::value(const Distribution& d, const Bin& b, double now) noexcept {
+  if (d.poisson) return poisson_value(d, b, d.clock.lambda(), now);
+  return b.stored * d.clock.read_factor(now);
+}
+
+double DistributionStore::poisson_value(const Distribution& d, const Bin& b, double lambda, double now) noexcept {
+  const double c = b.stored, dt = now - d.updated;
+  if (!(c > 1 && dt > 0 && lambda > 0)) return c;  // stopped at 1 (or under it from the start), or no time has passed
+  const double u = uniform_of(d.seed ^ hash_key(b.name) ^ std::bit_cast<std::uint64_t>(d.updated));
+  return std::max(1.0, c - poisson_quantile(u, lambda * c * dt));
+}
 
 void DistributionStore::check_name(std::string_view name, const char* field) const {
   if (name.empty() || name.size() > options_.max_name_bytes) {
@@ -58,6 +100,9 @@ std::size_t DistributionStore::new_bins(std::string_view distribution, std::span
 
 bool DistributionStore::idle(const Distribution& d, double t) const noexcept {
   const double at = std::max(t, d.updated);  // never before the last write
+  // Poisson bins stop at 1: idle is a time since the last write instead
+  // (a function of the logged writes alone, as the exact rule is).
+  if (d.poisson) return d.clock.lambda() > 0 && (at - d.updated) * d.clock.lambda() > kPoissonIdleLifetimes;
   return std::none_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return value(d, b, at) >= options_.min_count; });
 }
 
@@ -95,7 +140,7 @@ void DistributionStore::check_values(double n, double t) {
 }
 
 void DistributionStore::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t,
-                             std::optional<double> rate, Limits limits) {
+                             std::optional<double> rate, Limits limits, std::optional<DistributionDecay> decay) {
   if (limits == Limits::check) check_incr(distribution, fields, n, t);
   else check_values(n, t);
   if (rate && !(std::isfinite(*rate) && *rate >= 0)) throw InvalidArgument("rate: must be a finite number >= 0 (1/s)");
@@ -112,14 +157,23 @@ void DistributionStore::incr(std::string_view distribution, std::span<const std:
   const bool fresh = it == distributions_.end();
   Distribution scratch{ForwardDecay::with_rate(rate.value_or(options_.default_rate)), t, {}};
   scratch.clock.anchor(t);
+  scratch.poisson = decay.value_or(options_.default_decay) == DistributionDecay::poisson;
+  scratch.seed = hash_key(distribution);
   Distribution& d = fresh ? scratch : it->second;
   // Checked: from here nothing throws but allocation.
   const std::size_t old_size = d.bins.size();
-  if (d.clock.needs_rebase(t)) {
+  if (d.poisson) {
+    // The losses since the last write are taken into the counts now; the
+    // next draws start from this write.
+    if (t > d.updated) {
+      for (auto& b : d.bins) b.stored = value(d, b, t);
+      d.updated = t;
+    }
+  } else if (d.clock.needs_rebase(t)) {
     const double f = d.clock.rebase(t);
     for (auto& b : d.bins) b.stored *= f;
   }
-  const double w = n * d.clock.weight_factor(t);
+  const double w = d.poisson ? n : n * d.clock.weight_factor(t);
   // Bins decayed under min_count go now (the distribution is being
   // touched anyway); the incremented ones are kept.
   const double now = std::max(t, d.updated);
@@ -155,12 +209,14 @@ std::optional<DistributionAnswer> DistributionStore::read(std::string_view distr
   // last write at the asked rate.
   auto at_now = [&](const Bin& b) {
     if (!rate) return value(d, b, now);
+    if (d.poisson) return poisson_value(d, b, *rate, now);
     return value(d, b, d.updated) * std::exp(-*rate * (now - d.updated));
   };
   DistributionAnswer answer;
   answer.distribution = it->first;
   answer.t = d.updated;
   answer.rate = rate.value_or(d.clock.lambda());
+  answer.decay = d.poisson ? DistributionDecay::poisson : DistributionDecay::exact;
   std::vector<DistributionBin> all;
   all.reserve(d.bins.size());
   for (const auto& b : d.bins) {
@@ -223,7 +279,8 @@ std::string DistributionStore::serialize_state() const {
   for (const auto& entry : distributions_) sorted.push_back(&entry);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
   return written([&](BinaryWriter& w) {
-    const auto blob = w.begin_blob(BlobKind::distribution_store, 1);
+    // Version 2 added each distribution's decay (version 1: all exact).
+    const auto blob = w.begin_blob(BlobKind::distribution_store, 2);
     w.put<std::uint64_t>(sorted.size());
     for (const auto* entry : sorted) {
       const Distribution& d = entry->second;
@@ -231,6 +288,7 @@ std::string DistributionStore::serialize_state() const {
       w.put<double>(d.clock.landmark());
       w.put<double>(d.clock.lambda());
       w.put<double>(d.updated);
+      w.put<std::uint8_t>(d.poisson ? 1 : 0);
       w.put<std::uint32_t>(static_cast<std::uint32_t>(d.bins.size()));
       for (const auto& b : d.bins) {
         w.put_string(b.name);
@@ -242,7 +300,7 @@ std::string DistributionStore::serialize_state() const {
 }
 
 void DistributionStore::restore_state(std::string_view blob) {
-  auto opened = open_blob(blob, BlobKind::distribution_store, 1);
+  auto opened = open_blob(blob, BlobKind::distribution_store, 2);
   BinaryReader r(opened.payload, "distribution store");
   const auto n = r.get<std::uint64_t>();
   decltype(distributions_) restored;
@@ -257,6 +315,12 @@ void DistributionStore::restore_state(std::string_view blob) {
     }
     Distribution d{ForwardDecay::with_rate(rate), updated, {}};
     d.clock.anchor(landmark);
+    if (opened.version >= 2) {
+      const auto decay = r.get<std::uint8_t>();
+      if (decay > 1) r.fail("bad decay of distribution '" + name + "'");
+      d.poisson = decay == 1;
+    }
+    d.seed = hash_key(name);
     const auto nb = r.get<std::uint32_t>();
     if (nb > r.remaining() / 12) r.fail("distribution '" + name + "' claims " + std::to_string(nb) + " bins");
     d.bins.reserve(nb);

@@ -387,9 +387,12 @@ std::size_t ExactTable::bytes_max(const NamespaceConfig& config) {
   for (const auto& r : rings) ring_bytes += std::bit_ceil(static_cast<std::size_t>(r.slots) + 1) * sizeof(Bucket);
   // Per record: its entries in the per-record arrays twice over (they grow
   // by doubling), up to four index cells (the index doubles past half
-  // full), and every ring at full capacity. The two aggregates' rings and
-  // the table itself once.
-  const std::size_t per_record = 2 * record_bytes(config.half_lives.size(), rings.size()) + 4 * sizeof(std::uint64_t) + ring_bytes;
+  // full), every ring at full capacity and the longest key. The two
+  // aggregates' rings and the table itself once.
+  // Keys up to max_item_bytes each (past a string's inline 15 bytes).
+  const std::size_t key_bytes = config.max_item_bytes > 15 ? config.max_item_bytes + 1 : 0;
+  const std::size_t per_record =
+      2 * record_bytes(config.half_lives.size(), rings.size()) + 4 * sizeof(std::uint64_t) + ring_bytes + key_bytes;
   return static_cast<std::size_t>(config.max_items) * per_record + 2 * ring_bytes + sizeof(ExactTable);
 }
 

@@ -107,9 +107,10 @@ void write_distribution(io::JsonWriter& w, const engine::DistributionAnswer& a) 
   w.begin_object().key("distribution").value(a.distribution).key("Z").value(a.z).key("T").value(static_cast<std::uint64_t>(a.t));
   w.key("data").begin_array();
   for (const auto& b : a.bins) w.begin_object().key("bin").value(b.bin).key("count").value(b.count).key("p").value(b.p).end_object();
-  // Bins decay towards 0 and are pruned under the minimum count
-  // (forgettable's "prune": true; its default stopped each bin at 1).
-  w.end_array().key("rate").value(a.rate).key("prune").value(true).end_object();
+  // Exact decay: bins decay towards 0 and are pruned under the minimum
+  // count (forgettable's "prune": true); Poisson decay stops each bin at 1
+  // (its default, "prune": false).
+  w.end_array().key("rate").value(a.rate).key("prune").value(a.decay == engine::DistributionDecay::exact).end_object();
 }
 
 // A distribution that holds nothing answers as forgettable did: no bins

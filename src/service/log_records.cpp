@@ -104,6 +104,8 @@ void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r)
   put<double>(out, r.rate);
   put<std::uint32_t>(out, static_cast<std::uint32_t>(r.fields.size()));
   for (auto f : r.fields) put_str(out, f);
+  // Only Poisson is marked: an exact increment is the same bytes as before.
+  if (r.decay == engine::DistributionDecay::poisson) put<std::uint8_t>(out, 1);
 }
 
 std::string encode_admin(const AdminRecord& r) {
@@ -176,6 +178,10 @@ DistributionIncrRecord decode_distribution_incr(std::string_view payload) {
   if (n > c.remaining() / 4) throw FormatError("log record: claims " + std::to_string(n) + " fields");
   r.fields.resize(n);
   for (auto& f : r.fields) f = c.str();
+  if (c.remaining() > 0) {
+    if (c.get<std::uint8_t>() != 1) throw FormatError("log record: bad distribution decay");
+    r.decay = engine::DistributionDecay::poisson;
+  }
   c.end();
   return r;
 }

@@ -269,7 +269,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   if (!exact && has_max_items) bad("max_items", "applies to \"counting\": \"exact\" only (a sketch's memory is bounded by its dimensions)");
   if (exact && engine::ExactTable::bytes_max(c) > limits.max_namespace_bytes) {
     bad("max_items", "the namespace could need " + std::to_string(engine::ExactTable::bytes_max(c) >> 20) + " MiB (" +
-                         std::to_string(c.max_items) + " records with full window rings, keys aside), over the limit of " +
+                         std::to_string(c.max_items) + " records with full window rings and keys of max_item_bytes), over the limit of " +
                          std::to_string(limits.max_namespace_bytes >> 20) + " MiB (--max-namespace-bytes)");
   }
   const std::size_t views = exact ? 0 : (c.all_time ? 1 : 0) + c.half_lives.size();
@@ -364,7 +364,7 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
     else w.null();
   }
   if (!for_storage && exact) {
-    // No estimation error; the bound on memory (keys aside).
+    // No estimation error; the bound on memory (keys included).
     w.key("accuracy").begin_object().key("type").value("exact");
     w.key("bytes_max").value(static_cast<std::uint64_t>(engine::ExactTable::bytes_max(c)));
     w.end_object();

@@ -37,8 +37,10 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   s.refuse_when_overloaded("writes");
-  const double rate = s.options.distributions.default_rate;  // a new distribution's, logged: replay makes the same call
-  DistributionIncrRecord record{received_at, distribution, n, rate, {fields.begin(), fields.end()}};
+  // A new distribution's rate and decay, logged: replay makes the same call.
+  const double rate = s.options.distributions.default_rate;
+  const auto decay = s.options.distributions.default_decay;
+  DistributionIncrRecord record{received_at, distribution, n, rate, {fields.begin(), fields.end()}, decay};
   thread_local std::string payload;
   if (s.wal) encode_distribution_incr(payload, record);
 
@@ -70,7 +72,7 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
     throw;
   }
   const std::uint64_t before = shard.store.bins();
-  shard.store.incr(distribution, fields, n, received_at, rate);
+  shard.store.incr(distribution, fields, n, received_at, rate, engine::DistributionStore::Limits::check, decay);
   // What the write really changed (it may prune, or restart an idle distribution) against what was reserved.
   s.distribution_bins += shard.store.bins() - before - added;  // modulo 2^64: may go down
   shard.applied_lsn = lsn;

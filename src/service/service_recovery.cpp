@@ -89,7 +89,7 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       if (shard.applied_lsn >= lsn) break;  // in the shard's checkpointed state
       try {
         // Accepted under the limits of its time: replayed under none.
-        shard.store.incr(r.distribution, r.fields, r.n, r.received_at, r.rate, engine::DistributionStore::Limits::ignore);
+        shard.store.incr(r.distribution, r.fields, r.n, r.received_at, r.rate, engine::DistributionStore::Limits::ignore, r.decay);
       } catch (const InvalidArgument& err) {
         // Accepted under this server's limits then; smaller ones now.
         ++errors;

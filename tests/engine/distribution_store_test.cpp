@@ -254,3 +254,110 @@ TEST(DistributionStore, MemoryPerBinIsMeasured) {
 
 }  // namespace
 }  // namespace ebb::engine
+
+namespace ebb::engine {
+namespace {
+
+// bitly's behaviour, as an option: a Poisson number of counts lost per bin
+// (mean rate x count x time), stopping at 1; deterministic reads.
+DistributionStore poisson_store() {
+  DistributionOptions o;
+  o.default_rate = 0.01;  // a lifetime of 100 s
+  o.default_decay = DistributionDecay::poisson;
+  return DistributionStore(o);
+}
+
+TEST(PoissonDistributions, LossesHaveBitlysMeanAndStopAtOne) {
+  DistributionStore s = poisson_store();
+  std::vector<std::string> names;
+  for (int i = 0; i < 2000; ++i) names.push_back("bin" + std::to_string(i));
+  std::vector<std::string_view> fields(names.begin(), names.end());
+  s.incr("d", fields, 100, kStart);
+  // 10 s later each bin's loss is Poisson with mean 0.01 x 100 x 10 = 10.
+  const auto a = s.read("d", {}, kStart + 10);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_FALSE(a->bins.empty());
+  double sum = 0, sq = 0;
+  for (const auto& b : a->bins) {
+    EXPECT_EQ(b.count, std::floor(b.count)) << b.bin;  // whole counts lost
+    sum += 100 - b.count;
+    sq += (100 - b.count) * (100 - b.count);
+  }
+  const double mean = sum / 2000, var = sq / 2000 - mean * mean;
+  EXPECT_NEAR(mean, 10, 0.3);  // sd of the mean: sqrt(10 / 2000) = 0.07
+  EXPECT_NEAR(var, 10, 1.5);
+  EXPECT_DOUBLE_EQ(a->z, 2000 * 100 - sum);
+  // Reads are deterministic: the same state and time give the same bits.
+  const auto again = s.read("d", {}, kStart + 10);
+  for (std::size_t i = 0; i < a->bins.size(); ++i) EXPECT_EQ(again->bins[i].count, a->bins[i].count);
+  // Long after (but before it is idle), every bin has stopped at 1: uniform.
+  const auto late = s.read("d", {}, kStart + 1900);
+  ASSERT_TRUE(late.has_value());
+  for (const auto& b : late->bins) EXPECT_EQ(b.count, 1) << b.bin;
+  EXPECT_EQ(late->bins.size(), 2000u);
+  EXPECT_EQ(late->z, 2000);
+  EXPECT_EQ(late->decay, DistributionDecay::poisson);
+}
+
+TEST(PoissonDistributions, AWriteTakesTheLossesIntoTheCountsAndIdleMeansUnwrittenFor20Lifetimes) {
+  DistributionStore s = poisson_store();
+  const std::vector<std::string_view> a = {"a"}, b = {"b"};
+  s.incr("d", a, 50, kStart);
+  const double a_then = s.read("d", a, kStart + 30)->bins[0].count;
+  EXPECT_LT(a_then, 50);
+  s.incr("d", b, 5, kStart + 30);
+  // a keeps what it had at the write; no time since: no further loss.
+  const auto now = s.read("d", {}, kStart + 30);
+  ASSERT_EQ(now->bins.size(), 2u);
+  EXPECT_EQ(now->bins[0].bin, "a");
+  EXPECT_EQ(now->bins[0].count, a_then);
+  EXPECT_EQ(now->bins[1].count, 5);
+  EXPECT_EQ(now->t, kStart + 30);
+  // A read at another rate draws from the same uniforms.
+  EXPECT_EQ(s.read("d", a, kStart + 40, 0.0)->bins[0].count, a_then);
+  // Idle once unwritten for 20 / rate = 2000 s: gone, and a write starts afresh.
+  EXPECT_TRUE(s.read("d", {}, kStart + 30 + 1999).has_value());
+  EXPECT_FALSE(s.read("d", {}, kStart + 30 + 2001).has_value());
+  s.incr("d", b, 2, kStart + 30 + 2001);
+  const auto fresh = s.read("d", {}, kStart + 30 + 2001);
+  ASSERT_EQ(fresh->bins.size(), 1u);
+  EXPECT_EQ(fresh->bins[0].count, 2);
+  EXPECT_EQ(s.expire(kStart + 30 + 2001 + 2001, 100), 1u);
+}
+
+TEST(PoissonDistributions, AReplayAndACheckpointRebuildTheSameState) {
+  DistributionStore live = poisson_store(), replayed = poisson_store(), restored = poisson_store();
+  std::mt19937_64 rng(3);
+  struct Write {
+    std::string d, f;
+    double n, t;
+  };
+  std::vector<Write> writes;
+  for (int i = 0; i < 3000; ++i) {
+    writes.push_back({"d" + std::to_string(rng() % 20), "f" + std::to_string(rng() % 8), 1.0 + static_cast<double>(rng() % 5), kStart + i * 0.7});
+  }
+  for (const auto& w : writes) {
+    const std::vector<std::string_view> f = {w.f};
+    live.incr(w.d, f, w.n, w.t);
+    replayed.incr(w.d, f, w.n, w.t, 0.01, DistributionStore::Limits::ignore, DistributionDecay::poisson);
+  }
+  EXPECT_EQ(replayed.serialize_state(), live.serialize_state());
+  restored.restore_state(live.serialize_state());
+  EXPECT_EQ(restored.serialize_state(), live.serialize_state());
+  const double later = kStart + 3000 * 0.7 + 50;
+  for (int d = 0; d < 20; ++d) {
+    const std::string name = "d" + std::to_string(d);
+    const auto x = live.read(name, {}, later), y = restored.read(name, {}, later);
+    ASSERT_EQ(x.has_value(), y.has_value());
+    if (!x) continue;
+    EXPECT_EQ(x->z, y->z);
+    EXPECT_GE(x->z, static_cast<double>(x->bins.size()));  // every bin at least 1
+  }
+  // An exact store's checkpoint does not turn Poisson on restore, nor the reverse.
+  DistributionStore exact;
+  exact.restore_state(live.serialize_state());
+  EXPECT_EQ(exact.read("d1", {}, later)->decay, DistributionDecay::poisson);
+}
+
+}  // namespace
+}  // namespace ebb::engine

@@ -158,6 +158,37 @@ TEST(DistributionsApi, IncrementsSurviveACrashAndACheckpoint) {
   std::filesystem::remove_all(dir);
 }
 
+// bitly's Poisson decay (--distribution-decay poisson): "prune": false (each
+// bin stops at 1), and the decay is logged with the increment, so a restart
+// under the default (exact) replays it as it was. Reads at rate 0 see the
+// counts as of the last write, deterministically.
+TEST(DistributionsApi, PoissonDecayIsAnOptionThatSurvivesARestart) {
+  const auto dir = testing::make_temp_dir("ebb-dist-poisson");
+  const std::string want = R"("data":[{"bin":"x","count":7,"p":0.875},{"bin":"y","count":1,"p":0.125}],"rate":0,"prune":false})";
+  {
+    EbbServer server(dir, {"--distribution-decay", "poisson", "--distribution-rate", "0.01"});
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("GET", "/incr?distribution=p&field=x&N=7").body, "OK");
+    ASSERT_EQ(c.request("GET", "/incr?distribution=p&field=y").body, "OK");
+    auto body = c.request("GET", "/dist?distribution=p&rate=0").body;
+    EXPECT_NE(body.find(want), std::string::npos) << body;
+    body = c.request("GET", "/dist?distribution=p").body;
+    EXPECT_NE(body.find(R"("rate":0.01,"prune":false})"), std::string::npos) << body;
+    server.signal(SIGKILL);
+  }
+  {
+    EbbServer server(dir);
+    HttpClient c(server.port());
+    auto body = c.request("GET", "/dist?distribution=p&rate=0").body;
+    EXPECT_NE(body.find(want), std::string::npos) << body;
+    ASSERT_EQ(c.request("GET", "/incr?distribution=e&field=x").body, "OK");  // a new one: the server's default, exact
+    body = c.request("GET", "/dist?distribution=e").body;
+    EXPECT_NE(body.find(R"("prune":true})"), std::string::npos) << body;
+    EXPECT_EQ(server.stop(), 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DistributionsApi, EbbQueryAsksTheRoutes) {
   const auto dir = testing::make_temp_dir("ebb-dist-cli");
   EbbServer server(dir, {"--distribution-rate", "0"});

@@ -558,6 +558,26 @@ TEST(Durability, ADataDirectoryWithDistributionsLoads) {
   std::filesystem::remove_all(dir);
 }
 
+// A data directory with a Poisson-decay distribution (distribution store
+// version 2, a type 5 record with its decay byte), checked in: written by
+// `ebb serve --distribution-decay poisson --distribution-rate 1e-9` (so it
+// is not idle for centuries: the test runs at any later date) with
+//   /incr p x N=70; /incr p y; SIGTERM (checkpoint: records 1-2); restart;
+//   /incr p z N=2; SIGKILL (record 3 in the log only).
+// The test's server has the defaults (exact decay): the logged decay wins
+// ("prune": false).
+TEST(Durability, ADataDirectoryWithAPoissonDistributionLoads) {
+  const auto dir = testing::make_temp_dir("ebb-golden-v6");
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v6", dir, std::filesystem::copy_options::recursive);
+  EbbServer server(dir, {"--checkpoint-interval", "1h"});
+  HttpClient c(server.port());
+  EXPECT_EQ(c.request("GET", "/dist?distribution=p&rate=0").body,
+            R"({"status_code":200,"status_txt":"","data":{"distribution":"p","Z":73,"T":1795395293,"data":[{"bin":"x","count":70,"p":0.958904109589041},)"
+            R"({"bin":"z","count":2,"p":0.0273972602739726},{"bin":"y","count":1,"p":0.0136986301369863}],"rate":0,"prune":false}})");
+  EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 1);
+  std::filesystem::remove_all(dir);
+}
+
 // A data directory with an exact namespace (exact view and table blobs),
 // checked in: written by
 //   create golden_x (exact, max_items 2, event clock, windows all + 1h, half-life 1h);

@@ -9,6 +9,16 @@
 // loss per bin at each read and writes it back; reads here are
 // deterministic and change nothing).
 //
+// bitly's own behaviour is an option (DistributionDecay::poisson, fixed per
+// distribution at its creation) for users who depend on it: a bin loses a
+// Poisson number of counts with mean rate x count x time since the last
+// write, and stops at 1, so an idle distribution tends to uniform. Here the
+// draw is deterministic (one uniform per bin and last write, from their
+// names and the write's time, through the Poisson quantile), so a read
+// changes nothing and every read of the same state at the same time agrees;
+// losses are taken into the counts at the next write. Such a distribution
+// is idle once it has gone unwritten for kPoissonIdleLifetimes / rate.
+//
 // The normaliser Z is the sum of the bins a read sees, computed with them,
 // so it always equals it (bitly's drifted). Bins that decay under
 // `min_count` are dropped at the distribution's next write and never shown;
@@ -28,8 +38,11 @@
 
 namespace ebb::engine {
 
+enum class DistributionDecay : std::uint8_t { exact = 0, poisson = 1 };
+
 struct DistributionOptions {
   double default_rate = 1.0 / 3600;  // lambda, 1/s, of a new distribution (a half-life of ln 2 hours)
+  DistributionDecay default_decay = DistributionDecay::exact;  // of a new distribution
   double min_count = 1e-3;           // bins decayed under this are pruned
   std::size_t max_bins = 10000;      // bins of one distribution (InvalidArgument past it)
   std::size_t max_name_bytes = 1024; // a distribution's or a bin's name
@@ -47,6 +60,7 @@ struct DistributionAnswer {
   double z = 0;        // the sum of the distribution's bins (all of them, whichever bins are listed)
   double t = 0;        // its last write (Unix seconds)
   double rate = 0;     // the decay rate the answer used
+  DistributionDecay decay = DistributionDecay::exact;
   std::vector<DistributionBin> bins;
 };
 
@@ -67,9 +81,14 @@ class DistributionStore {
   // time (max_bins, max_name_bytes), which may have been larger.
   // A distribution idle at t (no bin at min_count) starts afresh, as if
   // expire() had dropped it.
+  // `decay` is the decay a distribution created now gets (default: the
+  // options'), logged like the rate.
   enum class Limits { check, ignore };
   void incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t,
-            std::optional<double> rate = std::nullopt, Limits limits = Limits::check);
+            std::optional<double> rate = std::nullopt, Limits limits = Limits::check, std::optional<DistributionDecay> decay = std::nullopt);
+  // A Poisson distribution unwritten for this many lifetimes (1 / rate) is
+  // idle: every bin has then lost about 20 times its count (at 1 since long).
+  static constexpr double kPoissonIdleLifetimes = 20;
   // Throws what incr() would (InvalidArgument), changing nothing: an owner
   // that logs a write first checks it, so a logged write always applies.
   void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double t) const;
@@ -116,8 +135,14 @@ class DistributionStore {
     ForwardDecay clock;  // the rate and the landmark
     double updated = 0;  // the last write
     std::vector<Bin> bins;
+    // Poisson decay: bins hold their counts as of the last write, and the
+    // seed (the name's hash) makes each distribution's draws its own.
+    bool poisson = false;
+    std::uint64_t seed = 0;
   };
   static double value(const Distribution& d, const Bin& b, double now) noexcept;
+  // A Poisson bin's count at `now` at decay rate lambda (bitly's model).
+  static double poisson_value(const Distribution& d, const Bin& b, double lambda, double now) noexcept;
   // Distinct fields with no bin of d (absent: none) for which counts(bin) holds.
   template <typename Counts>
   static std::size_t fields_missing(const Distribution* d, std::span<const std::string_view> fields, Counts counts);

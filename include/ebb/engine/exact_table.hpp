@@ -117,9 +117,9 @@ class ExactTable {
   // highest first, ties by key.
   std::vector<std::uint32_t> top(const Reading& r, std::size_t k) const;
 
-  // The most the table can hold, key bytes aside: max_items records, every
-  // ring full, every vector at its largest capacity (what a namespace's
-  // memory budget is checked against at creation).
+  // The most the table can hold: max_items records, every key of
+  // max_item_bytes, every ring full, every vector at its largest capacity
+  // (what a namespace's memory budget is checked against at creation).
   static std::size_t bytes_max(const NamespaceConfig& config);
   std::size_t memory_bytes() const noexcept;
 

@@ -12,7 +12,8 @@
 //   3 patch:  str name, str config_json (the whole new configuration)
 //   4 delete: str name
 //   5 distribution increment: f64 received_at, str distribution, f64 n,
-//             f64 rate (of the distribution if this creates it), u32 fields, fields x str field
+//             f64 rate (of the distribution if this creates it), u32 fields, fields x str field,
+//             [u8 decay: 1 Poisson (likewise); absent: exact]
 //   (str = u32 length + bytes)
 #include <cstdint>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ebb/engine/distribution_store.hpp"
 #include "ebb/engine/event.hpp"
 
 namespace ebb::service {
@@ -56,6 +58,7 @@ struct DistributionIncrRecord {
   double n = 1;
   double rate = 0;  // the decay rate the distribution gets if this creates it (the server's default then)
   std::vector<std::string_view> fields;
+  engine::DistributionDecay decay = engine::DistributionDecay::exact;  // likewise
 };
 
 void encode_batch(std::string& out, const BatchRecord& r);
