@@ -91,7 +91,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1ul, 1'000'000ul));
   cmd->add_option("--distribution-rate", o.distribution_rate,
-                  "Decay rate (lambda, 1/s) of new distributions (GET /incr): a bin's count falls by e every 1/rate seconds; a read's ?rate= overrides it")
+                  "Decay rate (lambda, 1/s) of new distributions (GET /incr): with exact decay a bin's count falls by e every 1/rate seconds; with "
+                  "poisson, rate x count counts are lost a second on average; a read's ?rate= overrides it")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--distribution-decay", o.distribution_decay,

@@ -28,27 +28,35 @@ double uniform_of(std::uint64_t x) noexcept {
   return (static_cast<double>(x >> 11) + 0.5) * 0x1p-53;
 }
 
-// The smallest k with P(Poisson(mean) <= k) >= u: exact summation for a
-// small mean, else the normal approximation (continuity-corrected; its z by
-// bisection on erfc, no table).
-double poisson_quantile(double u, double mean) noexcept {
+// The smallest k with P(Poisson(mean) <= k) >= u, or any value past `cap`
+// once it is sure to be past it (the caller keeps at most cap counts).
+// Monotone in the mean for a fixed u, so a bin never gains counts as time
+// passes: exact summation (in log space from 25 standard deviations below
+// the mean, where the mass left out is under e^-300) up to a mean of 10^4,
+// the Cornish-Fisher expansion beyond (its error is then far under a count,
+// so the two agree at the switch); a mean that overflows loses everything.
+double poisson_quantile(double u, double mean, double cap) noexcept {
   if (!(mean > 0)) return 0;
-  if (mean < 64) {
-    double p = std::exp(-mean), cdf = p, k = 0;
-    while (cdf < u && k < 2000) {
+  if (!std::isfinite(mean)) return INFINITY;
+  const double sd = std::sqrt(mean);
+  if (mean < 1e4) {
+    double k = std::max(0.0, std::floor(mean - 25 * sd));
+    double p = std::exp(-mean + k * std::log(mean) - std::lgamma(k + 1)), cdf = p;
+    const double last = std::min(cap + 1, mean + 40 * sd + 10);
+    while (cdf < u && k < last) {
       k += 1;
       p *= mean / k;
       cdf += p;
     }
     return k;
   }
-  double lo = -40, hi = 40;
+  double lo = -40, hi = 40;  // z with Phi(z) = u, by bisection on erfc
   for (int i = 0; i < 64; ++i) {
     const double mid = (lo + hi) / 2;
     if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < u) lo = mid;
     else hi = mid;
   }
-  return std::max(0.0, std::floor(mean + std::sqrt(mean) * hi + 0.5));
+  return std::max(0.0, std::floor(mean + sd * hi + (hi * hi - 1) / 6 + 0.5));
 }
 
 }  // namespace
@@ -73,7 +81,7 @@ double DistributionStore::poisson_value(const Distribution& d, const Bin& b, dou
   const double c = b.stored, dt = now - d.updated;
   if (!(c > 1 && dt > 0 && lambda > 0)) return c;  // stopped at 1 (or under it from the start), or no time has passed
   const double u = uniform_of(d.seed ^ hash_key(b.name) ^ std::bit_cast<std::uint64_t>(d.updated));
-  return std::max(1.0, c - poisson_quantile(u, lambda * c * dt));
+  return std::max(1.0, c - poisson_quantile(u, lambda * c * dt, c));
 }
 
 void DistributionStore::check_name(std::string_view name, const char* field) const {
@@ -103,7 +111,7 @@ bool DistributionStore::idle(const Distribution& d, double t) const noexcept {
   // Poisson bins stop at 1: idle is a time since the last write instead
   // (a function of the logged writes alone, as the exact rule is).
   if (d.poisson) return d.clock.lambda() > 0 && (at - d.updated) * d.clock.lambda() > kPoissonIdleLifetimes;
-  return std::none_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return value(d, b, at) >= options_.min_count; });
+  return std::none_of(d.bins.begin(), d.bins.end(), [&](const Bin& b) { return shown(d, value(d, b, at)); });
 }
 
 const DistributionStore::Distribution* DistributionStore::live(std::string_view distribution, double t) const {
@@ -125,7 +133,7 @@ void DistributionStore::check_incr(std::string_view distribution, std::span<cons
   // the others) and the fields it adds or revives.
   const Distribution* d = live(distribution, t);
   const double at = d ? std::max(t, d->updated) : t;
-  auto shows = [&](const Bin& b) { return value(*d, b, at) >= options_.min_count; };
+  auto shows = [&](const Bin& b) { return shown(*d, value(*d, b, at)); };
   const std::size_t have = d ? static_cast<std::size_t>(std::count_if(d->bins.begin(), d->bins.end(), shows)) : 0;
   const std::size_t added = fields_missing(d, fields, shows);
   if (added > 0 && have + added > options_.max_bins) {
@@ -187,7 +195,7 @@ void DistributionStore::incr(std::string_view distribution, std::span<const std:
     d.bins.push_back({w, std::string(f)});
   }
   std::erase_if(d.bins, [&](const Bin& b) {
-    return value(d, b, now) < options_.min_count && std::find(fields.begin(), fields.end(), b.name) == fields.end();
+    return !shown(d, value(d, b, now)) && std::find(fields.begin(), fields.end(), b.name) == fields.end();
   });
   d.updated = now;
   const std::size_t new_size = d.bins.size();
@@ -221,7 +229,7 @@ std::optional<DistributionAnswer> DistributionStore::read(std::string_view distr
   all.reserve(d.bins.size());
   for (const auto& b : d.bins) {
     const double c = at_now(b);
-    if (c >= options_.min_count) all.push_back({b.name, c, 0});
+    if (shown(d, c)) all.push_back({b.name, c, 0});
   }
   // Z is the sum of what is shown, summed in one fixed order (by name) so
   // the same state always gives the same bits.

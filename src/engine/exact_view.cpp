@@ -73,6 +73,15 @@ PointAnswer ExactView::point(std::string_view item, std::uint64_t hash, double n
   return point_answer(*table_->reading(spec_, as_of, true), item, hash, as_of);
 }
 
+std::vector<PointAnswer> ExactView::points(std::span<const std::string> items, std::span<const std::uint64_t> hashes, double now) const {
+  const double as_of = live(now, *table_);
+  const auto r = *table_->reading(spec_, as_of, true);
+  std::vector<PointAnswer> out;
+  out.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) out.push_back(point_answer(r, items[i], hashes[i], as_of));
+  return out;
+}
+
 std::optional<TopKAnswer> ExactView::top_at(std::size_t k, double as_of) const {
   const auto r = table_->reading(spec_, as_of, false);
   if (!r) return std::nullopt;

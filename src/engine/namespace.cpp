@@ -373,6 +373,18 @@ PointAnswer Namespace::count(std::string_view item, const std::optional<ViewSpec
   return view(spec).point(item, hash_key(item), now());
 }
 
+std::vector<PointAnswer> Namespace::counts(std::span<const std::string> items, const std::optional<ViewSpec>& spec) const {
+  std::vector<std::uint64_t> hashes;
+  hashes.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty() || items[i].size() > config_.max_item_bytes) {
+      throw InvalidArgument("item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(config_.max_item_bytes) + " bytes");
+    }
+    hashes.push_back(hash_key(items[i]));
+  }
+  return view(spec).points(items, hashes, now());
+}
+
 TrendingAnswer Namespace::trending(std::optional<double> short_half_life, std::optional<double> long_half_life, std::optional<std::size_t> k,
                                   double min_count) const {
   const std::size_t want = checked_k(k);

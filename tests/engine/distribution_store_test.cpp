@@ -299,6 +299,38 @@ TEST(PoissonDistributions, LossesHaveBitlysMeanAndStopAtOne) {
   EXPECT_EQ(late->decay, DistributionDecay::poisson);
 }
 
+TEST(PoissonDistributions, ABinNeverGainsCountsAsTimePassesAndAHugeRateLosesEverything) {
+  DistributionStore s = poisson_store();
+  std::vector<std::string> names;
+  for (int i = 0; i < 50; ++i) names.push_back("b" + std::to_string(i));
+  std::vector<std::string_view> fields(names.begin(), names.end());
+  s.incr("d", fields, 1e6, kStart);
+  // The mean loss, 0.01 x 1e6 x dt, crosses 10^4 (summation to the
+  // Cornish-Fisher expansion) at dt = 1.
+  std::vector<double> last(50, 1e6);
+  for (double dt = 0.95; dt <= 1.05; dt += 0.0005) {
+    const auto a = s.read("d", fields, kStart + dt);
+    for (std::size_t i = 0; i < 50; ++i) {
+      EXPECT_LE(a->bins[i].count, last[i]) << names[i] << " at dt " << dt;
+      last[i] = a->bins[i].count;
+    }
+  }
+  // The same where the mean crosses 64 (c = 6400).
+  s.incr("small", fields, 6400, kStart);
+  std::fill(last.begin(), last.end(), 6400);
+  for (double dt = 0.5; dt <= 1.5; dt += 0.001) {
+    const auto a = s.read("small", fields, kStart + dt);
+    for (std::size_t i = 0; i < 50; ++i) {
+      EXPECT_LE(a->bins[i].count, last[i]) << names[i] << " at dt " << dt;
+      last[i] = a->bins[i].count;
+    }
+  }
+  for (const double rate : {1e300, 1e308}) {
+    const auto all_lost = s.read("d", {}, kStart + 10, rate);
+    for (const auto& b : all_lost->bins) EXPECT_EQ(b.count, 1) << b.bin << " at rate " << rate;
+  }
+}
+
 TEST(PoissonDistributions, AWriteTakesTheLossesIntoTheCountsAndIdleMeansUnwrittenFor20Lifetimes) {
   DistributionStore s = poisson_store();
   const std::vector<std::string_view> a = {"a"}, b = {"b"};

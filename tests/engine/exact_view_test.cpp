@@ -200,6 +200,36 @@ TEST(ExactCounting, ArrivalOrderDoesNotMatter) {
   }
 }
 
+TEST(ExactCounting, ARankingPassAnswersEveryItemAsCountDoes) {
+  for (const Counting counting : {Counting::exact, Counting::sketch}) {
+    NamespaceConfig c = exact_config(30);
+    c.counting = counting;
+    if (counting == Counting::sketch) c.sketch = CountMinShape::with_dimensions(1024, 4);
+    Namespace ns(c);
+    const auto events = stream(12, 3000, 60);
+    apply_in_batches(ns, events, 0, events.size());
+    const std::vector<std::string> items = {"k0", "k3", "never", "k17", "k0"};
+    for (const auto& spec : {ViewSpec::all_time(), ViewSpec::decayed(300), ViewSpec::sliding(kHour)}) {
+      const auto pass = ns.counts(items, spec);
+      ASSERT_EQ(pass.size(), items.size());
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const auto one = ns.count(items[i], spec);
+        EXPECT_EQ(pass[i].item, one.item) << spec.label() << " " << items[i];
+        EXPECT_EQ(pass[i].rate, one.rate);
+        EXPECT_EQ(pass[i].as_of, one.as_of);
+        EXPECT_EQ(pass[i].accuracy.max_error, one.accuracy.max_error);
+      }
+    }
+    const std::vector<std::string> bad = {"k0", ""};
+    try {
+      (void)ns.counts(bad, ViewSpec::all_time());
+      ADD_FAILURE() << "an empty item id was taken";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("item_ids[1]: must be 1 to 1024 bytes"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ExactCounting, EvictionTakesTheLowestScoreAndIsReported) {
   NamespaceConfig c = exact_config(3);
   c.windows = {kHour};

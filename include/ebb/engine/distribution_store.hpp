@@ -141,6 +141,9 @@ class DistributionStore {
     std::uint64_t seed = 0;
   };
   static double value(const Distribution& d, const Bin& b, double now) noexcept;
+  // Whether a bin of this count is shown (and kept at the next write):
+  // at min_count, or any Poisson bin (they stop at 1, whatever min_count).
+  bool shown(const Distribution& d, double count) const noexcept { return d.poisson || count >= options_.min_count; }
   // A Poisson bin's count at `now` at decay rate lambda (bitly's model).
   static double poisson_value(const Distribution& d, const Bin& b, double lambda, double now) noexcept;
   // Distinct fields with no bin of d (absent: none) for which counts(bin) holds.

@@ -24,6 +24,8 @@ class ExactView final : public View {
   void apply(const PreparedBatch& batch) override;
   TopKAnswer top(std::size_t k, double now) const override;
   PointAnswer point(std::string_view item, std::uint64_t hash, double now) const override;
+  // One reading (one exp()) for the whole pass.
+  std::vector<PointAnswer> points(std::span<const std::string> items, std::span<const std::uint64_t> hashes, double now) const override;
   std::optional<TopKAnswer> top_at(std::size_t k, double as_of) const override;
   std::optional<PointAnswer> point_at(std::string_view item, std::uint64_t hash, double as_of) const override;
   std::size_t memory_bytes() const noexcept override;

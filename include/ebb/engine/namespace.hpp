@@ -146,6 +146,9 @@ class Namespace {
 
   TopKAnswer top(const std::optional<ViewSpec>& spec = std::nullopt, std::optional<std::size_t> k = std::nullopt) const;
   PointAnswer count(std::string_view item, const std::optional<ViewSpec>& spec = std::nullopt) const;
+  // Many items at one and the same "now" (POST /counts): each checked as
+  // count() checks it (InvalidArgument "item_ids[i]: ...").
+  std::vector<PointAnswer> counts(std::span<const std::string> items, const std::optional<ViewSpec>& spec = std::nullopt) const;
   // The same as they were at `as_of` (seconds since the epoch, at most now),
   // from the view's own memory: nullopt when it keeps nothing that old (the
   // caller turns to history). Throws InvalidArgument ("timestamp: ...").

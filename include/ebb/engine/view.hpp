@@ -8,8 +8,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/engine/answers.hpp"
@@ -24,6 +26,14 @@ class View {
   virtual void apply(const PreparedBatch& batch) = 0;
   virtual TopKAnswer top(std::size_t k, double now) const = 0;
   virtual PointAnswer point(std::string_view item, std::uint64_t hash, double now) const = 0;
+  // Many items at the same moment (a ranking pass); hashes[i] =
+  // hash_key(items[i]). By default point() for each.
+  virtual std::vector<PointAnswer> points(std::span<const std::string> items, std::span<const std::uint64_t> hashes, double now) const {
+    std::vector<PointAnswer> out;
+    out.reserve(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) out.push_back(point(items[i], hashes[i], now));
+    return out;
+  }
   virtual std::size_t memory_bytes() const noexcept = 0;
   // Events the namespace counted that this view left out (a window's late
   // events older than the window when they arrived).
