@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "bench/common/zipf_stream.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/io/http_client.hpp"
 
 namespace {
@@ -347,10 +348,7 @@ int incr(const std::map<std::string, std::string>& f) {
   for (int c = 0; c < connections; ++c) state[c] = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(c + 1);
   return closed_loop("incr", static_cast<unsigned short>(std::stoi(flag(f, "port"))), connections, std::stoull(flag(f, "requests")),
                      std::stoull(flag(f, "warmup", "0")), [&](int c) {
-                       std::uint64_t z = (state[c] += 0x9e3779b97f4a7c15ull);
-                       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-                       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-                       z ^= z >> 31;
+                       const std::uint64_t z = ebb::mix64(state[c] += 0x9e3779b97f4a7c15ull);
                        return "/incr?distribution=d" + std::to_string(z % distributions) + "&field=f" + std::to_string((z >> 40) % bins);
                      },
                      std::stoull(flag(f, "pipeline", "1")));

@@ -5,6 +5,7 @@
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/core/string_bytes.hpp"
 
 namespace ebb {
 namespace {
@@ -82,9 +83,7 @@ std::size_t ExactDecayedCounter::memory_bytes() const noexcept {
   std::size_t bytes = sizeof(*this) + scores_.capacity() * sizeof(double) + keys_.capacity() * sizeof(std::string);
   // unordered_map node: the key string, the index, the next pointer and the cached hash.
   bytes += index_.size() * (sizeof(std::string) + 3 * sizeof(void*)) + index_.bucket_count() * sizeof(void*);
-  for (const auto& k : keys_) {
-    if (k.capacity() > 15) bytes += 2 * (k.capacity() + 1);  // the key is held twice
-  }
+  for (const auto& k : keys_) bytes += 2 * heap_bytes(k);  // the key is held twice
   return bytes;
 }
 

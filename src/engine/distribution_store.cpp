@@ -7,6 +7,7 @@
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/core/string_bytes.hpp"
 #include "ebb/decay/forward_decay.hpp"
 #include "number_text.hpp"
 
@@ -17,16 +18,8 @@ namespace {
 // wrote it may have been larger than this one's).
 constexpr std::size_t kMaxStoredName = std::size_t{1} << 20;
 
-// Heap bytes of a string past its inline buffer.
-std::size_t heap_bytes(const std::string& s) noexcept { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
-
-// A uniform in (0, 1) from 64 bits (splitmix64's finaliser first).
-double uniform_of(std::uint64_t x) noexcept {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return (static_cast<double>(x >> 11) + 0.5) * 0x1p-53;
-}
+// A uniform in (0, 1) from 64 bits, mixed first.
+double uniform_of(std::uint64_t x) noexcept { return (static_cast<double>(mix64(x) >> 11) + 0.5) * 0x1p-53; }
 
 // The smallest k with P(Poisson(mean) <= k) >= u, or any value past `cap`
 // once it is sure to be past it (the caller keeps at most cap counts).

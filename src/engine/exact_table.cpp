@@ -4,10 +4,10 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <unordered_set>
 
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/core/string_bytes.hpp"
 #include "ebb/engine/time_rings.hpp"
 
 namespace ebb::engine {
@@ -22,6 +22,12 @@ constexpr double kIndexLimit = 4503599627370496.0;  // 2^52
 std::int64_t bucket_index(double t, double granularity) noexcept {
   const double q = std::floor(t / granularity);
   return static_cast<std::int64_t>(q < kIndexLimit ? (q > -kIndexLimit ? q : -kIndexLimit) : kIndexLimit);  // NaN saturates high
+}
+
+// The first of a ring's buckets (ascending) at or after bucket `index`.
+template <typename Buckets>
+auto first_from(Buckets& buckets, std::int64_t index) {
+  return std::lower_bound(buckets.begin(), buckets.end(), index, [](const ExactTable::Bucket& b, std::int64_t i) { return b.index < i; });
 }
 
 // The buckets one granularity keeps: its longest window, one partial head
@@ -105,13 +111,14 @@ void ExactTable::add_to_ring(std::vector<Bucket>& buckets, std::int64_t index, d
   if (buckets.empty() || buckets.back().index < index) {
     buckets.push_back({index, weight});
   } else {
-    auto it = std::lower_bound(buckets.begin(), buckets.end(), index, [](const Bucket& b, std::int64_t i) { return b.index < i; });
+    auto it = first_from(buckets, index);
     if (it != buckets.end() && it->index == index) it->weight += weight;
     else buckets.insert(it, {index, weight});
   }
-  auto keep = std::lower_bound(buckets.begin(), buckets.end(), oldest, [](const Bucket& b, std::int64_t i) { return b.index < i; });
-  buckets.erase(buckets.begin(), keep);
+  drop_before(buckets, oldest);
 }
+
+void ExactTable::drop_before(std::vector<Bucket>& buckets, std::int64_t oldest) { buckets.erase(buckets.begin(), first_from(buckets, oldest)); }
 
 void ExactTable::apply(const PreparedBatch& batch) {
   if (batch.size() == 0) return;
@@ -153,11 +160,7 @@ void ExactTable::apply(const PreparedBatch& batch) {
     sift_down(heap_pos_[rec]);  // its key only grew
   }
   // The evicted aggregate's old buckets go as the rings move on.
-  for (std::size_t r = 0; r < nr; ++r) {
-    auto& b = evicted_.rings[r];
-    auto keep = std::lower_bound(b.begin(), b.end(), oldest(r), [](const Bucket& x, std::int64_t i) { return x.index < i; });
-    b.erase(b.begin(), keep);
-  }
+  for (std::size_t r = 0; r < nr; ++r) drop_before(evicted_.rings[r], oldest(r));
 }
 
 std::uint32_t ExactTable::admit(std::string_view key, std::uint64_t hash) {
@@ -186,8 +189,7 @@ std::uint32_t ExactTable::admit(std::string_view key, std::uint64_t hash) {
   ++live_;
   index_insert(rec);
   heap_.push_back(rec);
-  heap_pos_[rec] = static_cast<std::uint32_t>(heap_.size() - 1);
-  sift_up(heap_.size() - 1);
+  sift_up(heap_.size() - 1);  // places it, its position with it
   return rec;
 }
 
@@ -197,7 +199,6 @@ void ExactTable::evict_lowest() {
   evicted_.all_time += all_time_[rec];
   for (std::size_t h = 0; h < nh; ++h) evicted_.scores[h] += scores_[rec * nh + h];
   for (std::size_t r = 0; r < nr; ++r) {
-    if (heads_[r] == kNoHead) continue;
     for (const Bucket& b : ring_buckets_[rec * nr + r]) add_to_ring(evicted_.rings[r], b.index, b.weight, oldest(r));
   }
   ++evictions_;
@@ -387,12 +388,10 @@ std::size_t ExactTable::bytes_max(const NamespaceConfig& config) {
   for (const auto& r : rings) ring_bytes += std::bit_ceil(static_cast<std::size_t>(r.slots) + 1) * sizeof(Bucket);
   // Per record: its entries in the per-record arrays twice over (they grow
   // by doubling), up to four index cells (the index doubles past half
-  // full), every ring at full capacity and the longest key. The two
-  // aggregates' rings and the table itself once.
-  // Keys up to max_item_bytes each (past a string's inline 15 bytes).
-  const std::size_t key_bytes = config.max_item_bytes > 15 ? config.max_item_bytes + 1 : 0;
-  const std::size_t per_record =
-      2 * record_bytes(config.half_lives.size(), rings.size()) + 4 * sizeof(std::uint64_t) + ring_bytes + key_bytes;
+  // full), every ring at full capacity and a key of max_item_bytes. The
+  // two aggregates' rings and the table itself once.
+  const std::size_t per_record = 2 * record_bytes(config.half_lives.size(), rings.size()) + 4 * sizeof(std::uint64_t) + ring_bytes +
+                                 heap_bytes_max(config.max_item_bytes);
   return static_cast<std::size_t>(config.max_items) * per_record + 2 * ring_bytes + sizeof(ExactTable);
 }
 
@@ -402,9 +401,7 @@ std::size_t ExactTable::memory_bytes() const noexcept {
                       ring_buckets_.capacity() * sizeof(std::vector<Bucket>) +
                       (heap_pos_.capacity() + free_.capacity() + heap_.capacity()) * sizeof(std::uint32_t) +
                       index_.capacity() * sizeof(std::uint64_t);
-  for (const auto& k : keys_) {
-    if (k.capacity() > 15) bytes += k.capacity() + 1;  // beyond the string's own buffer
-  }
+  for (const auto& k : keys_) bytes += heap_bytes(k);
   for (const auto& b : ring_buckets_) bytes += b.capacity() * sizeof(Bucket);
   for (const Aggregate* a : {&total_, &evicted_}) {
     for (const auto& b : a->rings) bytes += b.capacity() * sizeof(Bucket);
@@ -420,7 +417,7 @@ namespace {
 // the ring moved on still holds older ones until its next event, and they
 // are in no window any more.
 void put_buckets(BinaryWriter& w, const std::vector<ExactTable::Bucket>& buckets, std::int64_t oldest) {
-  auto kept = std::lower_bound(buckets.begin(), buckets.end(), oldest, [](const ExactTable::Bucket& b, std::int64_t i) { return b.index < i; });
+  auto kept = first_from(buckets, oldest);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(buckets.end() - kept));
   for (; kept != buckets.end(); ++kept) {
     w.put<std::int64_t>(kept->index);
@@ -547,12 +544,14 @@ void ExactTable::restore(std::string_view blob) {
   }
   const auto n = r.get<std::uint64_t>();
   if (n > max_items_ || n > r.remaining()) r.fail("holds more records than max_items");
-  std::unordered_set<std::string_view> seen;
   for (std::uint64_t i = 0; i < n; ++i) {
     const auto rec = static_cast<std::uint32_t>(i);
-    t.keys_.push_back(r.get_string(kMaxKey));
-    if (t.keys_.back().empty()) r.fail("an empty key");
-    t.hashes_.push_back(hash_key(t.keys_.back()));
+    std::string key = r.get_string(kMaxKey);
+    if (key.empty()) r.fail("an empty key");
+    const std::uint64_t hash = hash_key(key);
+    if (t.find(key, hash) != kNone) r.fail("a key held twice");
+    t.keys_.push_back(std::move(key));
+    t.hashes_.push_back(hash);
     t.all_time_.push_back(get_count(r));
     t.newest_.push_back(r.get<double>());
     if (!(t.newest_.back() >= 0 && t.newest_.back() <= t.newest_time_)) r.fail("bad newest time");
@@ -567,9 +566,6 @@ void ExactTable::restore(std::string_view blob) {
     t.index_insert(rec);
   }
   r.expect_end();
-  for (const auto& k : t.keys_) {
-    if (!seen.insert(k).second) r.fail("a key held twice");
-  }
   for (std::size_t pos = 1; pos < t.heap_.size(); ++pos) {
     if (t.evicts_before(t.heap_[pos], t.heap_[(pos - 1) / 2])) r.fail("records out of eviction order");
   }

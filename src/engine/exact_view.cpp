@@ -44,8 +44,7 @@ TopKAnswer ExactView::answer(const ExactTable::Reading& r, std::size_t k, double
   return a;
 }
 
-PointAnswer ExactView::point_answer(const ExactTable::Reading& r, std::string_view item, std::uint64_t hash, double as_of) const {
-  PointAnswer a = describe<PointAnswer>(r, as_of);
+PointAnswer ExactView::point_answer(PointAnswer a, const ExactTable::Reading& r, std::string_view item, std::uint64_t hash) const {
   const std::uint32_t rec = table_->find(item, hash);
   const double v = rec == ExactTable::kNone ? 0 : table_->value(rec, r);
   a.item = {std::string(item), v, v, v + a.accuracy.max_error};
@@ -70,15 +69,17 @@ TopKAnswer ExactView::top(std::size_t k, double now) const {
 
 PointAnswer ExactView::point(std::string_view item, std::uint64_t hash, double now) const {
   const double as_of = live(now, *table_);
-  return point_answer(*table_->reading(spec_, as_of, true), item, hash, as_of);
+  const auto r = *table_->reading(spec_, as_of, true);
+  return point_answer(describe<PointAnswer>(r, as_of), r, item, hash);
 }
 
 std::vector<PointAnswer> ExactView::points(std::span<const std::string> items, std::span<const std::uint64_t> hashes, double now) const {
   const double as_of = live(now, *table_);
   const auto r = *table_->reading(spec_, as_of, true);
+  const auto described = describe<PointAnswer>(r, as_of);  // the view, its cover and accuracy: the same for every item
   std::vector<PointAnswer> out;
   out.reserve(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) out.push_back(point_answer(r, items[i], hashes[i], as_of));
+  for (std::size_t i = 0; i < items.size(); ++i) out.push_back(point_answer(described, r, items[i], hashes[i]));
   return out;
 }
 
@@ -91,7 +92,7 @@ std::optional<TopKAnswer> ExactView::top_at(std::size_t k, double as_of) const {
 std::optional<PointAnswer> ExactView::point_at(std::string_view item, std::uint64_t hash, double as_of) const {
   const auto r = table_->reading(spec_, as_of, false);
   if (!r) return std::nullopt;
-  return point_answer(*r, item, hash, as_of);
+  return point_answer(describe<PointAnswer>(*r, as_of), *r, item, hash);
 }
 
 std::size_t ExactView::memory_bytes() const noexcept { return sizeof(*this) + (feeds_ ? table_->memory_bytes() : 0); }

@@ -5,6 +5,7 @@
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/core/string_bytes.hpp"
 
 namespace ebb::engine {
 namespace {
@@ -228,7 +229,7 @@ std::size_t WindowView::memory_bytes() const noexcept {
   bytes += cache_.buckets.capacity() * sizeof(cache_.buckets[0]);
   if (cache_.sum) {
     bytes += sizeof(Sum) + cache_.sum->sketch.memory_bytes();
-    for (const auto& c : cache_.sum->candidates) bytes += sizeof(c) + (c.key.capacity() > 15 ? c.key.capacity() + 1 : 0);
+    for (const auto& c : cache_.sum->candidates) bytes += sizeof(c) + heap_bytes(c.key);
   }
   return bytes;
 }

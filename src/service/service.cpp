@@ -28,14 +28,14 @@ EntryPtr Service::State::require(std::string_view name, const std::string& field
 }
 
 std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
-  const std::uint64_t detector_bytes = c.hot_key_threshold ? c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128 : 0;
-  if (c.counting == engine::Counting::exact) return engine::ExactTable::bytes_max(c) + detector_bytes;
+  // A sketch view: its counters, plus each candidate slot with a key of
+  // typical length (the heap, its index and the key bytes). The hot-key
+  // detector is one more, whatever the namespace counts with.
+  const std::uint64_t per_view = c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128;
+  const std::uint64_t detector = c.hot_key_threshold ? per_view : 0;
+  if (c.counting == engine::Counting::exact) return engine::ExactTable::bytes_max(c) + detector;
   const std::uint64_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
-  // Sketch counters, plus each candidate slot with a key of typical length
-  // (the heap, its index and the key bytes).
-  // The hot-key detector is one more decayed view.
-  const std::uint64_t detectors = c.hot_key_threshold ? 1 : 0;
-  return (views + detectors) * (c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128) + engine::window_bytes_max(c);
+  return views * per_view + detector + engine::window_bytes_max(c);
 }
 
 void Service::State::refuse_when_overloaded(const char* writes) {

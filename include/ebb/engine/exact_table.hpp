@@ -145,6 +145,8 @@ class ExactTable {
   // The same, or INT64_MIN before the ring's first event.
   std::int64_t kept_from(std::size_t ring) const noexcept { return heads_[ring] == INT64_MIN ? INT64_MIN : oldest(ring); }
   static void add_to_ring(std::vector<Bucket>& buckets, std::int64_t index, double weight, std::int64_t oldest);
+  // Removes the buckets older than `oldest` (the ring has moved past them).
+  static void drop_before(std::vector<Bucket>& buckets, std::int64_t oldest);
 
   std::uint32_t admit(std::string_view key, std::uint64_t hash);
   void evict_lowest();

@@ -37,7 +37,8 @@ class ExactView final : public View {
 
  private:
   TopKAnswer answer(const ExactTable::Reading& r, std::size_t k, double as_of) const;
-  PointAnswer point_answer(const ExactTable::Reading& r, std::string_view item, std::uint64_t hash, double as_of) const;
+  // `a` is describe()'s answer for this reading; the item's count goes in.
+  PointAnswer point_answer(PointAnswer a, const ExactTable::Reading& r, std::string_view item, std::uint64_t hash) const;
   template <typename Answer>
   Answer describe(const ExactTable::Reading& r, double as_of) const;
 

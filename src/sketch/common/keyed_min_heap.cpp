@@ -6,6 +6,7 @@
 
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/core/string_bytes.hpp"
 
 namespace ebb {
 namespace {
@@ -76,9 +77,7 @@ void KeyedMinHeap::clear() noexcept {
 std::size_t KeyedMinHeap::memory_bytes() const noexcept {
   std::size_t bytes = sizeof(*this) + slots_.capacity() * sizeof(Entry) +
                       (heap_.capacity() + pos_.capacity()) * sizeof(std::uint32_t) + table_.capacity() * sizeof(std::uint64_t);
-  for (const auto& e : slots_) {
-    if (e.key.capacity() > 15) bytes += e.key.capacity() + 1;  // beyond the small-string buffer
-  }
+  for (const auto& e : slots_) bytes += heap_bytes(e.key);
   return bytes;
 }
 
