@@ -14,21 +14,10 @@
 set -euo pipefail
 build=${1:-build}
 load="$build/bench/http_load"
-tmp=$(mktemp -d)
-server=
-cleanup() {
-  [[ -n $server ]] && kill "$server" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+source "$(dirname "$0")/common/serve.sh"
 hz=$(getconf CLK_TCK)
 
-"$build/ebb" serve --port 0 --data-dir "$tmp/data" --fsync off >"$tmp/out" 2>"$tmp/err" &
-server=$!
-for _ in $(seq 200); do grep -q listening "$tmp/out" 2>/dev/null && break; sleep 0.05; done
-port=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/out" | head -1)
+start_server "$tmp/data" --fsync off
 for ns in exact sketch; do
   counting=$([[ $ns == exact ]] && echo '"counting":"exact",' || true)
   curl -sf -X POST "localhost:$port/namespaces" -d "{\"name\":\"$ns\",$counting\"half_lives\":[\"1h\",\"24h\",\"7d\"]}" >/dev/null

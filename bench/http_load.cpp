@@ -20,12 +20,12 @@
 //       p50/p90/p99/p99.9/max. With --body-file every request POSTs the
 //       file's JSON (e.g. POST /counts with 200 item_ids).
 //   http_load incr --port P --requests N [--connections 8] [--distributions 1000000] [--bins 20] [--warmup 0]
-//                  [--pipeline 1]
+//                  [--pipeline 1] [--seed 1]
 //       Closed loop of GET /incr (distributions that forget): each request
 //       adds 1 to a random field of a random distribution (uniform over
-//       distributions x bins). With --pipeline D each connection writes D
-//       requests at once (HTTP/1.1 pipelining, the same target; a latency
-//       is the whole round's). Prints requests/s and latency percentiles.
+//       distributions x bins; --seed picks the draws). With --pipeline D each connection writes D
+//       requests at once (HTTP/1.1 pipelining, each with its own draw; a
+//       latency is the whole round's). Prints requests/s and latency percentiles.
 //   http_load resp --events E [--distinct 1000000] [--skew 1.1] --key K
 //                  [--command zincrby|topk|cms] [--per-command 100]
 //       Writes the same Zipf stream as Redis commands (RESP), for
@@ -206,12 +206,17 @@ class GetConnection {
   }
   ~GetConnection() { ::close(fd_); }
   void set_target(const std::string& target) {
+    request_.clear();
+    add_target(target);
+  }
+  // Appends a request to the ones get_pipelined() writes together.
+  void add_target(const std::string& target) {
     if (body_.empty()) {
-      request_ = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+      request_ += "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
       return;
     }
-    request_ = "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
-               std::to_string(body_.size()) + "\r\n\r\n" + body_;
+    request_ += "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                std::to_string(body_.size()) + "\r\n\r\n" + body_;
   }
   GetConnection(const GetConnection&) = delete;
   GetConnection& operator=(const GetConnection&) = delete;
@@ -219,11 +224,11 @@ class GetConnection {
   // The answer's status; 0 when the connection failed (then it reconnects).
   int get() { return get_pipelined(1); }
 
-  // The target, `depth` times in one write (HTTP/1.1 pipelining), then the
-  // answers in order; the worst status (0: the connection failed).
+  // The `depth` requests set (set_target, add_target) in one write
+  // (HTTP/1.1 pipelining), then the answers in order; the worst status (0:
+  // the connection failed).
   int get_pipelined(std::size_t depth) {
-    std::string out;
-    for (std::size_t i = 0; i < depth; ++i) out += request_;
+    const std::string& out = request_;
     if (::send(fd_, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return fail();
     int worst = 200;
     std::size_t have = 0, at = 0;  // bytes in the buffer; where the current answer begins
@@ -308,6 +313,7 @@ int closed_loop(const char* label, unsigned short port, int connections, std::si
       latencies[c].reserve(requests / connections + 1);
       while (next.fetch_add(pipeline) < requests) {
         client.set_target(target_of(c));
+        for (std::size_t i = 1; i < pipeline; ++i) client.add_target(target_of(c));
         const auto sent = Clock::now();
         if (client.get_pipelined(pipeline) != 200) failed += pipeline;
         const double took = std::chrono::duration<double>(Clock::now() - sent).count();
@@ -343,9 +349,13 @@ int incr(const std::map<std::string, std::string>& f) {
   const int connections = std::stoi(flag(f, "connections", "8"));
   const std::uint64_t distributions = std::stoull(flag(f, "distributions", "1000000"));
   const std::uint64_t bins = std::stoull(flag(f, "bins", "20"));
-  // One splitmix64 stream a connection (each touched by its thread only).
+  // One splitmix64 stream a connection (each touched by its thread only),
+  // each from its own random point of the sequence: started at multiples of
+  // the step, the connections walked one sequence a step apart and the
+  // whole run touched a few thousand distributions, all in cache.
+  const std::uint64_t seed = std::stoull(flag(f, "seed", "1"));
   std::vector<std::uint64_t> state(connections);
-  for (int c = 0; c < connections; ++c) state[c] = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(c + 1);
+  for (int c = 0; c < connections; ++c) state[c] = ebb::mix64(seed * 1000003 + static_cast<std::uint64_t>(c));
   return closed_loop("incr", static_cast<unsigned short>(std::stoi(flag(f, "port"))), connections, std::stoull(flag(f, "requests")),
                      std::stoull(flag(f, "warmup", "0")), [&](int c) {
                        const std::uint64_t z = ebb::mix64(state[c] += 0x9e3779b97f4a7c15ull);

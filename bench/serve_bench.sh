@@ -25,32 +25,7 @@ set -euo pipefail
 build=${1:-build}
 sections=${2:-123456}
 load="$build/bench/http_load"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-
-# Starts `ebb serve` with the given flags on a data directory; sets $port, $server.
-start_server() {
-  local data=$1
-  shift
-  "$build/ebb" serve --port 0 --data-dir "$data" --log-level info "$@" >"$tmp/serve.out" 2>"$tmp/serve.err" &
-  server=$!
-  pids+=("$server")
-  port=""
-  for _ in $(seq 400); do
-    port=$(grep -o '[0-9]*$' "$tmp/serve.out" 2>/dev/null || true)
-    [ -n "$port" ] && curl -sf "localhost:$port/readyz" >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  echo "ebb serve did not become ready: $(cat "$tmp/serve.err")" >&2
-  exit 1
-}
+source "$(dirname "$0")/common/serve.sh"
 
 if [[ $sections == *4* ]]; then
   echo "== durability: --fsync batch vs off, 3M events in 1000-event batches, Zipf 1.1 over 1M keys (median of 5)"
@@ -84,7 +59,7 @@ if [[ $sections == *4* ]]; then
     s=$(date +%s%N)
     start_server "$tmp/recovery" --checkpoint-interval 100000h
     e=$(date +%s%N)
-    echo "ready after $(( (e - s) / 1000000 )) ms; $(grep -o 'recovered .*' "$tmp/serve.err"); $(curl -s "localhost:$port/namespaces/hot" | grep -o '"events":[0-9]*')"
+    echo "ready after $(( (e - s) / 1000000 )) ms; $(grep -o 'recovered .*' "$server_log"); $(curl -s "localhost:$port/namespaces/hot" | grep -o '"events":[0-9]*')"
     kill -KILL "$server"
     wait "$server" 2>/dev/null || true
   done

@@ -19,6 +19,7 @@
 #include "ebb/core/duration.hpp"
 #include "ebb/server/metrics.hpp"
 #include "ebb/server/router.hpp"
+#include "wire_response.hpp"
 
 namespace ebb::server {
 
@@ -147,6 +148,14 @@ class HttpServer::Impl {
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
 };
 
+// A deferred answer's way back (see Session::on_read): given while the
+// handler's deferred call is still running, it is left here.
+struct DeferredHandoff {
+  std::mutex mu;
+  bool in_call = true;
+  std::optional<Response> answer;
+};
+
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, public EventStream {
  public:
   Session(net::basic_stream_socket<tcp, Executor>&& socket, Impl& server) : stream_(std::move(socket)), server_(server) {}
@@ -212,20 +221,36 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   }
   void clear_due() { due_.store(kNever, std::memory_order_relaxed); }
 
+  // Pipelining: requests already in the buffer are parsed and answered
+  // at once, their answers gathered in answers_; they are written when the
+  // session must wait on the socket (no complete request left), before an
+  // answer that comes later (deferred, streamed, 100 Continue), or every
+  // kMaxGathered answers. One write for a round of pipelined requests, not
+  // one each: on this VM a write and the wake-up it causes cost more than
+  // a small request's work. Answers stay in request order throughout.
+  //
+  // The rule that keeps a client from waiting forever: never wait on the
+  // socket with answers unwritten (every wait goes through flush_then).
   void read() {
-    if (server_.stopping) return close_socket();
+    // A connection closed meanwhile (the client left while an answer was
+    // deferred, a write timed out) serves nothing more of its buffer.
+    if (stream_closed_.load(std::memory_order_relaxed)) return;
+    if (server_.stopping) return flush_then([this] { close_socket(); });
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(64 * 1024);
     if (buffer_.size() > 0) return read_header();  // the next request (pipelined) has begun
-    // A large body's buffer is not kept by an idle connection.
-    if (buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
-    set_due(Phase::idle, server_.options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-      self->clear_due();
-      if (ec) return self->close_socket();  // idle timeout, the client left, or shutdown
-      self->buffer_.commit(n);
-      self->read_header();
+    flush_then([this] {
+      if (!wait_for_client()) return;
+      // A large body's buffer is not kept by an idle connection.
+      if (buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
+      set_due(Phase::idle, server_.options.idle_timeout);
+      stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+        self->clear_due();
+        if (ec) return self->close_socket();  // idle timeout, the client left, or shutdown
+        self->buffer_.commit(n);
+        self->read_header();
+      });
     });
   }
 
@@ -234,26 +259,49 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     deadline_part_ = "header";
     deadline_option_ = "--header-timeout";
     deadline_seconds_ = server_.options.header_timeout;
-    set_due(Phase::header, deadline_seconds_);
-    // The header first: a client that sent "Expect: 100-continue" (curl does
-    // for bodies over 1 MB) waits for our go-ahead before sending the body.
-    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->clear_due();
-      if (ec) return self->on_read(ec);
-      auto& req = self->parser_->get();
-      if (auto problem = framing_problem(req, req.version())) return self->refuse_framing(*problem);
-      if (beast::iequals(req[http::field::expect], "100-continue")) {
-        self->continue_ = {http::status::continue_, req.version()};
-        self->set_due(Phase::write, self->server_.options.request_timeout);
-        http::async_write(self->stream_, self->continue_, [self](beast::error_code wec, std::size_t) {
+    // A whole header in the buffer needs no wait (Beast's parser takes a
+    // header only once all of it is there: need_more consumes nothing).
+    beast::error_code ec = http::error::need_more;
+    if (buffer_.size() > 0) buffer_.consume(parser_->put(buffer_.data(), ec));
+    if (ec != http::error::need_more) return on_header(ec);
+    flush_then([this] {
+      if (!wait_for_client()) return;
+      set_due(Phase::header, deadline_seconds_);
+      // The header first: a client that sent "Expect: 100-continue" (curl
+      // does for bodies over 1 MB) waits for our go-ahead before sending the body.
+      http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->clear_due();
+        self->on_header(ec);
+      });
+    });
+  }
+
+  // Before a wait for the client's bytes, with the answers written: from
+  // here a shutdown closes the connection (close_if_idle), and one that
+  // began while the answers were being written closes it now.
+  bool wait_for_client() {
+    busy_ = false;
+    if (!server_.stopping) return true;
+    close_socket();
+    return false;
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) return on_read(ec);
+    auto& req = parser_->get();
+    if (auto problem = framing_problem(req, req.version())) return refuse_framing(*problem);
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      return flush_then([this] {
+        continue_ = {http::status::continue_, parser_->get().version()};
+        set_due(Phase::write, server_.options.request_timeout);
+        http::async_write(stream_, continue_, [self = shared_from_this()](beast::error_code wec, std::size_t) {
           self->clear_due();
           if (wec) return self->close_socket();
           self->read_body();
         });
-        return;
-      }
-      self->read_body();
-    });
+      });
+    }
+    read_body();
   }
 
   void read_body() {
@@ -262,19 +310,33 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     deadline_part_ = "body";
     deadline_option_ = "--request-timeout";
     deadline_seconds_ = server_.options.request_timeout;
-    set_due(Phase::body, deadline_seconds_);
-    // Room for the body (up to 64 KiB a read, Beast's most): without it
-    // each read takes what the 4 KiB buffer has left, and a 30 KB batch
-    // costs eight reads and as many waits.
     if (const auto length = parser_->content_length()) {
-      if (*length > buffer_.size()) buffer_.reserve(std::min<std::uint64_t>(*length, kBodyReadBytes));
       // Slack past the body lets a block-wise JSON parser read it in place
       // (see parse_event_body); Beast reserves the exact length otherwise.
-      parser_->get().body().reserve(*length + kBodySlackBytes);
+      if (parser_->get().body().capacity() < *length + kBodySlackBytes) parser_->get().body().reserve(*length + kBodySlackBytes);
     }
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->clear_due();
-      self->on_read(ec);
+    // What of the body the buffer holds.
+    beast::error_code ec;
+    while (buffer_.size() > 0 && !parser_->is_done() && !ec) {
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (used == 0) break;
+    }
+    if (ec == http::error::need_more) ec = {};
+    if (ec || parser_->is_done()) return on_read(ec);
+    flush_then([this] {
+      if (!wait_for_client()) return;
+      set_due(Phase::body, deadline_seconds_);
+      // Room for the body (up to 64 KiB a read, Beast's most): without it
+      // each read takes what the 4 KiB buffer has left, and a 30 KB batch
+      // costs eight reads and as many waits.
+      if (const auto length = parser_->content_length()) {
+        if (*length > buffer_.size()) buffer_.reserve(std::min<std::uint64_t>(*length, kBodyReadBytes));
+      }
+      http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->clear_due();
+        self->on_read(ec);
+      });
     });
   }
 
@@ -335,20 +397,42 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     auto result = server_.router.dispatch(request);
     if (result.response.deferred) {
       // The answer comes later (e.g. after the batch's fsync), possibly from
-      // another thread: it is handed back to this session's event loop.
-      auto deferred = std::move(result.response.deferred);
-      deferred([self = shared_from_this(), route = result.route, started, version = req.version(), close = !req.keep_alive(),
-                method = request.method, path = request.path, bytes_in = request.body.size()](Response&& r) {
+      // another thread: it is handed back to this session's event loop. An
+      // answer given during the call itself (--fsync off or interval: it is
+      // durable as soon as it is logged) is answered in place, gathered
+      // with the others, at no cost of a hand-off and a write of its own.
+      auto handoff = std::make_shared<DeferredHandoff>();
+      std::move(result.response.deferred)([self = shared_from_this(), handoff, route = result.route, started, version = req.version(),
+                                           close = !req.keep_alive(), method = request.method, path = request.path,
+                                           bytes_in = request.body.size()](Response&& r) {
         // A failed persist is already logged once by the log; per batch it would flood a full disk.
         self->log_request(method, path, bytes_in, r, /*warn_on_5xx=*/false);
+        {
+          std::lock_guard lock(handoff->mu);
+          if (handoff->in_call) {
+            handoff->answer = std::move(r);
+            return;
+          }
+        }
         net::post(self->stream_.get_executor(), [self, r = std::move(r), route, started, version, close]() mutable {
           self->reply(std::move(r), route, started, version, close);
         });
       });
+      std::optional<Response> answer;
+      {
+        std::lock_guard lock(handoff->mu);
+        handoff->in_call = false;
+        answer = std::move(handoff->answer);
+      }
+      if (answer) return reply(std::move(*answer), result.route, started, req.version(), !req.keep_alive());
+      flush_then(nullptr);  // the answers before it go now, not after its fsync
       return;
     }
     log_request(request.method, request.path, request.body.size(), result.response);
-    if (result.response.stream) return start_stream(std::move(result.response), result.route, started, req.version());
+    if (result.response.stream) {
+      streamed_ = std::move(result.response);
+      return flush_then([this, route = result.route, started, version = req.version()] { start_stream(std::move(streamed_), route, started, version); });
+    }
     reply(std::move(result.response), result.route, started, req.version(), !req.keep_alive());
   }
 
@@ -375,12 +459,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   // The connection is not reused: without a length, its close ends the body.
   void start_stream(Response&& r, const std::string& route, std::chrono::steady_clock::time_point started, unsigned version) {
     busy_ = false;  // a shutdown closes it as it closes an idle connection
-    std::string head = version >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ";
-    head += std::to_string(r.status) + " " + std::string(sv(http::obsolete_reason(static_cast<http::status>(r.status)))) + "\r\n";
-    // X-Accel-Buffering: a proxy (nginx) must pass events on as they come.
-    head += "Server: ebb/0.1\r\nContent-Type: " + r.content_type + "\r\nCache-Control: no-cache\r\nConnection: close\r\nX-Accel-Buffering: no\r\n";
-    for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
-    head += "\r\n";
+    std::string head = stream_head(r, version);
     server_.metrics.observe_request(route, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     enqueue(std::move(head), false);
     try {
@@ -440,25 +519,52 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     if (warn_on_5xx && r.status >= 500) server_.log->warn("request failed method={} path={} status={} error={}", method, path, r.status, r.body);
   }
 
+  // Gathers the answer, then goes on to the next request (see read()).
   void reply(Response&& r, const std::string& route, std::chrono::steady_clock::time_point started, unsigned version, bool close_after) {
     const bool close_now = close_after || server_.stopping;
     if (!r.error_code.empty()) server_.metrics.count_error(r.error_code);
-    res_ = {};
-    res_.version(version);
-    res_.result(static_cast<http::status>(r.status));
-    res_.set(http::field::server, "ebb/0.1");
-    if (!r.body.empty()) res_.set(http::field::content_type, r.content_type);
-    for (const auto& [k, v] : r.headers) res_.set(k, v);
-    res_.keep_alive(!close_now);
-    res_.body() = std::move(r.body);
-    res_.prepare_payload();
+    append_wire_response(answers_, r, version, !close_now);
+    ++gathered_;
     server_.metrics.observe_request(route, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    if (close_now) return flush_then([this] { close_socket(); });
+    // The cap also bounds the recursion (reply -> read -> ... -> reply)
+    // while the buffer holds requests.
+    if (gathered_ >= kMaxGathered || answers_.size() >= kMaxGatheredBytes) return flush_then([this] { read(); });
+    read();
+  }
+
+  // Writes the gathered answers, then runs `next` (at once when there are
+  // none). `next` captures the session raw: while a write is in flight its
+  // handler keeps the session alive, and otherwise `next` runs here. One
+  // chain of work runs per session, so one `next` waits at a time; a
+  // deferred answer's flush (nullptr) is the only one replaced, by the
+  // chain that its answer resumes.
+  void flush_then(std::function<void()> next) {
+    after_flush_ = std::move(next);
+    if (!flushing_) write_answers();
+  }
+
+  void write_answers() {
+    if (answers_.empty()) {
+      flushing_ = false;
+      if (auto next = std::exchange(after_flush_, nullptr)) next();
+      return;
+    }
+    flushing_ = true;
+    gathered_ = 0;
+    sending_.swap(answers_);
+    answers_.clear();
     set_due(Phase::write, server_.options.request_timeout);
-    http::async_write(stream_, res_, [self = shared_from_this(), close_now](beast::error_code ec, std::size_t) {
+    net::async_write(stream_, net::buffer(sending_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->clear_due();
-      self->busy_ = false;
-      if (ec || close_now) return self->close_socket();
-      self->read();
+      // A large answer's buffer is not kept by the connection.
+      if (self->sending_.capacity() > kIdleBufferBytes) std::string().swap(self->sending_);
+      if (ec) {
+        self->flushing_ = false;
+        self->after_flush_ = nullptr;
+        return self->close_socket();
+      }
+      self->write_answers();
     });
   }
 
@@ -471,13 +577,19 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
 
   static constexpr std::size_t kIdleBufferBytes = 16 * 1024, kBodyReadBytes = 64 * 1024, kBodySlackBytes = 64;
   static constexpr std::size_t kMaxStreamQueue = 1 << 20;
+  static constexpr std::size_t kMaxGathered = 32, kMaxGatheredBytes = 256 * 1024;
 
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> res_;
   http::response<http::empty_body> continue_;
   Impl& server_;
+  // Pipelining (see read()): answers gathered, the bytes being written, what runs after.
+  std::string answers_, sending_;
+  std::size_t gathered_ = 0;
+  bool flushing_ = false;
+  std::function<void()> after_flush_;
+  Response streamed_;  // a streamed answer, while the answers before it are written
   bool busy_ = false;
   bool timed_out_ = false;
   // Streaming (see start_stream).

@@ -9,6 +9,7 @@
 #include <future>
 
 #include "ebb/core/error.hpp"
+#include "ebb/core/spin_lock.hpp"
 #include "ebb/storage/file_io.hpp"
 #include "ebb/storage/segment_format.hpp"
 
@@ -280,7 +281,9 @@ void SegmentLog::fail(const std::string& why) {
 
 std::uint64_t SegmentLog::append(std::string_view payload) {
   if (payload.size() > kMaxRecordBytes) throw LogUnavailable("a log record is limited to 1 GiB");
-  std::lock_guard lock(mu_);
+  // Two event loops append at once; the holder is in write(2) briefly.
+  lock_spinning(mu_);
+  std::lock_guard lock(mu_, std::adopt_lock);
   if (!failure_.empty()) throw LogUnavailable(failure_);
   try {
     if (current_bytes_ >= options_.segment_bytes) {

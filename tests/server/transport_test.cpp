@@ -530,3 +530,129 @@ TEST_F(Transport, ClientReplacesAConnectionTheServerClosedWhileIdle) {
 
 }  // namespace
 }  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// Splits bytes into whole responses (Content-Length framing; none: no body).
+std::vector<std::string> split_responses(const std::string& bytes) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (;;) {
+    const auto end = bytes.find("\r\n\r\n", at);
+    if (end == std::string::npos) break;
+    const auto cl = bytes.find("Content-Length: ", at);
+    const std::size_t length = cl != std::string::npos && cl < end ? std::stoul(bytes.substr(cl + 16)) : 0;
+    if (bytes.size() < end + 4 + length) break;
+    out.push_back(bytes.substr(at, end + 4 + length - at));
+    at = end + 4 + length;
+  }
+  return out;
+}
+
+// Reads until `n` whole responses are in (or nothing comes for 10 s).
+std::vector<std::string> read_responses(RawConnection& raw, std::size_t n) {
+  std::string bytes;
+  while (split_responses(bytes).size() < n) {
+    const std::string more = raw.read_response(10000);
+    if (more.empty()) break;
+    bytes += more;
+  }
+  return split_responses(bytes);
+}
+
+std::string get(const std::string& target, const std::string& extra_headers = "") {
+  return "GET " + target + " HTTP/1.1\r\nHost: x\r\n" + extra_headers + "\r\n";
+}
+
+std::string post_json(const std::string& target, const std::string& body) {
+  return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+// HTTP/1.1 pipelining: requests written back to back in one go are
+// answered in order, each with its own answer, whether the answer is ready
+// at once or waits for its fsync (--fsync batch: /events and /incr answer
+// after the log's fsync), past the number of answers the server gathers
+// into one write (32).
+class Pipelining : public Transport, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(Pipelining, RequestsWrittenTogetherAreAnsweredInOrder) {
+  start({"--fsync", GetParam()});
+  HttpClient client(server_->port());
+  ASSERT_EQ(client.request("POST", "/namespaces", R"({"name":"p","windows":["all"]})").status, 201);
+  RawConnection raw(server_->port());
+  std::string requests;
+  constexpr int kRounds = 40;
+  for (int i = 1; i <= kRounds; ++i) {
+    requests += post_json("/events", R"({"namespace":"p","events":[{"item_id":"a"}]})");
+    requests += get("/count?namespace=p&item_id=a&window=all");
+    requests += get("/incr?distribution=d&field=f" + std::to_string(i));
+    requests += get("/no-such-route-" + std::to_string(i));
+  }
+  ASSERT_TRUE(raw.send(requests));
+  const auto responses = read_responses(raw, 4 * kRounds);
+  ASSERT_EQ(responses.size(), 4u * kRounds);
+  for (int i = 1; i <= kRounds; ++i) {
+    const std::string* r = &responses[4 * (i - 1)];
+    EXPECT_EQ(status_of(r[0]), 204) << r[0];
+    EXPECT_EQ(status_of(r[1]), 200) << r[1];
+    // The count as of the batches before it: the answers are the requests' own, in order.
+    EXPECT_NE(body_of(r[1]).find("\"estimated_count\":" + std::to_string(i) + ","), std::string::npos) << i << ": " << r[1];
+    EXPECT_EQ(status_of(r[2]), 200) << r[2];
+    EXPECT_EQ(body_of(r[2]), "OK");
+    EXPECT_EQ(status_of(r[3]), 404) << r[3];
+    EXPECT_EQ(error_of(body_of(r[3])).second, "no route for GET /no-such-route-" + std::to_string(i));
+  }
+  EXPECT_FALSE(raw.readable(200));  // nothing more
+  EXPECT_EQ(client.request("GET", "/dbsize").body, R"({"status_code":200,"status_txt":"","data":1})");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fsync, Pipelining, ::testing::Values("batch", "off"));
+
+// The answers to the requests that did arrive go out before the server
+// waits for the rest of the next one (a header or a body cut in two): a
+// client that sends its last request in pieces still gets the others.
+TEST_F(Transport, AnswersAreNotHeldWhileTheNextRequestIsIncomplete) {
+  start({"--fsync", "off"});
+  RawConnection raw(server_->port());
+  ASSERT_TRUE(raw.send(get("/healthz") + get("/healthz") + get("/incr?distribution=d&field=a") + "GET /inc"));
+  auto responses = read_responses(raw, 3);
+  ASSERT_EQ(responses.size(), 3u);
+  EXPECT_EQ(body_of(responses[2]), "OK");
+  ASSERT_TRUE(raw.send("r?distribution=d&field=b HTTP/1.1\r\nHost: x\r\n\r\n"));
+  responses = read_responses(raw, 1);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(body_of(responses[0]), "OK");
+
+  // A body in two parts.
+  const std::string body = R"({"name":"q"})";
+  const std::string post = post_json("/namespaces", body);
+  ASSERT_TRUE(raw.send(get("/healthz") + post.substr(0, post.size() - 4)));
+  responses = read_responses(raw, 1);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(status_of(responses[0]), 200);
+  ASSERT_TRUE(raw.send(post.substr(post.size() - 4)));
+  responses = read_responses(raw, 1);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(status_of(responses[0]), 201) << responses[0];
+}
+
+// "Connection: close" in the middle of a pipeline: the requests up to it
+// are answered, the connection closes, what came after it is not served.
+TEST_F(Transport, ConnectionCloseEndsAPipeline) {
+  start({"--fsync", "off"});
+  RawConnection raw(server_->port());
+  ASSERT_TRUE(raw.send(get("/incr?distribution=d1&field=a") + get("/incr?distribution=d2&field=a", "Connection: close\r\n") +
+                       get("/incr?distribution=d3&field=a")));
+  const auto responses = split_responses(raw.read_until_close());
+  EXPECT_TRUE(raw.eof());
+  ASSERT_EQ(responses.size(), 2u);
+  EXPECT_EQ(responses[0].find("Connection: close"), std::string::npos) << responses[0];
+  EXPECT_NE(responses[1].find("Connection: close\r\n"), std::string::npos) << responses[1];
+  HttpClient client(server_->port());
+  EXPECT_EQ(client.request("GET", "/dbsize").body, R"({"status_code":200,"status_txt":"","data":2})");  // d1 and d2
+}
+
+}  // namespace
+}  // namespace ebb
