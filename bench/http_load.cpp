@@ -207,10 +207,12 @@ class GetConnection {
   ~GetConnection() { ::close(fd_); }
   void set_target(const std::string& target) {
     request_.clear();
+    depth_ = 0;
     add_target(target);
   }
   // Appends a request to the ones get_pipelined() writes together.
   void add_target(const std::string& target) {
+    ++depth_;
     if (body_.empty()) {
       request_ += "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
       return;
@@ -222,12 +224,13 @@ class GetConnection {
   GetConnection& operator=(const GetConnection&) = delete;
 
   // The answer's status; 0 when the connection failed (then it reconnects).
-  int get() { return get_pipelined(1); }
+  int get() { return get_pipelined(); }
 
-  // The `depth` requests set (set_target, add_target) in one write
-  // (HTTP/1.1 pipelining), then the answers in order; the worst status (0:
-  // the connection failed).
-  int get_pipelined(std::size_t depth) {
+  // The requests set (set_target, add_target) in one write (HTTP/1.1
+  // pipelining), then their answers in order; the worst status (0: the
+  // connection failed).
+  int get_pipelined() {
+    const std::size_t depth = depth_;
     const std::string& out = request_;
     if (::send(fd_, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return fail();
     int worst = 200;
@@ -279,6 +282,7 @@ class GetConnection {
   unsigned short port_;
   std::string body_;
   std::string request_;
+  std::size_t depth_ = 0;  // requests in request_
   std::vector<char> buffer_;
   int fd_ = -1;
 };
@@ -315,7 +319,7 @@ int closed_loop(const char* label, unsigned short port, int connections, std::si
         client.set_target(target_of(c));
         for (std::size_t i = 1; i < pipeline; ++i) client.add_target(target_of(c));
         const auto sent = Clock::now();
-        if (client.get_pipelined(pipeline) != 200) failed += pipeline;
+        if (client.get_pipelined() != 200) failed += pipeline;
         const double took = std::chrono::duration<double>(Clock::now() - sent).count();
         for (std::size_t i = 0; i < pipeline; ++i) latencies[c].push_back(took);
       }

@@ -274,16 +274,28 @@ std::size_t DistributionStore::expire(double now, std::size_t max_checks) {
 }
 
 std::string DistributionStore::serialize_state() const {
-  // Sorted by name: the same store always writes the same bytes.
-  std::vector<const std::pair<const std::string, Distribution>*> sorted;
+  // In a fixed order, so the same store always writes the same bytes: by
+  // the name's hash (kept in the distribution), then the name. Sorting by
+  // name alone compared strings all over the heap: with the copying, most
+  // of a 1M-distribution checkpoint's time, under the shard's lock.
+  using Entry = std::pair<const std::string, Distribution>;
+  std::vector<std::pair<std::uint64_t, const Entry*>> sorted;
   sorted.reserve(distributions_.size());
-  for (const auto& entry : distributions_) sorted.push_back(&entry);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  std::size_t bytes = 64;
+  for (const auto& entry : distributions_) {
+    sorted.emplace_back(entry.second.seed, &entry);
+    bytes += 4 + entry.first.size() + 29;
+    for (const auto& b : entry.second.bins) bytes += 12 + b.name.size();
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second->first < b.second->first;
+  });
   return written([&](BinaryWriter& w) {
+    w.reserve(bytes);  // the exact size, plus the envelope: no copying as it grows
     // Version 2 added each distribution's decay (version 1: all exact).
     const auto blob = w.begin_blob(BlobKind::distribution_store, 2);
     w.put<std::uint64_t>(sorted.size());
-    for (const auto* entry : sorted) {
+    for (const auto& [hash, entry] : sorted) {
       const Distribution& d = entry->second;
       w.put_string(entry->first);
       w.put<double>(d.clock.landmark());

@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <csignal>
 #include <deque>
@@ -178,7 +179,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
       stream_.socket().cancel(ignored);
       stream_.socket().shutdown(net::socket_base::shutdown_receive, ignored);
     } else {
-      close_socket();  // idle past --idle-timeout, or a reader too slow to take our answer
+      close_socket();  // idle past --idle-timeout, a reader too slow to take our answer, or a linger's end
     }
   }
 
@@ -211,7 +212,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   // watchdog a few times a second: no timer is armed and cancelled per
   // request (each of those was a timerfd_settime system call, about a
   // quarter of the system calls of a small request).
-  enum class Phase : std::uint8_t { idle, header, body, write };
+  enum class Phase : std::uint8_t { idle, header, body, write, linger };
   static constexpr std::int64_t kNever = INT64_MAX;
 
   void set_due(Phase phase, double seconds) {
@@ -235,13 +236,13 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     // A connection closed meanwhile (the client left while an answer was
     // deferred, a write timed out) serves nothing more of its buffer.
     if (stream_closed_.load(std::memory_order_relaxed)) return;
-    if (server_.stopping) return flush_then([this] { close_socket(); });
+    if (server_.stopping) return flush_then([this] { linger_close(); });
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(64 * 1024);
     if (buffer_.size() > 0) return read_header();  // the next request (pipelined) has begun
     flush_then([this] {
-      if (!wait_for_client()) return;
+      if (!ready_to_wait()) return;
       // A large body's buffer is not kept by an idle connection.
       if (buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
       set_due(Phase::idle, server_.options.idle_timeout);
@@ -259,13 +260,21 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     deadline_part_ = "header";
     deadline_option_ = "--header-timeout";
     deadline_seconds_ = server_.options.header_timeout;
-    // A whole header in the buffer needs no wait (Beast's parser takes a
-    // header only once all of it is there: need_more consumes nothing).
+    // RFC 9112 2.2: empty lines before a request line are ignored (a
+    // client may end a body with a stray CRLF).
+    while (buffer_.size() > 0) {
+      const char first = *static_cast<const char*>(buffer_.data().data());
+      if (first != '\r' && first != '\n') break;
+      buffer_.consume(1);
+    }
+    // A whole header in the buffer needs no wait. (With need_more, put()
+    // may still have consumed the start line and whole fields: what it
+    // returns is always consumed.)
     beast::error_code ec = http::error::need_more;
     if (buffer_.size() > 0) buffer_.consume(parser_->put(buffer_.data(), ec));
     if (ec != http::error::need_more) return on_header(ec);
     flush_then([this] {
-      if (!wait_for_client()) return;
+      if (!ready_to_wait()) return;
       set_due(Phase::header, deadline_seconds_);
       // The header first: a client that sent "Expect: 100-continue" (curl
       // does for bodies over 1 MB) waits for our go-ahead before sending the body.
@@ -278,8 +287,9 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
 
   // Before a wait for the client's bytes, with the answers written: from
   // here a shutdown closes the connection (close_if_idle), and one that
-  // began while the answers were being written closes it now.
-  bool wait_for_client() {
+  // began while the answers were being written closes it now (false: do
+  // not wait).
+  bool ready_to_wait() {
     busy_ = false;
     if (!server_.stopping) return true;
     close_socket();
@@ -290,7 +300,8 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     if (ec) return on_read(ec);
     auto& req = parser_->get();
     if (auto problem = framing_problem(req, req.version())) return refuse_framing(*problem);
-    if (beast::iequals(req[http::field::expect], "100-continue")) {
+    // HTTP/1.0 has no 1xx answers (RFC 9110 10.1.1): its Expect is ignored.
+    if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
       return flush_then([this] {
         continue_ = {http::status::continue_, parser_->get().version()};
         set_due(Phase::write, server_.options.request_timeout);
@@ -313,9 +324,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     if (const auto length = parser_->content_length()) {
       // Slack past the body lets a block-wise JSON parser read it in place
       // (see parse_event_body); Beast reserves the exact length otherwise.
-      if (parser_->get().body().capacity() < *length + kBodySlackBytes) parser_->get().body().reserve(*length + kBodySlackBytes);
+      parser_->get().body().reserve(*length + kBodySlackBytes);
     }
-    // What of the body the buffer holds.
+    // The part of the body already in the buffer (all of it, for a
+    // pipelined request) is parsed without a wait.
     beast::error_code ec;
     while (buffer_.size() > 0 && !parser_->is_done() && !ec) {
       const std::size_t used = parser_->put(buffer_.data(), ec);
@@ -325,7 +337,9 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     if (ec == http::error::need_more) ec = {};
     if (ec || parser_->is_done()) return on_read(ec);
     flush_then([this] {
-      if (!wait_for_client()) return;
+      // A request whose header is in is in progress: a shutdown lets it
+      // finish (its body has --request-timeout to come) and answers it.
+      busy_ = true;
       set_due(Phase::body, deadline_seconds_);
       // Room for the body (up to 64 KiB a read, Beast's most): without it
       // each read takes what the 4 KiB buffer has left, and a 30 KB batch
@@ -361,6 +375,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
 
   void on_read(beast::error_code ec) {
     const auto started = std::chrono::steady_clock::now();
+    head_request_ = false;
     if (ec && timed_out_) {
       busy_ = true;
       return reply(error_response(408, "request_timeout", std::string("the request ") + deadline_part_ + " did not arrive within " +
@@ -381,7 +396,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
       if (auto problem = framing_error(ec)) return refuse_framing(*problem);
       return reply(error_response(400, "malformed_http", "malformed HTTP request: " + ec.message()), "unmatched", started, 11, true);
     }
+    // `req` lives in parser_, which reply() -> read() replaces for the next
+    // request: it is read only before those calls (their arguments).
     auto& req = parser_->get();
+    head_request_ = req.method() == http::verb::head;
     Request request;
     request.method = std::string(sv(req.method_string()));
     request.received_at = wall_clock_now();
@@ -431,7 +449,12 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     log_request(request.method, request.path, request.body.size(), result.response);
     if (result.response.stream) {
       streamed_ = std::move(result.response);
-      return flush_then([this, route = result.route, started, version = req.version()] { start_stream(std::move(streamed_), route, started, version); });
+      return flush_then([this, route = result.route, started, version = req.version()] {
+        // The session was not idle while the answers before it were
+        // written: a shutdown that began meanwhile skipped it.
+        if (server_.stopping) return close_socket();
+        start_stream(std::exchange(streamed_, Response{}), route, started, version);
+      });
     }
     reply(std::move(result.response), result.route, started, req.version(), !req.keep_alive());
   }
@@ -523,10 +546,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   void reply(Response&& r, const std::string& route, std::chrono::steady_clock::time_point started, unsigned version, bool close_after) {
     const bool close_now = close_after || server_.stopping;
     if (!r.error_code.empty()) server_.metrics.count_error(r.error_code);
-    append_wire_response(answers_, r, version, !close_now);
+    append_wire_response(answers_, r, version, !close_now, /*with_body=*/!head_request_);
     ++gathered_;
     server_.metrics.observe_request(route, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    if (close_now) return flush_then([this] { close_socket(); });
+    if (close_now) return flush_then([this] { linger_close(); });
     // The cap also bounds the recursion (reply -> read -> ... -> reply)
     // while the buffer holds requests.
     if (gathered_ >= kMaxGathered || answers_.size() >= kMaxGatheredBytes) return flush_then([this] { read(); });
@@ -540,6 +563,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   // deferred answer's flush (nullptr) is the only one replaced, by the
   // chain that its answer resumes.
   void flush_then(std::function<void()> next) {
+    assert(!after_flush_ || !next);  // one chain: only a deferred answer's flush is replaced
     after_flush_ = std::move(next);
     if (!flushing_) write_answers();
   }
@@ -568,6 +592,28 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     });
   }
 
+  // Closing with the client's pipelined bytes unread makes the kernel
+  // reset the connection, which discards answers still on their way to it
+  // (RFC 9112 9.6). So the sending side is shut first (the client reads
+  // every answer, then the end), and what it still sends is read and
+  // dropped until it closes too or kLingerSeconds pass.
+  void linger_close() {
+    if (stream_closed_.load(std::memory_order_relaxed)) return;
+    beast::error_code ignored;
+    stream_.socket().shutdown(net::socket_base::shutdown_send, ignored);
+    set_due(Phase::linger, kLingerSeconds);
+    drain();
+  }
+
+  void drain() {
+    buffer_.clear();
+    stream_.socket().async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (!ec) return self->drain();
+      self->clear_due();
+      self->close_socket();
+    });
+  }
+
   void close_socket() {
     stream_closed_ = true;
     beast::error_code ignored;
@@ -578,6 +624,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   static constexpr std::size_t kIdleBufferBytes = 16 * 1024, kBodyReadBytes = 64 * 1024, kBodySlackBytes = 64;
   static constexpr std::size_t kMaxStreamQueue = 1 << 20;
   static constexpr std::size_t kMaxGathered = 32, kMaxGatheredBytes = 256 * 1024;
+  static constexpr double kLingerSeconds = 2;
 
   Stream stream_;
   beast::flat_buffer buffer_;
@@ -592,6 +639,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   Response streamed_;  // a streamed answer, while the answers before it are written
   bool busy_ = false;
   bool timed_out_ = false;
+  bool head_request_ = false;  // the answer being made is to a HEAD: no body
   // Streaming (see start_stream).
   bool writing_ = false, end_after_write_ = false;
   std::atomic<bool> stream_closed_{false};

@@ -1,5 +1,6 @@
 #include "wire_response.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/status.hpp>
 #include <charconv>
 
@@ -24,12 +25,27 @@ void append_header(std::string& out, const std::string& name, const std::string&
   out += "\r\n";
 }
 
+// The headers the transport writes itself: a handler's own would
+// contradict them (two lengths, a keep-alive the transport does not keep).
+bool transport_header(const std::string& name) {
+  for (const char* own : {"content-length", "connection", "content-type", "server", "transfer-encoding"}) {
+    if (boost::beast::iequals(name, own)) return true;
+  }
+  return false;
+}
+
+void append_handler_headers(std::string& out, const Response& r) {
+  for (const auto& [name, value] : r.headers) {
+    if (!transport_header(name)) append_header(out, name, value);
+  }
+}
+
 }  // namespace
 
-void append_wire_response(std::string& out, const Response& r, unsigned version, bool keep_alive) {
+void append_wire_response(std::string& out, const Response& r, unsigned version, bool keep_alive, bool with_body) {
   append_status_line(out, r.status, version);
   if (!r.body.empty()) append_header(out, "Content-Type", r.content_type);
-  for (const auto& [name, value] : r.headers) append_header(out, name, value);
+  append_handler_headers(out, r);
   // HTTP/1.1 keeps a connection unless told; HTTP/1.0 closes it unless told.
   if (version >= 11 && !keep_alive) out += "Connection: close\r\n";
   if (version < 11 && keep_alive) out += "Connection: keep-alive\r\n";
@@ -41,16 +57,16 @@ void append_wire_response(std::string& out, const Response& r, unsigned version,
     out += "\r\n";
   }
   out += "\r\n";
-  if (!no_content) out += r.body;
+  if (!no_content && with_body) out += r.body;
 }
 
 std::string stream_head(const Response& r, unsigned version) {
   std::string out;
   append_status_line(out, r.status, version);
-  // X-Accel-Buffering: a proxy (nginx) must pass events on as they come.
   append_header(out, "Content-Type", r.content_type);
+  // X-Accel-Buffering: a proxy (nginx) must pass events on as they come.
   out += "Cache-Control: no-cache\r\nConnection: close\r\nX-Accel-Buffering: no\r\n";
-  for (const auto& [name, value] : r.headers) append_header(out, name, value);
+  append_handler_headers(out, r);
   out += "\r\n";
   return out;
 }

@@ -654,5 +654,84 @@ TEST_F(Transport, ConnectionCloseEndsAPipeline) {
   EXPECT_EQ(client.request("GET", "/dbsize").body, R"({"status_code":200,"status_txt":"","data":2})");  // d1 and d2
 }
 
+// A close the server chooses (Connection: close, an error that ends the
+// connection, a shutdown) while the client has sent more than the server
+// reads: the answers before it still all arrive, then the end of the
+// stream, not a reset (which would throw away the answers the client had
+// not read yet: here 100 /metrics answers, over 1 MB).
+TEST_F(Transport, ClosingWithUnreadRequestsLosesNoAnswer) {
+  start({"--fsync", "off"});
+  RawConnection raw(server_->port());
+  std::string requests;
+  for (int i = 0; i < 100; ++i) requests += get("/metrics");
+  requests += get("/healthz", "Connection: close\r\n");
+  for (int i = 0; i < 2000; ++i) requests += get("/healthz");
+  ASSERT_TRUE(raw.send(requests));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a client reading a little behind
+  const auto responses = split_responses(raw.read_until_close());
+  EXPECT_TRUE(raw.eof());
+  ASSERT_EQ(responses.size(), 101u);
+  EXPECT_EQ(status_of(responses[99]), 200);
+  EXPECT_NE(responses[100].find("Connection: close\r\n"), std::string::npos) << responses[100];
+}
+
+// What HTTP says of the edges of a request: empty lines before a request
+// line are skipped (RFC 9112 2.2), the answer to a HEAD has no body (but
+// its length), and an HTTP/1.0 request's "Expect: 100-continue" gets no
+// 1xx answer (RFC 9110 10.1.1); a 100 Continue comes after the answers
+// before it.
+TEST_F(Transport, BlankLinesHeadAndExpectContinueInAPipeline) {
+  start({"--fsync", "off"});
+  // Reads until `marker` has arrived (or nothing comes for 10 s).
+  auto read_until = [](RawConnection& raw, const std::string& marker) {
+    std::string got;
+    while (got.find(marker) == std::string::npos && raw.readable(10000)) got += raw.read_response(100);
+    return got;
+  };
+  {
+    RawConnection raw(server_->port());
+    ASSERT_TRUE(raw.send(get("/healthz") + "\r\n" + get("/healthz") + "\r\n\r\n" + get("/readyz")));
+    const auto responses = read_responses(raw, 3);
+    ASSERT_EQ(responses.size(), 3u);
+    for (const auto& r : responses) EXPECT_EQ(status_of(r), 200) << r;
+  }
+  {
+    RawConnection raw(server_->port());
+    ASSERT_TRUE(raw.send("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + get("/healthz")));
+    const std::string got = read_until(raw, R"({"status":"ok"})");
+    // 405 (routes are GET) with the length of its body but not the body:
+    // the next answer starts right after its head.
+    const auto head_end = got.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << got;
+    EXPECT_EQ(status_of(got), 405) << got;
+    EXPECT_NE(got.substr(0, head_end).find("Content-Length: "), std::string::npos) << got;
+    EXPECT_EQ(got.substr(head_end + 4).rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  }
+  {
+    RawConnection raw(server_->port());
+    const std::string body = R"({"name":"e"})";
+    ASSERT_TRUE(raw.send(get("/healthz") + "POST /namespaces HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
+                                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
+    const auto parts = split_responses(read_until(raw, "100 Continue\r\n\r\n"));
+    ASSERT_EQ(parts.size(), 2u);
+    EXPECT_EQ(status_of(parts[0]), 200) << parts[0];
+    EXPECT_EQ(parts[1], "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_TRUE(raw.send(body));
+    const auto created = read_responses(raw, 1);
+    ASSERT_EQ(created.size(), 1u);
+    EXPECT_EQ(status_of(created[0]), 201) << created[0];
+  }
+  {
+    RawConnection raw(server_->port());
+    const std::string body = R"({"name":"f"})";
+    ASSERT_TRUE(raw.send("POST /namespaces HTTP/1.0\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n"));
+    EXPECT_FALSE(raw.readable(300));  // no 100 Continue: an HTTP/1.0 client sends its body anyway
+    ASSERT_TRUE(raw.send(body));
+    const std::string answer = raw.read_until_close();
+    EXPECT_EQ(answer.rfind("HTTP/1.0 201 Created\r\n", 0), 0u) << answer;
+  }
+}
+
 }  // namespace
 }  // namespace ebb

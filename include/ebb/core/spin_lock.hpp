@@ -1,5 +1,5 @@
 #pragma once
-// Taking a mutex that is held only briefly: try for a few microseconds
+// Taking a mutex that is held only briefly: try for some microseconds
 // before sleeping. On a contended std::mutex the waiter sleeps in the
 // kernel and the holder makes a second system call to wake it; on the
 // virtual machines ebb runs on, that pair costs more than the work the
@@ -22,8 +22,9 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-// Locks `mu`, spinning up to `spins` relax instructions (about 10 us on
-// x86 at the default) before blocking. Use as
+// Locks `mu`, trying up to `spins` times with a relax instruction between
+// tries before blocking: at the default, 1 to 10 us (x86's PAUSE takes 10
+// to 140 cycles, depending on the generation). Use as
 //   lock_spinning(mu); std::lock_guard lock(mu, std::adopt_lock);
 template <class Mutex>
 void lock_spinning(Mutex& mu, int spins = 200) {
