@@ -40,7 +40,7 @@ inline void prefetch_line(const double* p) noexcept {
 
 }  // namespace
 
-void CountMin::FreeDeleter::operator()(double* p) const noexcept { std::free(p); }
+void CountMin::FreeDeleter::operator()(double* p) const noexcept { ::operator delete(p, std::align_val_t(align)); }
 
 CountMin::CountMin(CountMinShape shape, UpdatePolicy policy)
     : shape_(CountMinShape::with_dimensions(shape.width, shape.depth)),  // re-validate
@@ -69,11 +69,13 @@ void CountMin::allocate() {
   // sketch on 4 KiB pages misses the TLB on nearly every row access.
   const std::size_t align = bytes >= kHugePage ? kHugePage : 64;
   const std::size_t rounded = (bytes + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded);
-  if (p == nullptr) throw std::bad_alloc();
+  // Aligned operator new (not aligned_alloc): memory benchmarks count the
+  // program's allocations by replacing operator new, and the sketch is
+  // most of a namespace's bytes.
+  void* p = ::operator new(rounded, std::align_val_t(align));
   if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // advisory: ignore failure
   std::memset(p, 0, rounded);
-  counters_.reset(static_cast<double*>(p));
+  counters_ = std::unique_ptr<double[], FreeDeleter>(static_cast<double*>(p), FreeDeleter{align});
 }
 
 namespace {

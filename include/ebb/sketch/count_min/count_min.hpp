@@ -88,6 +88,9 @@ class CountMin {
 
  private:
   struct FreeDeleter {
+    FreeDeleter() noexcept : align(64) {}
+    explicit FreeDeleter(std::size_t a) noexcept : align(a) {}
+    std::size_t align;  // what the counters were allocated with
     void operator()(double* p) const noexcept;
   };
   void allocate();
