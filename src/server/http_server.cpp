@@ -236,7 +236,10 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     // A connection closed meanwhile (the client left while an answer was
     // deferred, a write timed out) serves nothing more of its buffer.
     if (stream_closed_.load(std::memory_order_relaxed)) return;
-    if (server_.stopping) return flush_then([this] { linger_close(); });
+    // Shutting down: a request already here (pipelined) is still answered,
+    // with Connection: close (reply() sees the shutdown), so the client
+    // knows what it must resend; with none here the connection ends now.
+    if (server_.stopping && buffer_.size() == 0) return flush_then([this] { linger_close(); });
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(64 * 1024);
@@ -292,7 +295,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   bool ready_to_wait() {
     busy_ = false;
     if (!server_.stopping) return true;
-    close_socket();
+    linger_close();  // what the client sent meanwhile must not reset the answers away
     return false;
   }
 

@@ -733,5 +733,43 @@ TEST_F(Transport, BlankLinesHeadAndExpectContinueInAPipeline) {
   }
 }
 
+// SIGTERM while the server is writing answers to a pipelined round that a
+// client reads slowly: every answer it gets is whole, the last one says
+// Connection: close (the requests after it were not served, so the client
+// knows what to resend), the server exits 0, and a write among the
+// requests is counted if and only if it was answered.
+TEST_F(Transport, AShutdownMidPipelineEndsWithAnAnsweredConnectionClose) {
+  start({"--fsync", "off", "--checkpoint-interval", "1h"});
+  HttpClient client(server_->port());
+  ASSERT_EQ(client.request("POST", "/namespaces", R"({"name":"s","windows":["all"]})").status, 201);
+  RawConnection raw(server_->port());
+  std::string requests;
+  // Several megabytes of answers: the server's writes wait for the reader.
+  for (int i = 0; i < 1000; ++i) requests += get("/metrics");
+  for (int i = 0; i < 20; ++i) requests += post_json("/events", R"({"namespace":"s","events":[{"item_id":"a"}]})");
+  ASSERT_TRUE(raw.send(requests));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  server_->signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto responses = split_responses(raw.read_until_close());
+  EXPECT_TRUE(raw.eof());
+  ASSERT_GE(responses.size(), 1u);
+  ASSERT_LT(responses.size(), 1020u);  // the shutdown cut the round short
+  int acknowledged = 0;
+  for (std::size_t i = 0; i < responses.size(); ++i) {
+    const bool last = i + 1 == responses.size();
+    EXPECT_EQ(responses[i].find("Connection: close") != std::string::npos, last) << i << ": " << responses[i].substr(0, 200);
+    acknowledged += status_of(responses[i]) == 204;
+  }
+  EXPECT_EQ(server_->wait(), 0) << server_->log();
+  server_.reset();
+  EbbServer again(dir_, {"--checkpoint-interval", "1h"});
+  HttpClient c2(again.port());
+  const auto count = c2.request("GET", "/count?namespace=s&item_id=a&window=all");
+  EXPECT_NE(count.body.find("\"estimated_count\":" + std::to_string(acknowledged) + ","), std::string::npos)
+      << acknowledged << " acknowledged: " << count.body;
+  EXPECT_EQ(again.stop(), 0);
+}
+
 }  // namespace
 }  // namespace ebb
