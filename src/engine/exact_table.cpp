@@ -7,6 +7,7 @@
 
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/core/indexed_heap.hpp"
 #include "ebb/core/string_bytes.hpp"
 #include "ebb/engine/time_rings.hpp"
 
@@ -224,28 +225,13 @@ bool ExactTable::evicts_before(std::uint32_t a, std::uint32_t b) const noexcept 
 }
 
 void ExactTable::sift_up(std::size_t pos) noexcept {
-  const std::uint32_t rec = heap_[pos];
-  while (pos > 0) {
-    const std::size_t parent = (pos - 1) / 2;
-    if (!evicts_before(rec, heap_[parent])) break;
-    heap_place(pos, heap_[parent]);
-    pos = parent;
-  }
-  heap_place(pos, rec);
+  heap_sift_up(heap_, pos, [this](std::uint32_t a, std::uint32_t b) { return evicts_before(a, b); },
+               [this](std::size_t at, std::uint32_t record) { heap_place(at, record); });
 }
 
 void ExactTable::sift_down(std::size_t pos) noexcept {
-  const std::uint32_t rec = heap_[pos];
-  const std::size_t n = heap_.size();
-  for (;;) {
-    std::size_t child = 2 * pos + 1;
-    if (child >= n) break;
-    if (child + 1 < n && evicts_before(heap_[child + 1], heap_[child])) ++child;
-    if (!evicts_before(heap_[child], rec)) break;
-    heap_place(pos, heap_[child]);
-    pos = child;
-  }
-  heap_place(pos, rec);
+  heap_sift_down(heap_, pos, [this](std::uint32_t a, std::uint32_t b) { return evicts_before(a, b); },
+                 [this](std::size_t at, std::uint32_t record) { heap_place(at, record); });
 }
 
 // ---- the index ----

@@ -6,6 +6,7 @@
 
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/core/indexed_heap.hpp"
 #include "ebb/core/string_bytes.hpp"
 
 namespace ebb {
@@ -105,28 +106,13 @@ std::vector<const KeyedMinHeap::Entry*> KeyedMinHeap::largest(std::size_t k) con
 }
 
 void KeyedMinHeap::sift_up(std::uint32_t i) noexcept {
-  const std::uint32_t slot = heap_[i];
-  while (i > 0) {
-    const std::uint32_t parent = (i - 1) / 2;
-    if (!less(slot, heap_[parent])) break;
-    place(i, heap_[parent]);
-    i = parent;
-  }
-  place(i, slot);
+  heap_sift_up(heap_, i, [this](std::uint32_t a, std::uint32_t b) { return less(a, b); },
+               [this](std::size_t at, std::uint32_t slot) { place(static_cast<std::uint32_t>(at), slot); });
 }
 
 void KeyedMinHeap::sift_down(std::uint32_t i) noexcept {
-  const std::uint32_t n = size();
-  const std::uint32_t slot = heap_[i];
-  for (;;) {
-    std::uint32_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && less(heap_[child + 1], heap_[child])) ++child;
-    if (!less(heap_[child], slot)) break;
-    place(i, heap_[child]);
-    i = child;
-  }
-  place(i, slot);
+  heap_sift_down(std::span<const std::uint32_t>(heap_.data(), size()), i, [this](std::uint32_t a, std::uint32_t b) { return less(a, b); },
+                 [this](std::size_t at, std::uint32_t slot) { place(static_cast<std::uint32_t>(at), slot); });
 }
 
 void KeyedMinHeap::table_insert(std::uint64_t hash, std::uint32_t slot) noexcept {
