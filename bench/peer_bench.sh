@@ -87,24 +87,11 @@ else
   have_ds=1
 fi
 
-tmp=$(mktemp -d)
-pids=()
-# Only processes this script started and that are still its children (a
-# finished one's pid may since belong to someone else).
-cleanup() {
-  for p in "${pids[@]}"; do
-    [[ $(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f2) == "$$" ]] && kill "$p" 2>/dev/null
-  done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source "$here/common/serve.sh"
 table="$tmp/table.txt"
 : >"$table"
 row() { printf '%s\n' "$*" >>"$table"; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 ns() { date +%s%N; }
 tck=$(getconf CLK_TCK)
 # Server CPU: a snapshot is "ns ticks": the CPU time of all the process's
@@ -137,15 +124,7 @@ echo "ebb: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?') (
 # --- servers ---------------------------------------------------------------
 port="" server=""
 start_ebb() {
-  "$build/ebb" serve --port 0 --data-dir "$tmp/ebb-data" --fsync off --log-level warn >"$tmp/serve.out" 2>"$tmp/serve.err" &
-  server=$!
-  pids+=("$server")
-  for _ in $(seq 400); do
-    port=$(grep -o '[0-9]*$' "$tmp/serve.out" 2>/dev/null || true)
-    [[ -n $port ]] && curl -sf "localhost:$port/readyz" >/dev/null 2>&1 && break
-    sleep 0.05
-  done
-  [[ -n $port ]] || { echo "ebb serve did not start: $(cat "$tmp/serve.err")" >&2; exit 1; }
+  start_server "$tmp/ebb-data" --fsync off --log-level warn
   curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
 }
 rport="" rserver=""

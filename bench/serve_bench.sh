@@ -123,10 +123,7 @@ if [[ $sections == *6* ]]; then
 fi
 [[ $sections == *[123]* ]] || exit 0
 
-"$build/ebb" serve --port 0 --data-dir "$tmp/data" --log-level warn >"$tmp/serve.out" 2>"$tmp/serve.err" &
-pids+=($!)
-for _ in $(seq 100); do grep -q listening "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
-port=$(grep -o '[0-9]*$' "$tmp/serve.out")
+start_server "$tmp/data" --log-level warn
 curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
 "$load" ingest --port "$port" --namespace hot --events 1000000 2>/dev/null >/dev/null  # warm up
 
@@ -183,5 +180,5 @@ for n in 1000000 9000000 15000000 25000000; do
   offset=$((offset + n))
   echo "after $((offset / 1000000))M distinct keys: RSS $(rss)"
 done
-kill -TERM "${pids[0]}"
-wait "${pids[0]}"
+kill -TERM "$server"
+wait "$server"

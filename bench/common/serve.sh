@@ -3,14 +3,19 @@
 # medians, free ports, and starting a server.
 tmp=$(mktemp -d)
 pids=()
+# Only processes this script started and that are still its children (a
+# finished one's pid may since belong to someone else); then waits for
+# them (a server may be writing a checkpoint into $tmp).
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done  # a server may be writing a checkpoint
+  for p in "${pids[@]}"; do
+    [[ $(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f2) == "$$" ]] && kill "$p" 2>/dev/null
+  done
+  wait 2>/dev/null || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 # utime + stime of $server, in clock ticks (getconf CLK_TCK a second).
 ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 
@@ -23,7 +28,7 @@ start_server() {
   servers_started=$((servers_started + 1))
   local out="$tmp/serve-$servers_started"
   server_log="$out.err"
-  "$build/ebb" serve --port 0 --data-dir "$data" --log-level info "$@" >"$out.out" 2>"$server_log" &
+  "$build/ebb" serve --port 0 --data-dir "$data" "$@" >"$out.out" 2>"$server_log" &
   server=$!
   pids+=("$server")
   port=""
