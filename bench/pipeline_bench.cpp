@@ -50,21 +50,22 @@ const std::vector<ebb::engine::Event>& events() {
 }
 
 // The configuration measured: 4 MiB of state in total (sketch + summary).
-ebb::engine::NamespaceConfig config(std::uint32_t width, std::uint32_t depth) {
+ebb::engine::NamespaceConfig config(std::uint32_t width, std::uint32_t depth, std::uint32_t candidates = 1024) {
   ebb::engine::NamespaceConfig c;
   c.name = "bench";
   c.k = 100;
   c.all_time = false;
   c.half_lives = {kHalfLife};
   c.sketch = ebb::CountMinShape::with_dimensions(width, depth);
-  c.candidates = 1024;
+  c.candidates = candidates;
   c.clock = ebb::engine::ClockMode::event;
   return c;
 }
 
 void BM_PipelineEbb(benchmark::State& state) {
   const auto& ev = events();
-  ebb::engine::Namespace ns(config(static_cast<std::uint32_t>(state.range(0)), static_cast<std::uint32_t>(state.range(1))));
+  ebb::engine::Namespace ns(config(static_cast<std::uint32_t>(state.range(0)), static_cast<std::uint32_t>(state.range(1)),
+                                   static_cast<std::uint32_t>(state.range(2))));
   std::size_t i = 0;
   for (auto _ : state) {
     if (i + kBatch > ev.size()) i = 0;
@@ -160,9 +161,16 @@ void BM_AccuracyTop100(benchmark::State& state) {
 
 }  // namespace
 
-// Args: sketch width, depth. 4 x 2^17 doubles = 4 MiB would leave no room
-// for the summary inside 4 MiB; 3 x 2^17 (3 MiB) and 4 x 2^16 (2 MiB) fit.
-BENCHMARK(BM_PipelineEbb)->Args({1 << 17, 3})->Args({1 << 16, 4})->MinTime(2.0)->Unit(benchmark::kMillisecond);
+// Args: sketch width, depth, candidates. 4 x 2^17 doubles = 4 MiB would
+// leave no room for the summary inside 4 MiB; 3 x 2^17 (3 MiB) and 4 x 2^16
+// (2 MiB) fit. 2048 x 3 with 512 candidates is a view of 128 KiB all in
+// (issue 11's size, bench/compact_accuracy).
+BENCHMARK(BM_PipelineEbb)
+    ->Args({1 << 17, 3, 1024})
+    ->Args({1 << 16, 4, 1024})
+    ->Args({2048, 3, 512})
+    ->MinTime(2.0)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ExactUnorderedMap)->MinTime(2.0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ExactUnorderedMapPlain)->MinTime(2.0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AccuracyTop100)->Args({1 << 17, 3})->Args({1 << 16, 4})->Iterations(1)->Unit(benchmark::kMillisecond);

@@ -1,5 +1,6 @@
 // The deserialisers behind checkpoint states (core/binary_io.hpp envelopes):
-// CountMin, CandidateHeap, SpaceSaving, ForwardDecay, ExactDecayedCounter.
+// CountMin, CandidateHeap, SpaceSaving, ForwardDecay, ExactDecayedCounter,
+// AugmentedHeap.
 // Input: a digit choosing the type (in that order, from '0'), an option
 // byte (bit 0: re-seal every envelope with its right checksum first, so the
 // fuzzer reaches the payload; bit 1: summaries are read as a namespace
@@ -16,6 +17,7 @@
 #include "ebb/core/hash.hpp"
 #include "ebb/decay/exact_decayed_counter.hpp"
 #include "ebb/decay/forward_decay.hpp"
+#include "ebb/sketch/augmented_heap/augmented_heap.hpp"
 #include "ebb/sketch/candidate_heap/candidate_heap.hpp"
 #include "ebb/sketch/count_min/count_min.hpp"
 #include "ebb/sketch/space_saving/space_saving.hpp"
@@ -51,22 +53,39 @@ void check_summary(const Summary& s) {
   check_round_trip(s);
 }
 
+void check_augmented(const AugmentedHeap& h) {
+  FUZZ_CHECK(h.size() <= h.capacity());
+  FUZZ_CHECK(finite_count(h.threshold()) && finite_count(h.absorbed()));
+  const auto list = h.top(h.size() + 1);
+  FUZZ_CHECK(list.items.size() == h.size() && finite_count(list.unlisted_upper));
+  std::set<std::string> keys;
+  for (std::size_t i = 0; i < list.items.size(); ++i) {
+    const auto& item = list.items[i];
+    FUZZ_CHECK(keys.insert(item.key).second);
+    FUZZ_CHECK(finite_count(item.lower) && item.lower <= item.estimate && item.estimate <= item.upper && std::isfinite(item.upper));
+    if (i > 0) FUZZ_CHECK(!ranks_before(item, list.items[i - 1]));
+    const auto found = h.find(item.key, hash_key(item.key));
+    FUZZ_CHECK(found && *found == item);
+  }
+  check_round_trip(h);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::Input in(data, size);
-  const std::uint8_t type = in.digit() % 5;
+  const std::uint8_t type = in.digit() % 6;
   const std::uint8_t options = in.byte();
   const std::string blob = options & 1 ? fuzz::fixed_envelopes(in.rest()) : std::string(in.rest());
   const std::optional<std::uint32_t> capacity = options & 2 ? std::optional<std::uint32_t>(4) : std::nullopt;
-  if ((type == 1 || type == 2) && !capacity) {
+  if ((type == 1 || type == 2 || type == 5) && !capacity) {
     // A summary's capacity (u32 after the envelope's 16 bytes and 8 or 16
     // bytes of floor/total) may be up to 2^24, and the heap's table is
     // allocated for it: 256 MiB to zero for one input. Valid, and the same
     // code as small ones, but it made the whole target 100 times slower: keep
     // such inputs out of the corpus. (With an expected capacity, as a
     // namespace reads them, they are refused before any allocation.)
-    const std::size_t at = 16 + (type == 1 ? 8 : 16);
+    const std::size_t at = 16 + (type == 2 ? 16 : 8);
     std::uint32_t claimed = 0;
     if (blob.size() >= at + 4) std::memcpy(&claimed, blob.data() + at, 4);
     if (claimed > 4096) return -1;
@@ -104,6 +123,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(c.views() >= 1);
         for (std::size_t v = 0; v < c.views(); ++v) FUZZ_CHECK(c.top(v, c.size() + 1, 0).size() == c.size());
         check_round_trip(c);
+        break;
+      }
+      case 5: {
+        const AugmentedHeap heap = AugmentedHeap::deserialize(blob, capacity);
+        FUZZ_CHECK(!capacity || heap.capacity() == *capacity);
+        check_augmented(heap);
         break;
       }
     }

@@ -12,6 +12,7 @@
 #include "ebb/decay/exact_decayed_counter.hpp"
 #include "ebb/decay/forward_decay.hpp"
 #include "ebb/service/log_records.hpp"
+#include "ebb/sketch/augmented_heap/augmented_heap.hpp"
 #include "ebb/sketch/candidate_heap/candidate_heap.hpp"
 #include "ebb/sketch/space_saving/space_saving.hpp"
 #include "ebb/storage/checkpoint_store.hpp"
@@ -118,10 +119,12 @@ int main(int argc, char** argv) {
   seed("fuzz_namespace_state", "exact-counted", "5", counted_namespace(false, 40, true).serialize_state());
   seed("fuzz_namespace_state", "exact-counted-raw", "4", counted_namespace(false, 40, true).serialize_state());
 
-  // Type digit ('0' CountMin ... '4' ExactDecayedCounter), then the option
+  // Type digit ('0' CountMin ... '4' ExactDecayedCounter, '5' AugmentedHeap), then the option
   // byte (bit 0: envelopes re-sealed; bit 1: summaries read expecting capacity 4).
   CountMin cms(CountMinShape::with_dimensions(16, 2));
   CandidateHeap heap(4);
+  AugmentedHeap augmented(4);
+  CountMin augmented_sketch(CountMinShape::with_dimensions(16, 2));
   SpaceSaving space(4);
   ExactDecayedCounter exact({60, std::numeric_limits<double>::infinity()});
   const char* keys[] = {"#rust", "#cpp", "#go", "#zig", "#c", "#d"};
@@ -130,6 +133,8 @@ int main(int argc, char** argv) {
     const double w = 1 + i % 4;
     const double est = cms.update(hash_key(key), w);
     heap.offer(key, hash_key(key), w, est);
+    const std::uint64_t h = hash_key(key);
+    augmented.apply(augmented_sketch, &key, &h, &w, 1);
     space.update(key, hash_key(key), w);
     exact.add(key, w, 1000.0 + i);
   }
@@ -143,5 +148,7 @@ int main(int argc, char** argv) {
   seed("fuzz_blobs", "count-min-raw", "00", cms.serialize());
   seed("fuzz_blobs", "candidate-heap-capacity-4", "13", heap.serialize());
   seed("fuzz_blobs", "space-saving-capacity-4", "23", space.serialize());
+  seed("fuzz_blobs", "augmented-heap", "51", augmented.serialize());
+  seed("fuzz_blobs", "augmented-heap-capacity-4", "53", augmented.serialize());
   return 0;
 }

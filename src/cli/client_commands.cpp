@@ -114,6 +114,7 @@ engine::TopKAnswer answer_from(simdjson::dom::element doc) {
   a.accuracy.guarantee_threshold = double(acc["guarantee_threshold"]);
   a.accuracy.candidates = static_cast<std::uint32_t>(uint64_t(acc["candidates"]));
   a.accuracy.undersized = bool(acc["undersized"]);
+  a.accuracy.tail_uncertain = bool(acc["tail_uncertain"]);
   return a;
 }
 

@@ -63,6 +63,7 @@ void print_table(std::FILE* out, const engine::TopKAnswer& a, bool event_time) {
   }
   if (a.items.empty()) std::fprintf(out, "%5s  (no events)\n", "");
   const auto& acc = a.accuracy;
+  if (acc.tail_uncertain) std::fprintf(out, "note: the bounds overlap at the list's tail: its last items may not be the true top %zu\n", a.items.size());
   if (acc.type == "exact") {
     std::fprintf(out, "accuracy: exact counts, %llu items held", static_cast<unsigned long long>(acc.items));
     if (acc.evicted_items > 0) {

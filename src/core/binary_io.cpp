@@ -31,6 +31,7 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::distribution_store: return "distribution store";
     case BlobKind::exact_table: return "exact table";
     case BlobKind::exact_view: return "exact view";
+    case BlobKind::augmented_heap: return "augmented heap";
   }
   return "unknown";
 }

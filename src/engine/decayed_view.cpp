@@ -6,14 +6,30 @@
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/sketch/candidate_heap/candidate_heap.hpp"
 
 namespace ebb::engine {
 namespace {
 
-std::variant<CandidateHeap, SpaceSaving> make_summary(const NamespaceConfig& config) {
+std::variant<AugmentedHeap, SpaceSaving> make_summary(const NamespaceConfig& config) {
   if (config.summary == SummaryKind::space_saving) return SpaceSaving(config.resolved_candidates());
-  return CandidateHeap(config.resolved_candidates());
+  return AugmentedHeap(config.resolved_candidates());
 }
+
+// Space-Saving's k best, and the bound on the rest: the next one down, or
+// any item it does not monitor.
+RankedList ranked(const SpaceSaving& s, std::size_t k) {
+  RankedList list;
+  list.items = s.top(k + 1);
+  list.unlisted_upper = s.threshold();
+  if (list.items.size() > k) {
+    list.unlisted_upper = std::max(list.unlisted_upper, list.items.back().upper);
+    list.items.pop_back();
+  }
+  return list;
+}
+
+RankedList ranked(const AugmentedHeap& h, std::size_t k) { return h.top(k); }
 
 CountedItem scaled(CountedItem item, double f) {
   item.estimate *= f;
@@ -22,8 +38,13 @@ CountedItem scaled(CountedItem item, double f) {
   return item;
 }
 
+// Format 2: the summary may be an augmented heap (kind 2). Format 1 state
+// (a candidate heap, kind 0) is read and converted.
+constexpr std::uint16_t kFormatVersion = 2;
+constexpr std::uint8_t kCandidateHeap = 0, kSpaceSaving = 1, kAugmentedHeap = 2;
+
 // CMS work is done in chunks so the scratch columns stay in L1.
-constexpr std::size_t kChunk = 256;
+constexpr std::size_t kChunk = AugmentedHeap::kMaxBatch;
 
 }  // namespace
 
@@ -33,8 +54,6 @@ DecayedView::DecayedView(ViewSpec spec, const NamespaceConfig& config)
       sketch_(config.sketch, config.update),
       summary_(make_summary(config)) {
   scaled_.resize(kChunk);
-  estimates_.resize(kChunk);
-  offered_.resize(kChunk);
 }
 
 void DecayedView::rebase(double t) {
@@ -64,22 +83,28 @@ void DecayedView::apply(const PreparedBatch& batch) {
       scaler_.scale(clock_, batch.times.data() + begin, weights, scaled_.data(), n);
       weights = scaled_.data();
     }
-    const std::span<const std::uint64_t> hashes(batch.hashes.data() + begin, n);
-    sketch_.update_batch(hashes, std::span<const double>(weights, n), std::span<double>(estimates_.data(), n));
-    if (auto* heap = std::get_if<CandidateHeap>(&summary_)) {
-      heap->offer_batch(batch.items.data() + begin, hashes.data(), weights, estimates_.data(), n, offered_.data());
+    const std::uint64_t* hashes = batch.hashes.data() + begin;
+    if (auto* heap = std::get_if<AugmentedHeap>(&summary_)) {
+      heap->apply(sketch_, batch.items.data() + begin, hashes, weights, n);
     } else {
+      sketch_.update_batch(std::span<const std::uint64_t>(hashes, n), std::span<const double>(weights, n));
       auto& ss = std::get<SpaceSaving>(summary_);
       for (std::size_t i = 0; i < n; ++i) ss.update(batch.items[begin + i], hashes[i], weights[i]);
     }
   }
 }
 
+// The weight counted: the augmented heap's held keys count outside the sketch.
+double DecayedView::total() const noexcept {
+  const auto* heap = std::get_if<AugmentedHeap>(&summary_);
+  return sketch_.total() + (heap ? heap->absorbed() : 0);
+}
+
 Accuracy DecayedView::accuracy(double read_factor) const {
   Accuracy a;
   a.epsilon = sketch_.shape().epsilon();
   a.confidence = sketch_.shape().confidence();
-  a.max_error = sketch_.max_error() * read_factor;
+  a.max_error = a.epsilon * total() * read_factor;
   a.guarantee_threshold = std::visit([](const auto& s) { return s.threshold(); }, summary_) * read_factor;
   a.candidates = std::visit([](const auto& s) { return s.capacity(); }, summary_);
   return a;
@@ -91,11 +116,14 @@ TopKAnswer DecayedView::top(std::size_t k, double now) const {
   answer.view = spec_;
   answer.as_of = now;
   answer.window_start = clock_.anchored() ? std::min(first_time_, now) : now;
-  answer.total = sketch_.total() * rf;
+  answer.total = total() * rf;
   answer.accuracy = accuracy(rf);
   answer.accuracy.undersized = k > answer.accuracy.candidates;
-  answer.items = std::visit([k](const auto& s) { return s.top(k); }, summary_);
+  RankedList list = std::visit([k](const auto& s) { return ranked(s, k); }, summary_);
+  answer.items = std::move(list.items);
   for (auto& item : answer.items) item = scaled(std::move(item), rf);
+  answer.unlisted_upper = list.unlisted_upper * rf;
+  answer.accuracy.tail_uncertain = tail_uncertain(answer.items, answer.unlisted_upper);
   // Scaling keeps the order of different values, but can make them equal
   // (rounding; underflow to 0 after a long idle spell): ties go by key.
   std::stable_sort(answer.items.begin(), answer.items.end(), ranks_before);
@@ -113,9 +141,13 @@ PointAnswer DecayedView::point(std::string_view item, std::uint64_t hash, double
   auto held = std::visit([&](const auto& s) { return s.find(item, hash); }, summary_);
   if (held) {
     answer.tracked = true;
-    // Both the summary and the sketch bound the count from above: keep the tighter.
-    held->upper = std::min(held->upper, sketch_estimate);
-    held->estimate = std::min(held->estimate, held->upper);
+    if (std::holds_alternative<SpaceSaving>(summary_)) {
+      // Both Space-Saving and the sketch (which counts every event beside
+      // it) bound the count from above: keep the tighter. (The augmented
+      // heap's sketch lacks what a held key counted since it came in.)
+      held->upper = std::min(held->upper, sketch_estimate);
+      held->estimate = std::min(held->estimate, held->upper);
+    }
     answer.item = scaled(std::move(*held), rf);
   } else {
     answer.item = scaled(CountedItem{std::string(item), sketch_estimate, 0, sketch_estimate}, rf);
@@ -129,26 +161,30 @@ PointAnswer DecayedView::point(std::string_view item, std::uint64_t hash, double
 }
 
 std::size_t DecayedView::memory_bytes() const noexcept {
-  return sizeof(*this) + sketch_.memory_bytes() + std::visit([](const auto& s) { return s.memory_bytes(); }, summary_) +
-         (scaled_.capacity() + estimates_.capacity()) * sizeof(double) + offered_.capacity() * sizeof(std::uint32_t);
+  return sizeof(*this) - sizeof(sketch_) - sizeof(summary_) + sketch_.memory_bytes() +
+         std::visit([](const auto& s) { return s.memory_bytes(); }, summary_) + scaled_.capacity() * sizeof(double);
 }
 
 void DecayedView::serialize_state_into(BinaryWriter& w) const {
-  const auto blob = w.begin_blob(BlobKind::decayed_view, 1);
+  const auto blob = w.begin_blob(BlobKind::decayed_view, kFormatVersion);
   w.put<std::uint8_t>(spec_.kind == ViewSpec::Kind::decayed ? 1 : 0);
   w.put<double>(spec_.half_life);
   w.put_string(clock_.serialize());
   w.put_part([&](BinaryWriter& part) { sketch_.serialize_into(part); });
-  const bool heap = std::holds_alternative<CandidateHeap>(summary_);
-  w.put<std::uint8_t>(heap ? 0 : 1);
-  w.put_string(heap ? std::get<CandidateHeap>(summary_).serialize() : std::get<SpaceSaving>(summary_).serialize());
+  if (const auto* heap = std::get_if<AugmentedHeap>(&summary_)) {
+    w.put<std::uint8_t>(kAugmentedHeap);
+    w.put_part([&](BinaryWriter& part) { heap->serialize_into(part); });
+  } else {
+    w.put<std::uint8_t>(kSpaceSaving);
+    w.put_string(std::get<SpaceSaving>(summary_).serialize());
+  }
   w.put<double>(first_time_);
   w.put<std::uint64_t>(rebases_);
   w.end_blob(blob);
 }
 
 void DecayedView::restore_state(std::string_view blob) {
-  auto opened = open_blob(blob, BlobKind::decayed_view, 1);
+  auto opened = open_blob(blob, BlobKind::decayed_view, kFormatVersion);
   BinaryReader r(opened.payload, "decayed view");
   const auto kind = r.get<std::uint8_t>();
   const double half_life = r.get<double>();
@@ -165,10 +201,15 @@ void DecayedView::restore_state(std::string_view blob) {
   // The configured capacity is checked before the summary's table is
   // allocated: a damaged capacity could otherwise cost ~1.3 GiB first.
   const std::uint32_t capacity = std::visit([](const auto& x) { return x.capacity(); }, summary_);
-  std::variant<CandidateHeap, SpaceSaving> summary = CandidateHeap(1);
-  if (summary_kind == 0 && std::holds_alternative<CandidateHeap>(summary_)) {
-    summary = CandidateHeap::deserialize(summary_blob, capacity);
-  } else if (summary_kind == 1 && std::holds_alternative<SpaceSaving>(summary_)) {
+  std::variant<AugmentedHeap, SpaceSaving> summary = SpaceSaving(1);
+  const bool augmented = std::holds_alternative<AugmentedHeap>(summary_);
+  if (summary_kind == kAugmentedHeap && augmented) {
+    summary = AugmentedHeap::deserialize(summary_blob, capacity);
+  } else if (summary_kind == kCandidateHeap && augmented) {
+    // Written before augmentation: its sketch counted every event, which
+    // only over-counts the held keys further (never under).
+    summary = AugmentedHeap::from_candidate_heap(CandidateHeap::deserialize(summary_blob, capacity));
+  } else if (summary_kind == kSpaceSaving && std::holds_alternative<SpaceSaving>(summary_)) {
     summary = SpaceSaving::deserialize(summary_blob, capacity);
   } else {
     r.fail("summary kind differs from the configuration");

@@ -37,10 +37,17 @@ TopKAnswer ExactView::answer(const ExactTable::Reading& r, std::size_t k, double
   TopKAnswer a = describe<TopKAnswer>(r, as_of);
   a.total = table_->total(r);
   const double lost = a.accuracy.max_error;
-  for (std::uint32_t rec : table_->top(r, k)) {
+  // One more than asked: the first left out bounds the rest.
+  a.unlisted_upper = lost;
+  for (std::uint32_t rec : table_->top(r, k + 1)) {
     const double v = table_->value(rec, r);
+    if (a.items.size() == k) {
+      a.unlisted_upper = v + lost;
+      break;
+    }
     a.items.push_back({table_->key(rec), v, v, v + lost});
   }
+  a.accuracy.tail_uncertain = tail_uncertain(a.items, a.unlisted_upper);
   return a;
 }
 

@@ -55,7 +55,14 @@ std::vector<HotKeyEvent> HotKeyDetector::evaluate(double now) {
   // one is left out; either way the answer is incomplete.
   bool full = false;
   std::vector<HotKeyEvent> turned_hot;
-  for (const auto& item : top.items) {  // estimate order; the upper bound orders the same for heap entries
+  // By upper bound (the rate judged), not the list's estimate order: when
+  // the hot set is full, the hotter key must come first.
+  std::vector<const CountedItem*> by_upper;
+  by_upper.reserve(top.items.size());
+  for (const auto& item : top.items) by_upper.push_back(&item);
+  std::stable_sort(by_upper.begin(), by_upper.end(), [](const CountedItem* a, const CountedItem* b) { return a->upper > b->upper; });
+  for (const CountedItem* p : by_upper) {
+    const CountedItem& item = *p;
     const double rate = lambda_ * item.upper;
     if (rate < options_.threshold || hot_.contains(item.key)) continue;
     if (hot_.size() >= candidates_) {

@@ -179,7 +179,10 @@ TopKAnswer WindowView::answer(const TimeRings::Cover& cover, std::size_t k, doub
     a.accuracy.guarantee_threshold = std::max(a.accuracy.guarantee_threshold, cut->first);
   }
   std::sort(a.items.begin(), a.items.end(), ranks_before);
+  a.unlisted_upper = a.accuracy.guarantee_threshold;
+  for (std::size_t i = k; i < a.items.size(); ++i) a.unlisted_upper = std::max(a.unlisted_upper, a.items[i].upper);
   if (a.items.size() > k) a.items.resize(k);
+  a.accuracy.tail_uncertain = tail_uncertain(a.items, a.unlisted_upper);
   return a;
 }
 

@@ -32,7 +32,7 @@ void write_item_fields(io::JsonWriter& w, const CountedItem& item, std::optional
 
 }  // namespace
 
-void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a) {
+void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a, bool list) {
   w.key("accuracy").begin_object();
   w.key("type").value(a.type);
   w.key("epsilon").value(a.epsilon);
@@ -41,6 +41,7 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a) {
   w.key("guarantee_threshold").value(a.guarantee_threshold);
   w.key("candidates").value(a.candidates);
   w.key("undersized").value(a.undersized);
+  if (list) w.key("tail_uncertain").value(a.tail_uncertain);
   if (a.type == "exact") w.key("items").value(a.items).key("evicted_items").value(a.evicted_items);
   w.end_object();
 }
@@ -58,7 +59,7 @@ void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAns
   }
   w.end_array();
   w.key("total").value(answer.total);
-  write_accuracy(w, answer.accuracy);
+  write_accuracy(w, answer.accuracy, true);
   w.end_object();
 }
 

@@ -39,6 +39,7 @@ storage::HistorySnapshot snapshot_of(const std::string& ns, const engine::TopKAn
   h.max_error = a.accuracy.max_error;
   h.guarantee_threshold = a.accuracy.guarantee_threshold;
   h.k = k;
+  h.unlisted = a.unlisted_upper;
   for (const auto& i : a.items) h.items.push_back({i.key, i.estimate, i.lower, i.upper});
   return h;
 }
@@ -150,6 +151,9 @@ engine::TopKAnswer top_as_of(const Service::State& s, const NamespaceEntry& e, c
   const std::size_t want = k.value_or(p.k);
   for (std::size_t i = 0; i < h.items.size() && i < want; ++i) a.items.push_back({h.items[i].item, h.items[i].estimate, h.items[i].lower, h.items[i].upper});
   a.accuracy.undersized = want > h.k;  // the snapshot holds its K: more cannot be told
+  a.unlisted_upper = h.unlisted_bound();
+  for (std::size_t i = a.items.size(); i < h.items.size(); ++i) a.unlisted_upper = std::max(a.unlisted_upper, h.items[i].upper);
+  a.accuracy.tail_uncertain = engine::tail_uncertain(a.items, a.unlisted_upper);
   return a;
 }
 

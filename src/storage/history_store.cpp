@@ -106,6 +106,7 @@ HistorySnapshot read_snapshot(sqlite3* db, Statement& s) {
   h.max_error = s.real(9);
   h.guarantee_threshold = s.real(10);
   h.k = static_cast<std::uint32_t>(s.integer(11));
+  h.unlisted = s.real(12);
   Statement items(db, "SELECT item, estimate, lower, upper FROM items WHERE snapshot = ? ORDER BY rank");
   items.bind_int(1, id);
   while (items.step()) h.items.push_back({items.text(0), items.real(1), items.real(2), items.real(3)});
@@ -115,10 +116,11 @@ HistorySnapshot read_snapshot(sqlite3* db, Statement& s) {
 }  // namespace
 
 double HistorySnapshot::unlisted_bound() const noexcept {
-  if (items.size() < k || items.empty()) return guarantee_threshold;
+  const double bound = std::max(unlisted, guarantee_threshold);
+  if (items.size() < k || items.empty()) return bound;
   double lowest = items.front().estimate;
   for (const auto& i : items) lowest = std::min(lowest, i.estimate);
-  return std::max(lowest, guarantee_threshold);
+  return std::max(lowest, bound);
 }
 
 HistoryStore::HistoryStore(const std::filesystem::path& file) : file_(file) {
@@ -212,7 +214,8 @@ std::size_t HistoryStore::write(const std::vector<HistorySnapshot>& snapshots) {
 std::optional<HistorySnapshot> HistoryStore::at(std::string_view ns, std::string_view view, double t) const {
   std::lock_guard lock(mu_);
   Statement s(db_,
-              "SELECT id, namespace, view, t, window_start, window_end, total, epsilon, confidence, max_error, guarantee_threshold, k "
+              "SELECT id, namespace, view, t, window_start, window_end, total, epsilon, confidence, max_error, guarantee_threshold, k, "
+              "unlisted_bound "
               "FROM snapshots WHERE namespace = ? AND view = ? AND t <= ? ORDER BY t DESC LIMIT 1");
   s.bind(1, ns).bind(2, view).bind(3, t);
   if (!s.step()) return std::nullopt;

@@ -12,6 +12,7 @@
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/decayed_view.hpp"
+#include "ebb/sketch/augmented_heap/augmented_heap.hpp"
 #include "ebb/sketch/candidate_heap/candidate_heap.hpp"
 #include "ebb/sketch/count_min/count_min.hpp"
 #include "support/exact_model.hpp"
@@ -399,7 +400,7 @@ TEST(Namespace, PreparedBatchCountsExactlyAsItsEvents) {
 // The all-time view is a Count-Min sketch feeding a candidate heap, one
 // event after the other: however the view batches, prefetches and filters
 // the heap's lookups, its state is the one the plain loop gives.
-TEST(Namespace, AllTimeViewIsTheSketchAndHeapFedOneEventAtATime) {
+TEST(Namespace, AllTimeViewIsTheSketchAndAugmentedHeapFedInChunks) {
   testing::StreamSpec spec;
   spec.events = 30000;
   spec.universe = 3000;
@@ -409,20 +410,63 @@ TEST(Namespace, AllTimeViewIsTheSketchAndHeapFedOneEventAtATime) {
   config.half_lives = {};
   Namespace ns(config);
   CountMin sketch(config.sketch);
-  CandidateHeap heap(config.candidates);
+  AugmentedHeap heap(config.candidates);
   for (std::size_t begin = 0; begin < events.size(); begin += 1000) {
     ns.apply(std::span<const Event>(events).subspan(begin, 1000));
   }
-  for (const auto& e : events) {
-    const auto h = hash_key(e.item);
-    heap.offer(e.item, h, e.weight, sketch.update(h, e.weight));
+  // The view takes each batch in chunks of the heap's kMaxBatch.
+  for (std::size_t begin = 0; begin < events.size(); begin += 1000) {
+    for (std::size_t at = begin; at < begin + 1000; at += AugmentedHeap::kMaxBatch) {
+      const std::size_t n = std::min(AugmentedHeap::kMaxBatch, begin + 1000 - at);
+      std::vector<std::string_view> keys;
+      std::vector<std::uint64_t> hashes;
+      std::vector<double> weights;
+      for (std::size_t i = at; i < at + n; ++i) {
+        keys.push_back(events[i].item);
+        hashes.push_back(hash_key(events[i].item));
+        weights.push_back(events[i].weight);
+      }
+      heap.apply(sketch, keys.data(), hashes.data(), weights.data(), n);
+    }
   }
   const auto answer = ns.top(ViewSpec::all_time(), config.candidates);
   const auto want = heap.top(config.candidates);
-  ASSERT_EQ(answer.items.size(), want.size());
-  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(answer.items[i], want[i]) << i;
-  EXPECT_EQ(answer.total, sketch.total());
+  ASSERT_EQ(answer.items.size(), want.items.size());
+  for (std::size_t i = 0; i < want.items.size(); ++i) EXPECT_EQ(answer.items[i], want.items[i]) << i;
+  EXPECT_EQ(answer.total, sketch.total() + heap.absorbed());
   EXPECT_EQ(answer.accuracy.guarantee_threshold, heap.threshold());
+}
+
+// The list's tail is flagged when its bounds cannot tell it from what was
+// left out. Candidates 2: a (5) and b (3) are held from their first
+// events, exact; c's fourth event brings its estimate to 4 > 3, so b
+// leaves (bounded by the minimum, 4) and c comes in with lower bound 1
+// (its one event since) and upper bound 4.
+TEST(Namespace, AnswerFlagsATailItsBoundsCannotSeparate) {
+  auto config = small_config();
+  config.half_lives = {};
+  config.k = 2;
+  config.candidates = 2;
+  Namespace ns(config);
+  std::vector<Event> events;
+  for (int i = 0; i < 5; ++i) events.push_back({"a", 10, 1});
+  for (int i = 0; i < 3; ++i) events.push_back({"b", 10, 1});
+  ns.apply(events);
+  auto two = ns.top(ViewSpec::all_time(), 2);
+  EXPECT_EQ(two.items, (std::vector<CountedItem>{{"a", 5, 5, 5}, {"b", 3, 3, 3}}));
+  EXPECT_FALSE(two.accuracy.tail_uncertain);
+  EXPECT_EQ(two.unlisted_upper, 3);  // full: the minimum bounds any other key
+  events.assign(4, Event{"c", 11, 1});
+  ns.apply(events);
+  two = ns.top(ViewSpec::all_time(), 2);
+  EXPECT_EQ(two.items, (std::vector<CountedItem>{{"a", 5, 5, 5}, {"c", 4, 1, 4}}));
+  EXPECT_EQ(two.unlisted_upper, 4);
+  EXPECT_TRUE(two.accuracy.tail_uncertain);  // b (3) may outrank c
+  const auto one = ns.top(ViewSpec::all_time(), 1);
+  EXPECT_EQ(one.unlisted_upper, 4);
+  EXPECT_FALSE(one.accuracy.tail_uncertain);  // a's 5 is surely first
+  // The sketch never under-counts b, which it holds again.
+  EXPECT_EQ(ns.count("b", ViewSpec::all_time()).item, (CountedItem{"b", 3, 0, 3}));
 }
 
 // A checkpoint restored into a namespace of the same configuration answers
@@ -529,11 +573,11 @@ TEST(Namespace, StateWithImpossibleFiguresIsRejected) {
   // A view's first event time likewise: the last 16 bytes of its payload are f64 first time, u64 rebases.
   DecayedView view(ViewSpec::decayed(60), small_config());
   const std::string view_blob = source.view(ViewSpec::decayed(60)).serialize_state();
-  std::string view_payload(open_blob(view_blob, BlobKind::decayed_view, 1).payload);
+  std::string view_payload(open_blob(view_blob, BlobKind::decayed_view, 2).payload);
   const double bad_time = -1;
   std::memcpy(view_payload.data() + view_payload.size() - 16, &bad_time, 8);
   try {
-    view.restore_state(seal_blob(BlobKind::decayed_view, 1, view_payload));
+    view.restore_state(seal_blob(BlobKind::decayed_view, 2, view_payload));
     ADD_FAILURE() << "accepted a negative first event time";
   } catch (const FormatError& e) {
     EXPECT_EQ(std::string(e.what()), "corrupt decayed view: bad first event time");

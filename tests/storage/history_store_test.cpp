@@ -64,6 +64,13 @@ TEST_F(History, SnapshotsReadBackAsWrittenAndTheNewestAtOrBeforeATimeAnswers) {
   EXPECT_EQ(s->unlisted_bound(), 11);  // full list: its lowest estimate
   EXPECT_EQ(h.at("n", "h:5m", 5000)->unlisted_bound(), 1);  // one of k = 2: the guarantee threshold
   EXPECT_FALSE(h.at("other", "w:1h", 5000).has_value());
+  // A list ranked by estimate: an unlisted item may count more than the
+  // lowest listed estimate; the bound the view gave is kept.
+  auto ranked = snap("n", "h:1h", 1000, {{"a", 10, 9, 10}, {"b", 5, 2, 8}}, 2);
+  ranked.unlisted = 7.5;
+  h.write({ranked});
+  EXPECT_EQ(h.at("n", "h:1h", 1000)->unlisted, 7.5);
+  EXPECT_EQ(h.at("n", "h:1h", 1000)->unlisted_bound(), 7.5);
 
   const auto points = h.series("n", "w:1h", "a", 0, 2000, 100);
   ASSERT_EQ(points.size(), 2u);

@@ -32,6 +32,7 @@ enum class BlobKind : std::uint16_t {
   distribution_store = 12,
   exact_table = 13,
   exact_view = 14,
+  augmented_heap = 15,
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

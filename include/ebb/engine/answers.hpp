@@ -23,11 +23,24 @@ struct Accuracy {
   // True when k exceeds the summary capacity: the answer is shorter or less
   // certain than asked, and the configuration should grow.
   bool undersized = false;
+  // True when the bounds cannot separate the list from what it left out:
+  // some listed item's lower bound is below what an unlisted item may
+  // count (the next candidate's upper bound, or guarantee_threshold), so
+  // the list's tail may hold the wrong items.
+  bool tail_uncertain = false;
   // Exact counting (type "exact"): the records held, and how many were
   // evicted past max_items (max_error is the weight they took).
   std::uint64_t items = 0;
   std::uint64_t evicted_items = 0;
 };
+
+// Accuracy::tail_uncertain for a list and the bound on every item it left out.
+inline bool tail_uncertain(const std::vector<CountedItem>& items, double unlisted_upper) noexcept {
+  for (const auto& item : items) {
+    if (item.lower < unlisted_upper) return true;
+  }
+  return false;
+}
 
 struct TopKAnswer {
   ViewSpec view;
@@ -37,6 +50,10 @@ struct TopKAnswer {
   double granularity = 0;   // window views: the boundaries are exact to this many seconds
   std::string source;       // answers as of a past time: "memory" or "history"; empty for now
   std::vector<CountedItem> items;  // report order; rank = index + 1
+  // The most any item not listed can have counted (the next candidate's
+  // upper bound, or the guarantee threshold): the bound history keeps for
+  // items a stored list left out.
+  double unlisted_upper = 0;
   double total = 0;
   Accuracy accuracy;
 };

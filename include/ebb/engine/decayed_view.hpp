@@ -4,6 +4,10 @@
 // the same code). Sketch, summary and total live in the clock's landmark
 // coordinates; time passing touches nothing, and a rebase scales them all
 // together before exp() could overflow.
+//
+// The summary is the augmented candidate heap (held keys counted exactly,
+// outside the sketch), or Space-Saving beside a sketch that counts every
+// event (config "summary": "space_saving").
 #include <cstdint>
 #include <variant>
 #include <vector>
@@ -12,7 +16,7 @@
 #include "ebb/decay/weight_scaler.hpp"
 #include "ebb/engine/namespace_config.hpp"
 #include "ebb/engine/view.hpp"
-#include "ebb/sketch/candidate_heap/candidate_heap.hpp"
+#include "ebb/sketch/augmented_heap/augmented_heap.hpp"
 #include "ebb/sketch/count_min/count_min.hpp"
 #include "ebb/sketch/space_saving/space_saving.hpp"
 
@@ -35,18 +39,17 @@ class DecayedView final : public View {
 
  private:
   Accuracy accuracy(double read_factor) const;
+  double total() const noexcept;
   void rebase(double t);
 
   ViewSpec spec_;
   ForwardDecay clock_;
   WeightScaler scaler_;
   CountMin sketch_;
-  std::variant<CandidateHeap, SpaceSaving> summary_;
+  std::variant<AugmentedHeap, SpaceSaving> summary_;
   double first_time_ = 0;  // for the all-time rate
   std::uint64_t rebases_ = 0;
-  std::vector<double> scaled_;     // scratch: weights in landmark coordinates (decayed views only)
-  std::vector<double> estimates_;  // scratch: CMS estimates after each update
-  std::vector<std::uint32_t> offered_;  // scratch: the events of a chunk the candidate heap may take
+  std::vector<double> scaled_;  // scratch: weights in landmark coordinates (decayed views only)
 };
 
 }  // namespace ebb::engine

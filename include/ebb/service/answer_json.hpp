@@ -13,7 +13,9 @@ namespace ebb::service {
 
 void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer);
 void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer);
-void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy);
+// `list`: the accuracy of a top-k list, which adds tail_uncertain (a point
+// answer has no tail).
+void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy, bool list = false);
 // POST /counts: the items in request order, with the view and the accuracy
 // block they share. `view_answer` describes the view when there are no items.
 void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,

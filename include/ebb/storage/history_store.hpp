@@ -43,9 +43,13 @@ struct HistorySnapshot {
   double guarantee_threshold = 0;
   std::uint32_t k = 0;              // the K asked (a shorter list holds every candidate)
   std::vector<HistoryItem> items;   // rank order
-  // The most an item outside `items` can have counted: the lowest listed
-  // estimate once the list is full, and never below the view's guarantee
-  // threshold (an item outside the candidates has at most that).
+  // What the view said bounds every item it did not list (its answer's
+  // unlisted_upper; stored as the unlisted_bound column).
+  double unlisted = 0;
+  // The most an item outside `items` can have counted: `unlisted`, and
+  // never below the view's guarantee threshold or, once the list is full,
+  // its lowest estimate (the bound of lists ranked by upper bound, which
+  // rows written before `unlisted` was kept hold).
   double unlisted_bound() const noexcept;
 };
 

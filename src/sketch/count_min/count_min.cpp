@@ -180,6 +180,15 @@ double CountMin::estimate(std::uint64_t hash) const noexcept {
   return est;
 }
 
+void CountMin::raise_to(std::uint64_t hash, double value) noexcept {
+  const std::uint64_t h2 = second_hash(hash);
+  double* base = counters_.get();
+  for (std::uint32_t row = 0; row < shape_.depth; ++row) {
+    double& cell = base[std::size_t{row} * shape_.width + column(hash, h2, row)];
+    cell = std::max(cell, value);
+  }
+}
+
 void CountMin::scale(double factor) noexcept {
   double* c = counters_.get();
   const std::size_t n = std::size_t{shape_.width} * shape_.depth;

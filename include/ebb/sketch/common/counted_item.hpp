@@ -3,6 +3,7 @@
 // bounds. The true count lies in [lower, upper]; for CMS-derived upper
 // bounds that is deterministic (a CMS never under-counts).
 #include <string>
+#include <vector>
 
 namespace ebb {
 
@@ -13,6 +14,15 @@ struct CountedItem {
   double upper = 0;
 
   friend bool operator==(const CountedItem&, const CountedItem&) = default;
+};
+
+// A summary's k best, in report order, and a bound on every item left out
+// (held further down, or not held at all): each has true count <=
+// unlisted_upper. When every listed lower bound reaches it, the list is
+// surely the true top; when one does not, its tail is uncertain.
+struct RankedList {
+  std::vector<CountedItem> items;
+  double unlisted_upper = 0;
 };
 
 // Report order: estimate descending, then key ascending (deterministic ties).

@@ -108,6 +108,10 @@ class KeyedMinHeap {
   const Entry& at(std::uint32_t slot) const noexcept { return slots_[slot]; }
   const Entry& min() const noexcept { return slots_[heap_[0]]; }
   std::span<const Entry> entries() const noexcept { return slots_; }
+  // Slot ids in heap order: the order write_to() writes entries in, so
+  // read_from() gives the i-th of them slot i (owners that keep a figure
+  // per slot beside the heap serialise it in this order).
+  std::span<const std::uint32_t> heap_order() const noexcept { return {heap_.data(), heap_.size()}; }
 
   // Requires !full() and the key absent.
   std::uint32_t insert(std::string_view key, std::uint64_t hash, double value, double aux);

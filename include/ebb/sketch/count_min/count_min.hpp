@@ -50,6 +50,12 @@ class CountMin {
   // Never below the key's true total (deterministic); above it by at most
   // epsilon * total() with probability >= confidence.
   double estimate(std::uint64_t hash) const noexcept;
+  // Raises each of the key's cells to at least `value`, leaving total()
+  // alone: a summary that counted the key's weight outside the sketch
+  // writes it back when it lets the key go (AugmentedHeap), so that the
+  // estimate again never under-counts. Each cell grows by at most what the
+  // key's estimate lacked.
+  void raise_to(std::uint64_t hash, double value) noexcept;
 
   // Sum of all weights added (in the caller's coordinates).
   double total() const noexcept { return total_; }

@@ -1,0 +1,208 @@
+#include "ebb/sketch/augmented_heap/augmented_heap.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "ebb/core/hash.hpp"
+#include "ebb/sketch/candidate_heap/candidate_heap.hpp"
+#include "ebb/sketch/count_min/count_min.hpp"
+
+namespace ebb {
+namespace {
+
+constexpr std::uint16_t kFormatVersion = 1;
+
+// Hashes no real key is likely to have, fixed so a restored view probes the
+// same cells: their estimates are what the sketch says of keys it never
+// counted, i.e. its noise.
+constexpr std::size_t kProbes = 31;
+constexpr std::array<std::uint64_t, kProbes> make_probes() {
+  std::array<std::uint64_t, kProbes> p{};
+  for (std::size_t i = 0; i < kProbes; ++i) p[i] = mix64(0x6e6f6973652d7072ULL + i);  // "noise-pr" + i
+  return p;
+}
+constexpr auto kProbeHashes = make_probes();
+
+}  // namespace
+
+AugmentedHeap::AugmentedHeap(std::uint32_t capacity) : heap_(capacity) {
+  base_.reserve(capacity);
+  miss_hashes_.resize(kMaxBatch);
+  miss_weights_.resize(kMaxBatch);
+  miss_estimates_.resize(kMaxBatch);
+  miss_events_.resize(kMaxBatch);
+}
+
+void AugmentedHeap::apply(CountMin& sketch, const std::string_view* keys, const std::uint64_t* hashes, const double* weights,
+                          std::size_t n) {
+  // Held keys first, in order, with the lookups some events ahead in cache.
+  constexpr std::size_t kProbeAhead = 16, kEntryAhead = 8;
+  for (std::size_t i = 0; i < std::min(n, kProbeAhead); ++i) heap_.prefetch_probe(hashes[i]);
+  std::size_t misses = 0;
+  double absorbed = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kProbeAhead < n) heap_.prefetch_probe(hashes[i + kProbeAhead]);
+    if (i + kEntryAhead < n) {
+      heap_.prefetch_entry(hashes[i + kEntryAhead]);
+      prefetch_hint(keys[i + kEntryAhead].data());
+    }
+    const auto slot = heap_.find(keys[i], hashes[i]);
+    if (slot != KeyedMinHeap::kNone) {
+      const auto& e = heap_.at(slot);
+      heap_.raise(slot, e.value + weights[i], e.aux + weights[i]);
+      absorbed += weights[i];
+    } else {
+      miss_hashes_[misses] = hashes[i];
+      miss_weights_[misses] = weights[i];
+      miss_events_[misses] = static_cast<std::uint32_t>(i);
+      ++misses;
+    }
+  }
+  absorbed_ += absorbed;
+  if (misses == 0) return;
+  sketch.update_batch(std::span<const std::uint64_t>(miss_hashes_.data(), misses), std::span<const double>(miss_weights_.data(), misses),
+                      std::span<double>(miss_estimates_.data(), misses));
+  // Offers: below the minimum at this point (which only grows) an event's
+  // key is not held and cannot enter, so only the others are kept, without
+  // a branch each (compacted in place).
+  const double floor = heap_.full() ? heap_.min().value : -1;
+  std::size_t m = 0;
+  for (std::size_t j = 0; j < misses; ++j) {
+    miss_hashes_[m] = miss_hashes_[j];
+    miss_weights_[m] = miss_weights_[j];
+    miss_estimates_[m] = miss_estimates_[j];
+    miss_events_[m] = miss_events_[j];
+    m += miss_estimates_[j] > floor;
+  }
+  noise_ = -1;
+  for (std::size_t j = 0; j < m; ++j) {
+    if (j + kEntryAhead < m) heap_.prefetch_probe(miss_hashes_[j + kEntryAhead]);
+    offer(sketch, keys[miss_events_[j]], miss_hashes_[j], miss_weights_[j], miss_estimates_[j]);
+  }
+}
+
+void AugmentedHeap::offer(CountMin& sketch, std::string_view key, std::uint64_t hash, double weight, double estimate) {
+  auto slot = heap_.find(key, hash);
+  if (slot != KeyedMinHeap::kNone) {  // came in earlier in this batch
+    const auto& e = heap_.at(slot);
+    heap_.raise(slot, e.value + weight, e.aux + weight);
+    return;
+  }
+  const double before = before_entry(sketch, std::max(0.0, estimate - weight));
+  if (!heap_.full()) {
+    slot = heap_.insert(key, hash, estimate, weight);
+    base_.push_back(before);
+  } else if (estimate > heap_.min().value) {
+    const auto& out = heap_.min();
+    sketch.raise_to(out.hash, out.value);
+    slot = heap_.replace_min(key, hash, estimate, weight);
+    base_[slot] = before;
+  }
+}
+
+double AugmentedHeap::before_entry(const CountMin& sketch, double upper) {
+  if (upper <= 0) return 0;
+  if (noise_ < 0) {
+    std::array<double, kProbes> est;
+    for (std::size_t i = 0; i < kProbes; ++i) est[i] = sketch.estimate(kProbeHashes[i]);
+    std::nth_element(est.begin(), est.begin() + kProbes / 2, est.end());
+    noise_ = est[kProbes / 2];
+  }
+  return std::clamp(upper - noise_, 0.0, upper);
+}
+
+double AugmentedHeap::estimate(std::uint32_t slot) const noexcept {
+  const auto& e = heap_.at(slot);
+  return std::clamp(e.aux + base_[slot], std::min(e.aux, e.value), e.value);
+}
+
+CountedItem AugmentedHeap::report(std::uint32_t slot) const {
+  const auto& e = heap_.at(slot);
+  return {e.key, estimate(slot), std::min(e.aux, e.value), e.value};
+}
+
+std::optional<CountedItem> AugmentedHeap::find(std::string_view key, std::uint64_t hash) const {
+  const auto slot = heap_.find(key, hash);
+  if (slot == KeyedMinHeap::kNone) return std::nullopt;
+  return report(slot);
+}
+
+RankedList AugmentedHeap::top(std::size_t k) const {
+  // Selected on a compact copy of (estimate, slot); the key is read only to
+  // break a tie.
+  struct Ranked {
+    double estimate;
+    std::uint32_t slot;
+  };
+  std::vector<Ranked> order;
+  order.reserve(heap_.size());
+  for (std::uint32_t slot = 0; slot < heap_.size(); ++slot) order.push_back({estimate(slot), slot});
+  const auto before = [this](const Ranked& a, const Ranked& b) {
+    return a.estimate != b.estimate ? a.estimate > b.estimate : heap_.at(a.slot).key < heap_.at(b.slot).key;
+  };
+  const std::size_t n = std::min(k, order.size());
+  if (n < order.size()) std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(), before);
+  std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), before);
+  RankedList list;
+  list.items.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) list.items.push_back(report(order[i].slot));
+  list.unlisted_upper = threshold();
+  for (std::size_t i = n; i < order.size(); ++i) list.unlisted_upper = std::max(list.unlisted_upper, heap_.at(order[i].slot).value);
+  return list;
+}
+
+void AugmentedHeap::scale(double factor) noexcept {
+  heap_.scale(factor);
+  for (auto& b : base_) b *= factor;
+  absorbed_ *= factor;
+}
+
+std::size_t AugmentedHeap::memory_bytes() const noexcept {
+  return sizeof(*this) - sizeof(heap_) + heap_.memory_bytes() + base_.capacity() * sizeof(double) +
+         miss_hashes_.capacity() * sizeof(std::uint64_t) + (miss_weights_.capacity() + miss_estimates_.capacity()) * sizeof(double) +
+         miss_events_.capacity() * sizeof(std::uint32_t);
+}
+
+std::string AugmentedHeap::serialize() const {
+  return written([this](BinaryWriter& w) { serialize_into(w); });
+}
+
+void AugmentedHeap::serialize_into(BinaryWriter& w) const {
+  const auto blob = w.begin_blob(BlobKind::augmented_heap, kFormatVersion);
+  w.put<double>(absorbed_);
+  heap_.write_to(w);
+  for (const std::uint32_t slot : heap_.heap_order()) w.put<double>(base_[slot]);
+  w.end_blob(blob);
+}
+
+AugmentedHeap AugmentedHeap::deserialize(std::string_view blob, std::optional<std::uint32_t> capacity) {
+  auto opened = open_blob(blob, BlobKind::augmented_heap, kFormatVersion);
+  BinaryReader r(opened.payload, "augmented heap");
+  const double absorbed = r.get<double>();
+  if (!std::isfinite(absorbed) || absorbed < 0) r.fail("bad absorbed weight");
+  AugmentedHeap h(1);
+  h.heap_ = KeyedMinHeap::read_from(r, capacity);
+  h.base_.reserve(h.heap_.capacity());
+  for (std::uint32_t slot = 0; slot < h.heap_.size(); ++slot) {  // read_from gave the i-th entry written slot i
+    const double base = r.get<double>();
+    const auto& e = h.heap_.at(slot);
+    if (!std::isfinite(base) || base < 0) r.fail("bad estimate before entry");
+    if (e.aux > e.value) r.fail("an entry's lower bound exceeds its upper bound");
+    h.base_.push_back(base);
+  }
+  r.expect_end();
+  h.absorbed_ = absorbed;
+  return h;
+}
+
+AugmentedHeap AugmentedHeap::from_candidate_heap(const CandidateHeap& old) {
+  AugmentedHeap h(old.capacity());
+  for (const auto& e : old.entries()) {
+    h.heap_.insert(e.key, e.hash, e.value, std::min(e.aux, e.value));
+    h.base_.push_back(e.value - std::min(e.aux, e.value));
+  }
+  return h;
+}
+
+}  // namespace ebb
