@@ -114,7 +114,10 @@ engine::TopKAnswer answer_from(simdjson::dom::element doc) {
   a.accuracy.guarantee_threshold = double(acc["guarantee_threshold"]);
   a.accuracy.candidates = static_cast<std::uint32_t>(uint64_t(acc["candidates"]));
   a.accuracy.undersized = bool(acc["undersized"]);
-  a.accuracy.tail_uncertain = bool(acc["tail_uncertain"]);
+  bool tail_uncertain = false;  // absent from servers before it
+  if (!acc["tail_uncertain"].get(tail_uncertain)) a.accuracy.tail_uncertain = tail_uncertain;
+  double unlisted = 0;
+  if (!acc["unlisted_upper_bound"].get(unlisted)) a.unlisted_upper = unlisted;
   return a;
 }
 

@@ -32,7 +32,7 @@ void write_item_fields(io::JsonWriter& w, const CountedItem& item, std::optional
 
 }  // namespace
 
-void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a, bool list) {
+void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a, std::optional<double> unlisted_upper) {
   w.key("accuracy").begin_object();
   w.key("type").value(a.type);
   w.key("epsilon").value(a.epsilon);
@@ -41,7 +41,7 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a, bool list) {
   w.key("guarantee_threshold").value(a.guarantee_threshold);
   w.key("candidates").value(a.candidates);
   w.key("undersized").value(a.undersized);
-  if (list) w.key("tail_uncertain").value(a.tail_uncertain);
+  if (unlisted_upper) w.key("tail_uncertain").value(a.tail_uncertain).key("unlisted_upper_bound").value(*unlisted_upper);
   if (a.type == "exact") w.key("items").value(a.items).key("evicted_items").value(a.evicted_items);
   w.end_object();
 }
@@ -59,7 +59,7 @@ void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAns
   }
   w.end_array();
   w.key("total").value(answer.total);
-  write_accuracy(w, answer.accuracy, true);
+  write_accuracy(w, answer.accuracy, answer.unlisted_upper);
   w.end_object();
 }
 

@@ -115,13 +115,7 @@ HistorySnapshot read_snapshot(sqlite3* db, Statement& s) {
 
 }  // namespace
 
-double HistorySnapshot::unlisted_bound() const noexcept {
-  const double bound = std::max(unlisted, guarantee_threshold);
-  if (items.size() < k || items.empty()) return bound;
-  double lowest = items.front().estimate;
-  for (const auto& i : items) lowest = std::min(lowest, i.estimate);
-  return std::max(lowest, bound);
-}
+double HistorySnapshot::unlisted_bound() const noexcept { return std::max(unlisted, guarantee_threshold); }
 
 HistoryStore::HistoryStore(const std::filesystem::path& file) : file_(file) {
   if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {

@@ -130,7 +130,7 @@ TEST(EbbTop, ExactCountingStatesItsEvictions) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(R"("type":"exact",)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(R"("max_error":3,"guarantee_threshold":3,"candidates":2,"undersized":false,"tail_uncertain":true,"items":2,"evicted_items":3})"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("max_error":3,"guarantee_threshold":3,"candidates":2,"undersized":false,"tail_uncertain":true,"unlisted_upper_bound":3,"items":2,"evicted_items":3})"), std::string::npos) << r.out;
 }
 
 TEST(EbbTop, AccessLogByPathAndBytesWithHalfLife) {

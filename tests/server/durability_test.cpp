@@ -597,13 +597,14 @@ TEST(Durability, ADataDirectoryWithAugmentedHeapsLoads) {
             R"({"item_id":"a","estimated_count":6,"lower_bound":6,"upper_bound":6,"rank":1},)"
             R"({"item_id":"c","estimated_count":4,"lower_bound":1,"upper_bound":4,"rank":2}],"total":13,)"
             R"("accuracy":{"type":"count_min_sketch","epsilon":0.04247315356967258,"confidence":0.8646647167633873,)"
-            R"("max_error":0.5521509964057435,"guarantee_threshold":4,"candidates":2,"undersized":false,"tail_uncertain":true}})");
+            R"("max_error":0.5521509964057435,"guarantee_threshold":4,"candidates":2,"undersized":false,"tail_uncertain":true,"unlisted_upper_bound":4}})");
   EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_a&half_life=1h").body,
             R"({"namespace":"golden_a","half_life":"1h","as_of":1700000020,"items":[)"
             R"({"item_id":"a","estimated_count":5.980782936102877,"lower_bound":5.980782936102877,"upper_bound":5.980782936102877,"rank":1},)"
             R"({"item_id":"c","estimated_count":3.9923057743025145,"lower_bound":1.9961528871512577,"upper_bound":3.9923057743025154,"rank":2}],)"
             R"("total":12.961558472067114,"accuracy":{"type":"count_min_sketch","epsilon":0.04247315356967258,"confidence":0.8646647167633873,)"
-            R"("max_error":0.5505182634863972,"guarantee_threshold":3.9923057743025154,"candidates":2,"undersized":false,"tail_uncertain":true}})");
+            R"("max_error":0.5505182634863972,"guarantee_threshold":3.9923057743025154,"candidates":2,"undersized":false,"tail_uncertain":true,)"
+            R"("unlisted_upper_bound":3.9923057743025154}})");
   // b, written back when it left: the sketch never under-counts it.
   const auto body = c.request("GET", "/count?namespace=golden_a&item_id=b&window=all").body;
   EXPECT_NE(body.find(R"("item_id":"b","estimated_count":3,"lower_bound":0,"upper_bound":3,)"), std::string::npos) << body;
@@ -626,7 +627,7 @@ TEST(Durability, ADataDirectoryWithAnExactNamespaceLoads) {
   EXPECT_EQ(body, R"({"namespace":"golden_x","window":{"start":1699996500,"end":1700000100},"window_length":"1h","as_of":1700000100,)"
                   R"("granularity":60,"items":[{"item_id":"a","estimated_count":4,"lower_bound":4,"upper_bound":5,"rank":1},)"
                   R"({"item_id":"c","estimated_count":2,"lower_bound":2,"upper_bound":3,"rank":2}],"total":7,"accuracy":{"type":"exact",)"
-                  R"("epsilon":0,"confidence":1,"max_error":1,"guarantee_threshold":1,"candidates":2,"undersized":false,"tail_uncertain":false,"items":2,"evicted_items":1}})");
+                  R"("epsilon":0,"confidence":1,"max_error":1,"guarantee_threshold":1,"candidates":2,"undersized":false,"tail_uncertain":false,"unlisted_upper_bound":1,"items":2,"evicted_items":1}})");
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   body = c.request("GET", "/top-k?namespace=golden_x&half_life=1h").body;
@@ -666,9 +667,10 @@ TEST(Durability, HistorySurvivesRestartsAndCrashes) {
                           R"("granularity":3600,"items":[{"item_id":"a","estimated_count":3,"lower_bound":3,"upper_bound":3,"rank":1},)"
                           R"({"item_id":"b","estimated_count":1,"lower_bound":1,"upper_bound":1,"rank":2}],"total":4.5,)"),
               std::string::npos) << r.body;
-    // Not in that list: no count, and at most the list's lowest.
+    // Not in that list: no count, and at most the bound the view gave for
+    // every item it left out (z's own 0.5, the only one).
     r = c.request("GET", "/count?namespace=h&window=1m&item_id=z&timestamp=1700000100");
-    EXPECT_NE(r.body.find(R"("item_id":"z","estimated_count":null,"lower_bound":0,"upper_bound":1,)"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find(R"("item_id":"z","estimated_count":null,"lower_bound":0,"upper_bound":0.5,)"), std::string::npos) << r.body;
     EXPECT_NE(r.body.find(R"("listed":false)"), std::string::npos) << r.body;
     r = c.request("GET", "/history?namespace=h&item_id=a&half_life=5m&from=0&to=2000000000");
     EXPECT_NE(r.body.find(R"("points":[{"t":1700000000,"estimated_count":3,"lower_bound":3,"upper_bound":3,"rank":1}],"truncated":false)"),
@@ -679,7 +681,7 @@ TEST(Durability, HistorySurvivesRestartsAndCrashes) {
     EbbServer server(dir, {"--history-interval", "100ms"});
     HttpClient c(server.port());
     auto r = c.request("GET", "/history?namespace=h&item_id=c&window=1m&from=0&to=2000000000");
-    EXPECT_NE(r.body.find(R"("points":[{"t":1700000000,"estimated_count":null,"lower_bound":0,"upper_bound":1,"rank":null})"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find(R"("points":[{"t":1700000000,"estimated_count":null,"lower_bound":0,"upper_bound":0.5,"rank":null})"), std::string::npos) << r.body;
     // Snapshots go on every 100 ms: wait (without a deadline on speed) for
     // one with c, then crash.
     for (int i = 0; i < 600 && r.body.find(R"("t":1700000600)") == std::string::npos; ++i) {

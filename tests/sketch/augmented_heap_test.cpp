@@ -210,12 +210,13 @@ TEST(AugmentedHeap, DamagedBlobsAreRefused) {
   const double w = 2;
   heap.apply(sketch, &key, &h, &w, 1);
   const std::string blob = heap.serialize();
-  const std::string payload(open_blob(blob, BlobKind::augmented_heap, 1).payload);
-  // Payload: f64 absorbed, u32 capacity, u32 size, entry (u32 length, key, f64 value, f64 aux), f64 base.
+  const std::string payload(open_blob(blob, BlobKind::augmented_heap, 2).payload);
+  // Payload: f64 absorbed, f64 floor, u8 budget flag, u32 capacity, u32 size,
+  // entry (u32 length, key, f64 value, f64 aux), f64 base.
   auto with = [&](std::size_t offset, auto value) {
     std::string p = payload;
     std::memcpy(p.data() + offset, &value, sizeof value);
-    return seal_blob(BlobKind::augmented_heap, 1, p);
+    return seal_blob(BlobKind::augmented_heap, 2, p);
   };
   struct Case {
     std::string blob;
@@ -225,9 +226,11 @@ TEST(AugmentedHeap, DamagedBlobsAreRefused) {
   const Case cases[] = {
       {blob, 5, "corrupt augmented heap: summary capacity 4 differs from the configuration's 5"},
       {with(0, -1.0), 4, "corrupt augmented heap: bad absorbed weight"},
-      {with(8 + 8 + 4 + 1 + 8 + 8, std::nan("")), 4, "corrupt augmented heap: bad estimate before entry"},
-      {with(8 + 8 + 4 + 1 + 8, 3.0), 4, "corrupt augmented heap: an entry's lower bound exceeds its upper bound"},
-      {blob.substr(0, blob.size() - 1), 4, "augmented heap blob is truncated or padded: header says 45 payload bytes, found 44"},
+      {with(8, std::nan("")), 4, "corrupt augmented heap: bad floor"},
+      {with(16, std::uint8_t{2}), 4, "corrupt augmented heap: bad key budget flag"},
+      {with(17 + 8 + 4 + 1 + 8 + 8, std::nan("")), 4, "corrupt augmented heap: bad estimate before entry"},
+      {with(17 + 8 + 4 + 1 + 8, 3.0), 4, "corrupt augmented heap: an entry's lower bound exceeds its upper bound"},
+      {blob.substr(0, blob.size() - 1), 4, "augmented heap blob is truncated or padded: header says 54 payload bytes, found 53"},
   };
   for (const auto& c : cases) {
     try {
@@ -238,6 +241,33 @@ TEST(AugmentedHeap, DamagedBlobsAreRefused) {
     }
   }
   EXPECT_EQ(AugmentedHeap::deserialize(blob, 4).top(4).items, heap.top(4).items);
+  // Version 1 (no floor, no flag) is still read.
+  const std::string v1 = seal_blob(BlobKind::augmented_heap, 1, payload.substr(0, 8) + payload.substr(17));
+  EXPECT_EQ(AugmentedHeap::deserialize(v1, 4).serialize(), blob);
+}
+
+// A key budget: long keys take bytes outside their entries, so fewer fit;
+// the keys that leave or stay out are bounded by the threshold.
+TEST(AugmentedHeap, KeyBudgetHoldsFewerLongKeysAndKeepsItsBounds) {
+  CountMin sketch(CountMinShape::with_dimensions(1024, 3));
+  const std::string pad(40, 'x');  // 41 bytes outside the entry each (std::string's inline capacity is 15)
+  AugmentedHeap heap(8, 100);     // room for two such keys
+  ExactModel model;
+  std::vector<testing::ModelEvent> events;
+  for (int i = 0; i < 400; ++i) {
+    const std::string k = (i % 3 == 0 ? "short" + std::to_string(i % 4) : pad + std::to_string(i % 7));
+    events.push_back({k, 0, 1.0 + i % 5});
+    model.add(k, 0, 1.0 + i % 5);
+  }
+  feed(heap, sketch, events, 3);
+  EXPECT_LE(heap.key_bytes(), 100u);
+  EXPECT_EQ(heap.held_at_most(), heap.size());
+  EXPECT_LT(heap.size(), 8u);
+  expect_honest(heap, sketch, model.counts(0, 0), 1);
+  const auto back = AugmentedHeap::deserialize(heap.serialize(), 8, 100);
+  EXPECT_EQ(back.key_bytes(), heap.key_bytes());
+  EXPECT_EQ(back.threshold(), heap.threshold());
+  EXPECT_EQ(back.held_at_most(), heap.held_at_most());
 }
 
 }  // namespace

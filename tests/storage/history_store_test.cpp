@@ -61,7 +61,7 @@ TEST_F(History, SnapshotsReadBackAsWrittenAndTheNewestAtOrBeforeATimeAnswers) {
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->t, 1010);
   EXPECT_EQ(s->items[0].item, "b");
-  EXPECT_EQ(s->unlisted_bound(), 11);  // full list: its lowest estimate
+  EXPECT_EQ(s->unlisted_bound(), 1);  // no bound given: the guarantee threshold
   EXPECT_EQ(h.at("n", "h:5m", 5000)->unlisted_bound(), 1);  // one of k = 2: the guarantee threshold
   EXPECT_FALSE(h.at("other", "w:1h", 5000).has_value());
   // A list ranked by estimate: an unlisted item may count more than the

@@ -1,6 +1,7 @@
 #pragma once
 // Engine answers as the documents of ../shared/notes/api.md (GET /top-k,
 // GET /count): the CLI's --json and the server write the same bytes.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,9 @@ namespace ebb::service {
 
 void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAnswer& answer);
 void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAnswer& answer);
-// `list`: the accuracy of a top-k list, which adds tail_uncertain (a point
-// answer has no tail).
-void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy, bool list = false);
+// A top-k list's accuracy adds tail_uncertain and the list's
+// unlisted_upper_bound (a point answer has no tail).
+void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy, std::optional<double> unlisted_upper = std::nullopt);
 // POST /counts: the items in request order, with the view and the accuracy
 // block they share. `view_answer` describes the view when there are no items.
 void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,

@@ -46,10 +46,10 @@ struct HistorySnapshot {
   // What the view said bounds every item it did not list (its answer's
   // unlisted_upper; stored as the unlisted_bound column).
   double unlisted = 0;
-  // The most an item outside `items` can have counted: `unlisted`, and
-  // never below the view's guarantee threshold or, once the list is full,
-  // its lowest estimate (the bound of lists ranked by upper bound, which
-  // rows written before `unlisted` was kept hold).
+  // The most an item outside `items` can have counted: `unlisted`, never
+  // below the view's guarantee threshold. (Rows written before the views
+  // gave it hold the bound of lists ranked by upper bound then: the lowest
+  // listed estimate once the list was full.)
   double unlisted_bound() const noexcept;
 };
 

@@ -4,14 +4,18 @@
 #include <array>
 #include <cmath>
 
+#include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/core/string_bytes.hpp"
 #include "ebb/sketch/candidate_heap/candidate_heap.hpp"
 #include "ebb/sketch/count_min/count_min.hpp"
 
 namespace ebb {
 namespace {
 
-constexpr std::uint16_t kFormatVersion = 1;
+// Version 2 adds the floor and whether the key budget bound (version 1,
+// read: neither).
+constexpr std::uint16_t kFormatVersion = 2;
 
 // Hashes no real key is likely to have, fixed so a restored view probes the
 // same cells: their estimates are what the sketch says of keys it never
@@ -26,7 +30,12 @@ constexpr auto kProbeHashes = make_probes();
 
 }  // namespace
 
-AugmentedHeap::AugmentedHeap(std::uint32_t capacity) : heap_(capacity) {
+std::size_t AugmentedHeap::reserved_bytes(std::uint32_t capacity) noexcept {
+  return sizeof(AugmentedHeap) - sizeof(KeyedMinHeap) + KeyedMinHeap::reserved_bytes(capacity) + std::size_t{capacity} * sizeof(double) +
+         kMaxBatch * (sizeof(std::uint64_t) + 2 * sizeof(double) + sizeof(std::uint32_t));
+}
+
+AugmentedHeap::AugmentedHeap(std::uint32_t capacity, std::uint64_t key_budget) : heap_(capacity), key_budget_(key_budget) {
   base_.reserve(capacity);
   miss_hashes_.resize(kMaxBatch);
   miss_weights_.resize(kMaxBatch);
@@ -36,6 +45,7 @@ AugmentedHeap::AugmentedHeap(std::uint32_t capacity) : heap_(capacity) {
 
 void AugmentedHeap::apply(CountMin& sketch, const std::string_view* keys, const std::uint64_t* hashes, const double* weights,
                           std::size_t n) {
+  if (n > kMaxBatch) throw InvalidArgument("augmented heap: at most " + std::to_string(kMaxBatch) + " events per apply()");
   // Held keys first, in order, with the lookups some events ahead in cache.
   constexpr std::size_t kProbeAhead = 16, kEntryAhead = 8;
   for (std::size_t i = 0; i < std::min(n, kProbeAhead); ++i) heap_.prefetch_probe(hashes[i]);
@@ -89,16 +99,48 @@ void AugmentedHeap::offer(CountMin& sketch, std::string_view key, std::uint64_t 
     heap_.raise(slot, e.value + weight, e.aux + weight);
     return;
   }
-  const double before = before_entry(sketch, std::max(0.0, estimate - weight));
-  if (!heap_.full()) {
+  const bool room = key_bytes_ + heap_bytes_max(key.size()) <= key_budget_;
+  if (!heap_.full() && room) {
+    const double before = before_entry(sketch, std::max(0.0, estimate - weight));
     slot = heap_.insert(key, hash, estimate, weight);
     base_.push_back(before);
-  } else if (estimate > heap_.min().value) {
+    key_bytes_ += heap_bytes(heap_.at(slot).key);
+  } else if (!heap_.empty() && estimate > heap_.min().value) {
+    const double before = before_entry(sketch, std::max(0.0, estimate - weight));
     const auto& out = heap_.min();
     sketch.raise_to(out.hash, out.value);
+    floor_ = std::max(floor_, out.value);
+    key_bytes_ -= heap_bytes(out.key);
     slot = heap_.replace_min(key, hash, estimate, weight);
     base_[slot] = before;
+    key_bytes_ += heap_bytes(heap_.at(slot).key);
+    // A long key may need more than the one it replaced: the minimum
+    // leaves until the budget holds (the newcomer too, when it is the minimum).
+    while (key_bytes_ > key_budget_ && !heap_.empty()) {
+      budget_bound_ = true;
+      evict_min(sketch);
+    }
+  } else {
+    // Kept out: its count is at most its estimate. (When full, that is at
+    // most the minimum already; here for a heap the key budget holds short.)
+    if (!room) budget_bound_ = true;
+    floor_ = std::max(floor_, estimate);
   }
+}
+
+void AugmentedHeap::evict_min(CountMin& sketch) {
+  const auto& out = heap_.min();
+  sketch.raise_to(out.hash, out.value);
+  floor_ = std::max(floor_, out.value);
+  key_bytes_ -= heap_bytes(out.key);
+  const auto [freed, moved] = heap_.pop_min();
+  base_[freed] = base_[moved];
+  base_.pop_back();
+}
+
+void AugmentedHeap::count_keys() noexcept {
+  key_bytes_ = 0;
+  for (const auto& e : heap_.entries()) key_bytes_ += heap_bytes(e.key);
 }
 
 double AugmentedHeap::before_entry(const CountMin& sketch, double upper) {
@@ -171,17 +213,27 @@ std::string AugmentedHeap::serialize() const {
 void AugmentedHeap::serialize_into(BinaryWriter& w) const {
   const auto blob = w.begin_blob(BlobKind::augmented_heap, kFormatVersion);
   w.put<double>(absorbed_);
+  w.put<double>(floor_);
+  w.put<std::uint8_t>(budget_bound_ ? 1 : 0);
   heap_.write_to(w);
   for (const std::uint32_t slot : heap_.heap_order()) w.put<double>(base_[slot]);
   w.end_blob(blob);
 }
 
-AugmentedHeap AugmentedHeap::deserialize(std::string_view blob, std::optional<std::uint32_t> capacity) {
+AugmentedHeap AugmentedHeap::deserialize(std::string_view blob, std::optional<std::uint32_t> capacity, std::uint64_t key_budget) {
   auto opened = open_blob(blob, BlobKind::augmented_heap, kFormatVersion);
   BinaryReader r(opened.payload, "augmented heap");
   const double absorbed = r.get<double>();
   if (!std::isfinite(absorbed) || absorbed < 0) r.fail("bad absorbed weight");
-  AugmentedHeap h(1);
+  double floor = 0;
+  std::uint8_t bound = 0;
+  if (opened.version >= 2) {
+    floor = r.get<double>();
+    if (!std::isfinite(floor) || floor < 0) r.fail("bad floor");
+    bound = r.get<std::uint8_t>();
+    if (bound > 1) r.fail("bad key budget flag");
+  }
+  AugmentedHeap h(1, key_budget);
   h.heap_ = KeyedMinHeap::read_from(r, capacity);
   h.base_.reserve(h.heap_.capacity());
   for (std::uint32_t slot = 0; slot < h.heap_.size(); ++slot) {  // read_from gave the i-th entry written slot i
@@ -193,15 +245,20 @@ AugmentedHeap AugmentedHeap::deserialize(std::string_view blob, std::optional<st
   }
   r.expect_end();
   h.absorbed_ = absorbed;
+  h.floor_ = floor;
+  h.budget_bound_ = bound == 1;
+  h.count_keys();
   return h;
 }
 
-AugmentedHeap AugmentedHeap::from_candidate_heap(const CandidateHeap& old) {
-  AugmentedHeap h(old.capacity());
+AugmentedHeap AugmentedHeap::from_candidate_heap(const CandidateHeap& old, std::uint64_t key_budget) {
+  AugmentedHeap h(old.capacity(), key_budget);
   for (const auto& e : old.entries()) {
     h.heap_.insert(e.key, e.hash, e.value, std::min(e.aux, e.value));
     h.base_.push_back(e.value - std::min(e.aux, e.value));
   }
+  h.floor_ = old.threshold();  // what merges established, if any (the minimum otherwise)
+  h.count_keys();
   return h;
 }
 

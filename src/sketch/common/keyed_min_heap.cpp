@@ -61,6 +61,34 @@ std::uint32_t KeyedMinHeap::replace_min(std::string_view key, std::uint64_t hash
   return slot;
 }
 
+std::pair<std::uint32_t, std::uint32_t> KeyedMinHeap::pop_min() {
+  const std::uint32_t freed = heap_[0];
+  const std::uint32_t last = size() - 1;
+  // Out of the heap order first (entries still in place for the compares).
+  const std::uint32_t tail = heap_.back();
+  heap_.pop_back();
+  if (tail != freed) {
+    place(0, tail);
+    heap_sift_down(std::span<const std::uint32_t>(heap_.data(), heap_.size()), 0,
+                   [this](std::uint32_t a, std::uint32_t b) { return less(a, b); },
+                   [this](std::size_t at, std::uint32_t slot) { place(static_cast<std::uint32_t>(at), slot); });
+  }
+  // Then the last slot moves into the freed one.
+  table_erase(freed);
+  // The freed key's bytes go now: a short key moved in would be copied into
+  // its buffer, which would then outlive it.
+  std::string().swap(slots_[freed].key);
+  if (freed != last) {
+    table_erase(last);
+    slots_[freed] = std::move(slots_[last]);
+    table_insert(slots_[freed].hash, freed);
+    place(pos_[last], freed);
+  }
+  slots_.pop_back();
+  pos_.pop_back();
+  return {freed, last};
+}
+
 void KeyedMinHeap::scale(double factor) noexcept {
   for (auto& e : slots_) {
     e.value *= factor;

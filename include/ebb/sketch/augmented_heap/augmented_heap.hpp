@@ -23,6 +23,12 @@
 // grows): it was not let in at its last event, or it was evicted, at or
 // below the minimum of the time.
 //
+// A key budget (views sized by a memory budget) bounds the bytes held keys
+// take outside their entries (keys past std::string's inline capacity):
+// past it, the minimum leaves (written back, as above) until the newcomer
+// fits, or the newcomer stays out. Every key that left or was kept out is
+// bounded by floor(), and with long keys fewer than capacity() are held.
+//
 // The estimate reported is the lower bound plus an estimate of the count
 // before entry: e - w less the sketch's noise at entry (the median estimate
 // of keys never counted, probed at fixed hashes), within [0, e - w]. Ranks
@@ -49,10 +55,17 @@ class AugmentedHeap {
   // Events apply() takes per call (its scratch holds that many).
   static constexpr std::size_t kMaxBatch = 128;
 
-  explicit AugmentedHeap(std::uint32_t capacity);
+  static constexpr std::uint64_t kNoKeyBudget = UINT64_MAX;
+  explicit AugmentedHeap(std::uint32_t capacity, std::uint64_t key_budget = kNoKeyBudget);
 
   std::uint32_t capacity() const noexcept { return heap_.capacity(); }
   std::uint32_t size() const noexcept { return heap_.size(); }
+  // How many keys it holds at most now: capacity(), or once the key budget
+  // has turned a key away, what it holds.
+  std::uint32_t held_at_most() const noexcept { return budget_bound_ ? size() : capacity(); }
+  std::uint64_t key_bytes() const noexcept { return key_bytes_; }
+  // The bytes a heap of this capacity reserves, before any key bytes.
+  static std::size_t reserved_bytes(std::uint32_t capacity) noexcept;
   // Weight counted by held keys, which the sketch's total() lacks.
   double absorbed() const noexcept { return absorbed_; }
 
@@ -66,7 +79,7 @@ class AugmentedHeap {
 
   std::optional<CountedItem> find(std::string_view key, std::uint64_t hash) const;
   // Every key not held has true count <= this.
-  double threshold() const noexcept { return heap_.bound_outside(0); }
+  double threshold() const noexcept { return heap_.bound_outside(floor_); }
   // The k best by estimate (ties by key), and the bound on every other key.
   RankedList top(std::size_t k) const;
 
@@ -76,21 +89,28 @@ class AugmentedHeap {
   std::string serialize() const;
   void serialize_into(BinaryWriter& w) const;  // the same bytes, appended in place
   // With `capacity`, a blob of another capacity is refused before anything is allocated.
-  static AugmentedHeap deserialize(std::string_view blob, std::optional<std::uint32_t> capacity = std::nullopt);
+  static AugmentedHeap deserialize(std::string_view blob, std::optional<std::uint32_t> capacity = std::nullopt,
+                                   std::uint64_t key_budget = kNoKeyBudget);
   // State written before augmentation (a candidate heap whose sketch counted
   // every event): its bounds carry over, and its estimate stays the upper
   // bound it reported.
-  static AugmentedHeap from_candidate_heap(const CandidateHeap& old);
+  static AugmentedHeap from_candidate_heap(const CandidateHeap& old, std::uint64_t key_budget = kNoKeyBudget);
 
  private:
   void offer(CountMin& sketch, std::string_view key, std::uint64_t hash, double weight, double estimate);
   double before_entry(const CountMin& sketch, double upper);
+  void evict_min(CountMin& sketch);
+  void count_keys() noexcept;
   double estimate(std::uint32_t slot) const noexcept;
   CountedItem report(std::uint32_t slot) const;
 
   KeyedMinHeap heap_;
   std::vector<double> base_;  // per slot: the estimated count before entry
   double absorbed_ = 0;
+  double floor_ = 0;  // bound on the keys that left or were kept out (the minimum covers them while full)
+  std::uint64_t key_budget_;
+  std::uint64_t key_bytes_ = 0;  // held keys' bytes outside their entries
+  bool budget_bound_ = false;     // the key budget has turned a key away
   // Scratch of apply(), for the events that go to the sketch.
   std::vector<std::uint64_t> miss_hashes_;
   std::vector<double> miss_weights_, miss_estimates_;

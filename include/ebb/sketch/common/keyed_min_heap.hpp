@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ebb/core/binary_io.hpp"
@@ -117,6 +118,11 @@ class KeyedMinHeap {
   std::uint32_t insert(std::string_view key, std::uint64_t hash, double value, double aux);
   // Requires full() and the key absent: evicts the minimum.
   std::uint32_t replace_min(std::string_view key, std::uint64_t hash, double value, double aux);
+  // Requires !empty(): removes the minimum. Slots stay dense: the entry of
+  // the last slot moves into the freed one. Returns {freed, moved from}
+  // (equal when the minimum held the last slot), so an owner keeping a
+  // figure per slot can move it too.
+  std::pair<std::uint32_t, std::uint32_t> pop_min();
   // Sets a held entry's value (>= its current value) and aux.
   // Inline: a hot item of a skewed stream sits at a leaf (large values are
   // at the bottom of a min-heap), where there is nothing to sift.
