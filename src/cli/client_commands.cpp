@@ -114,6 +114,9 @@ engine::TopKAnswer answer_from(simdjson::dom::element doc) {
   a.accuracy.guarantee_threshold = double(acc["guarantee_threshold"]);
   a.accuracy.candidates = static_cast<std::uint32_t>(uint64_t(acc["candidates"]));
   a.accuracy.undersized = bool(acc["undersized"]);
+  std::uint64_t bytes = 0;
+  if (!acc["memory_budget"].get(bytes)) a.accuracy.memory_budget = bytes;
+  if (!acc["memory_bytes"].get(bytes)) a.accuracy.memory_bytes = bytes;
   bool tail_uncertain = false;  // absent from servers before it
   if (!acc["tail_uncertain"].get(tail_uncertain)) a.accuracy.tail_uncertain = tail_uncertain;
   double unlisted = 0;

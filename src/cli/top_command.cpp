@@ -7,8 +7,10 @@
 #include <cmath>
 #include <optional>
 
+#include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/engine/decayed_view.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "duration_validator.hpp"
 #include "input_pipeline.hpp"
@@ -36,6 +38,13 @@ engine::NamespaceConfig make_config(const TopOptions& o, bool event_time) {
   }
   c.summary = o.summary == "space_saving" ? engine::SummaryKind::space_saving : engine::SummaryKind::candidate_heap;
   c.candidates = o.candidates;
+  if (!o.memory.empty()) {
+    c.memory = parse_byte_size(o.memory);
+    if (c.memory == 0) throw InvalidArgument("--memory: must be a size above 0, e.g. 128KiB");
+    const auto sizing = engine::DecayedView::fit_budget(c.memory, c.k);
+    c.sketch = sizing.sketch;
+    c.candidates = sizing.candidates;
+  }
   c.exclude = o.exclude;
   c.max_item_bytes = o.max_key_bytes;
   c.clock = event_time ? engine::ClockMode::event : engine::ClockMode::wall;
@@ -202,7 +211,11 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   cmd->add_option("--max-items", o.max_items, "With --exact: records held at most; past it the lowest-scoring is evicted and the answer says so")
       ->check(CLI::Range(std::uint64_t{1}, engine::NamespaceConfig::kMaxItems))
       ->needs(exact);
-  for (auto* sketch_flag : {eps, delta, width, depth, candidates}) exact->excludes(sketch_flag);
+  auto* memory = cmd->add_option("--memory", o.memory,
+                                 "Memory budget per all-time or decayed view, all in (e.g. 128KiB): sizes the sketch and the candidates; "
+                                 "with long keys fewer candidates fit, and the answer says so");
+  for (auto* sized : {eps, delta, width, depth, candidates}) memory->excludes(sized);
+  for (auto* sketch_flag : {eps, delta, width, depth, candidates, memory}) exact->excludes(sketch_flag);
   exact->excludes(cmd->add_option("--summary", o.summary, "Top-K summary: candidate_heap (CMS-fed) or space_saving")
                       ->default_val("candidate_heap")
                       ->check(CLI::IsMember({"candidate_heap", "space_saving"})));

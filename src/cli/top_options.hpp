@@ -27,6 +27,7 @@ struct TopOptions {
   std::optional<double> epsilon, delta;
   std::optional<std::uint64_t> width, depth;
   std::uint32_t candidates = 0;
+  std::string memory;  // a budget per view ("128KiB"): sizes the sketch and the candidates
   std::string summary = "candidate_heap";
   bool exact = false;                    // one exact record per key (no sketch)
   std::uint64_t max_items = 1'000'000;   // exact: records held at most

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "ebb/core/byte_size.hpp"
 #include "ebb/service/answer_json.hpp"
 
 namespace ebb::cli {
@@ -76,7 +77,13 @@ void print_table(std::FILE* out, const engine::TopKAnswer& a, bool event_time) {
   std::fprintf(out, "accuracy: epsilon %s, estimates at most %s over the true count with %.4g%% confidence; every item above %s is tracked (%u candidates)\n",
                general(acc.epsilon).c_str(), count(acc.max_error).c_str(), acc.confidence * 100, count(acc.guarantee_threshold).c_str(),
                acc.candidates);
-  if (acc.undersized) std::fprintf(out, "warning: k exceeds the %u candidates kept: raise --candidates\n", acc.candidates);
+  if (acc.memory_budget != 0) {
+    std::fprintf(out, "memory: %s held of the %s budget (%u candidates fit)\n", format_byte_size(acc.memory_bytes).c_str(),
+                 format_byte_size(acc.memory_budget).c_str(), acc.candidates);
+  }
+  if (acc.undersized) {
+    std::fprintf(out, "warning: k exceeds the %u candidates kept: raise %s\n", acc.candidates, acc.memory_budget != 0 ? "--memory" : "--candidates");
+  }
 }
 
 void print_json(std::FILE* out, const std::string& ns, const engine::TopKAnswer& answer) {

@@ -1,6 +1,7 @@
 #include "ebb/engine/decayed_view.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <span>
 
@@ -11,9 +12,17 @@
 namespace ebb::engine {
 namespace {
 
+// What a budgeted view leaves its keys: the budget less the rest (0 when
+// a stored shape takes it all; no budget: unbounded).
+std::uint64_t key_budget_of(std::uint64_t memory, const CountMinShape& sketch, std::uint32_t candidates) {
+  if (memory == 0) return AugmentedHeap::kNoKeyBudget;
+  const std::size_t reserved = DecayedView::reserved_bytes(sketch, candidates);
+  return memory > reserved ? memory - reserved : 0;
+}
+
 std::variant<AugmentedHeap, SpaceSaving> make_summary(const NamespaceConfig& config) {
   if (config.summary == SummaryKind::space_saving) return SpaceSaving(config.resolved_candidates());
-  return AugmentedHeap(config.resolved_candidates());
+  return AugmentedHeap(config.resolved_candidates(), key_budget_of(config.memory, config.sketch, config.resolved_candidates()));
 }
 
 // Space-Saving's k best, and the bound on the rest: the next one down, or
@@ -48,8 +57,37 @@ constexpr std::size_t kChunk = AugmentedHeap::kMaxBatch;
 
 }  // namespace
 
+std::size_t DecayedView::reserved_bytes(const CountMinShape& sketch, std::uint32_t candidates) noexcept {
+  return sizeof(DecayedView) + sketch.counter_bytes() + (AugmentedHeap::reserved_bytes(candidates) - sizeof(AugmentedHeap)) +
+         kChunk * sizeof(double);
+}
+
+ViewSizing DecayedView::fit_budget(std::uint64_t bytes, std::uint32_t k) {
+  constexpr std::uint32_t kDepth = 3;
+  const std::uint64_t width = std::bit_floor(bytes * 3 / 8 / (kDepth * sizeof(double)));
+  const auto too_small = [&] {
+    const auto least = reserved_bytes(CountMinShape::with_dimensions(CountMinShape::kMinWidth, kDepth), k);
+    throw InvalidArgument("memory: " + std::to_string(bytes) + " bytes cannot hold a view of " + std::to_string(k) +
+                          " candidates (k) and the smallest sketch: at least " + std::to_string(least * 5 / 4) + " bytes");
+  };
+  if (width < CountMinShape::kMinWidth) too_small();
+  ViewSizing v{CountMinShape::with_dimensions(static_cast<std::uint32_t>(std::min<std::uint64_t>(width, CountMinShape::kMaxWidth)), kDepth), 0};
+  // The most candidates whose structure leaves a fifth of the rest for keys.
+  const std::uint64_t cap = bytes - (bytes - v.sketch.counter_bytes()) / 5;
+  std::uint64_t lo = k, hi = KeyedMinHeap::kMaxCapacity;
+  if (reserved_bytes(v.sketch, k) > cap) too_small();
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (reserved_bytes(v.sketch, static_cast<std::uint32_t>(mid)) <= cap) lo = mid;
+    else hi = mid - 1;
+  }
+  v.candidates = static_cast<std::uint32_t>(lo);
+  return v;
+}
+
 DecayedView::DecayedView(ViewSpec spec, const NamespaceConfig& config)
     : spec_(spec),
+      memory_(config.memory),
       clock_(spec.kind == ViewSpec::Kind::decayed ? ForwardDecay::with_half_life(spec.half_life) : ForwardDecay::none()),
       sketch_(config.sketch, config.update),
       summary_(make_summary(config)) {
@@ -94,6 +132,10 @@ void DecayedView::apply(const PreparedBatch& batch) {
   }
 }
 
+std::uint64_t DecayedView::key_budget() const noexcept {
+  return key_budget_of(memory_, sketch_.shape(), std::visit([](const auto& s) { return s.capacity(); }, summary_));
+}
+
 // The weight counted: the augmented heap's held keys count outside the sketch.
 double DecayedView::total() const noexcept {
   const auto* heap = std::get_if<AugmentedHeap>(&summary_);
@@ -106,7 +148,12 @@ Accuracy DecayedView::accuracy(double read_factor) const {
   a.confidence = sketch_.shape().confidence();
   a.max_error = a.epsilon * total() * read_factor;
   a.guarantee_threshold = std::visit([](const auto& s) { return s.threshold(); }, summary_) * read_factor;
-  a.candidates = std::visit([](const auto& s) { return s.capacity(); }, summary_);
+  const auto* heap = std::get_if<AugmentedHeap>(&summary_);
+  a.candidates = heap ? heap->held_at_most() : std::get<SpaceSaving>(summary_).capacity();
+  if (memory_ != 0) {
+    a.memory_budget = memory_;
+    a.memory_bytes = memory_bytes();
+  }
   return a;
 }
 
@@ -161,8 +208,9 @@ PointAnswer DecayedView::point(std::string_view item, std::uint64_t hash, double
 }
 
 std::size_t DecayedView::memory_bytes() const noexcept {
-  return sizeof(*this) - sizeof(sketch_) - sizeof(summary_) + sketch_.memory_bytes() +
-         std::visit([](const auto& s) { return s.memory_bytes(); }, summary_) + scaled_.capacity() * sizeof(double);
+  // The object and what its parts allocate (each part's own object is in it).
+  return sizeof(*this) + (sketch_.memory_bytes() - sizeof(sketch_)) +
+         std::visit([](const auto& s) { return s.memory_bytes() - sizeof(s); }, summary_) + scaled_.capacity() * sizeof(double);
 }
 
 void DecayedView::serialize_state_into(BinaryWriter& w) const {
@@ -204,11 +252,11 @@ void DecayedView::restore_state(std::string_view blob) {
   std::variant<AugmentedHeap, SpaceSaving> summary = SpaceSaving(1);
   const bool augmented = std::holds_alternative<AugmentedHeap>(summary_);
   if (summary_kind == kAugmentedHeap && augmented) {
-    summary = AugmentedHeap::deserialize(summary_blob, capacity);
+    summary = AugmentedHeap::deserialize(summary_blob, capacity, key_budget());
   } else if (summary_kind == kCandidateHeap && augmented) {
     // Written before augmentation: its sketch counted every event, which
     // only over-counts the held keys further (never under).
-    summary = AugmentedHeap::from_candidate_heap(CandidateHeap::deserialize(summary_blob, capacity));
+    summary = AugmentedHeap::from_candidate_heap(CandidateHeap::deserialize(summary_blob, capacity), key_budget());
   } else if (summary_kind == kSpaceSaving && std::holds_alternative<SpaceSaving>(summary_)) {
     summary = SpaceSaving::deserialize(summary_blob, capacity);
   } else {

@@ -42,6 +42,7 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& a, std::optional<
   w.key("candidates").value(a.candidates);
   w.key("undersized").value(a.undersized);
   if (unlisted_upper) w.key("tail_uncertain").value(a.tail_uncertain).key("unlisted_upper_bound").value(*unlisted_upper);
+  if (a.memory_budget != 0) w.key("memory_budget").value(a.memory_budget).key("memory_bytes").value(a.memory_bytes);
   if (a.type == "exact") w.key("items").value(a.items).key("evicted_items").value(a.evicted_items);
   w.end_object();
 }

@@ -8,8 +8,10 @@
 #include <limits>
 #include <set>
 
+#include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/engine/decayed_view.hpp"
 #include "ebb/engine/exact_table.hpp"
 #include "ebb/engine/view_factory.hpp"
 #include "ebb/io/json_writer.hpp"
@@ -149,10 +151,15 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
                                                      "sketch_depth", "epsilon", "delta",         "hot_key_threshold", "hot_key_half_life",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
                                                      "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump",
-                                                     "window_sketch_width", "max_items"};
+                                                     "window_sketch_width", "max_items", "memory"};
   // Fields that shape a sketch: refused for exact counting, which has none.
   static const std::set<std::string_view> kSketchFields = {"sketch_width", "sketch_depth", "epsilon", "delta",
-                                                           "window_sketch_width", "candidates", "summary"};
+                                                           "window_sketch_width", "candidates", "summary", "memory"};
+  // What "memory" sizes itself: given with it, refused (a stored
+  // configuration has both: its shape wins, so a later sizing rule never
+  // changes the shape of a namespace's state).
+  static const std::set<std::string_view> kSizedByMemory = {"sketch_width", "sketch_depth", "epsilon", "delta", "candidates"};
+  std::string sized_field;  // the first of those given
   std::string sketch_field;  // the first sketch field given
   bool has_max_items = false;
   const simdjson::dom::object members = doc.get_object().value_unsafe();
@@ -160,6 +167,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     const std::string field(key);
     if (!kFields.contains(key)) bad(message_text(field), "unknown field (see docs/api.md for the namespace fields)");
     if (sketch_field.empty() && kSketchFields.contains(key)) sketch_field = field;
+    if (sized_field.empty() && kSizedByMemory.contains(key)) sized_field = field;
     if (field == "name") {
       c.name = get_string(value, field);
       if (!engine::valid_namespace_name(c.name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + c.name + "')");
@@ -191,6 +199,17 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
         }
         c.half_lives.push_back(half_life);
       }
+    } else if (field == "memory") {
+      if (value.is_string()) {
+        try {
+          c.memory = parse_byte_size(std::string_view(value.get_string().value_unsafe()));
+        } catch (const InvalidArgument& e) {
+          bad(field, e.what());
+        }
+      } else {
+        c.memory = get_uint(value, field, 1, std::uint64_t{1} << 40);
+      }
+      if (c.memory == 0) bad(field, "must be a size above 0, e.g. \"128KiB\"");
     } else if (field == "window_sketch_width") {
       const auto ww = get_uint(value, field, CountMinShape::kMinWidth, CountMinShape::kMaxWidth);
       c.window_sketch_width = static_cast<std::uint32_t>(std::bit_ceil(ww));
@@ -254,6 +273,9 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     bad("half_lives", "at most " + std::to_string(limits.max_views) + " views (windows and half-lives) per namespace");
   }
   if ((width || depth) && (epsilon || delta)) bad("sketch_width", "give sketch_width/sketch_depth or epsilon/delta, not both");
+  if (c.memory != 0 && !sized_field.empty() && !stored) {
+    bad("memory", "sizes the sketch and the candidates itself: give memory or " + sized_field + ", not both");
+  }
   try {
     if (epsilon || delta) {
       c.sketch = CountMinShape::for_error(epsilon.value_or(0.001), delta.value_or(0.0001));
@@ -263,6 +285,15 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     }
   } catch (const InvalidArgument& e) {
     bad(epsilon || delta ? "epsilon" : "sketch_width", e.what());
+  }
+  if (c.memory != 0 && sized_field.empty()) {
+    try {
+      const auto sizing = engine::DecayedView::fit_budget(c.memory, c.k);
+      c.sketch = sizing.sketch;
+      c.candidates = sizing.candidates;
+    } catch (const InvalidArgument& e) {
+      throw invalid("invalid_field", e.what());
+    }
   }
   const bool exact = c.counting == engine::Counting::exact;
   if (exact && !sketch_field.empty()) bad(sketch_field, "does not apply to \"counting\": \"exact\" (exact records have no sketch; max_items bounds them)");
@@ -344,6 +375,7 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
     w.key("sketch_depth").value(c.sketch.depth);
     if (!c.windows.empty()) w.key("window_sketch_width").value(c.window_sketch_width);
     w.key("candidates").value(c.candidates);
+    if (c.memory != 0) w.key("memory").value(format_byte_size(c.memory));
     w.key("summary").value(c.summary == engine::SummaryKind::candidate_heap ? "candidate_heap" : "space_saving");
   }
   w.key("hot_key_threshold");

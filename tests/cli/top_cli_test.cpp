@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ebb/engine/decayed_view.hpp"
 #include "support/run_process.hpp"
 
 namespace ebb {
@@ -131,6 +132,35 @@ TEST(EbbTop, ExactCountingStatesItsEvictions) {
       << r.out;
   EXPECT_NE(r.out.find(R"("type":"exact",)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(R"("max_error":3,"guarantee_threshold":3,"candidates":2,"undersized":false,"tail_uncertain":true,"unlisted_upper_bound":3,"items":2,"evicted_items":3})"), std::string::npos) << r.out;
+}
+
+// --memory sizes each view to a budget and says what it holds: short keys
+// sit in their entries (the bytes held are what the shape reserves), long
+// ones fewer fit and the line says how many.
+TEST(EbbTop, MemoryBudgetSizesTheViewAndSaysWhatItHolds) {
+  const auto sizing = engine::DecayedView::fit_budget(32768, 2);
+  const std::size_t reserved = engine::DecayedView::reserved_bytes(sizing.sketch, sizing.candidates);
+  auto r = run_process(top({"-k", "2", "--memory", "32KiB"}), "b\na\nb\nc\nb\na\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("    1  b                  3               3               3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory: " + std::to_string(reserved) + " held of the 32KiB budget (" + std::to_string(sizing.candidates) +
+                       " candidates fit)\n"),
+            std::string::npos)
+      << r.out;
+  std::string long_keys;
+  for (int i = 0; i < 2000; ++i) long_keys += std::string(300, 'x') + std::to_string(i % 500) + "\n";
+  r = run_process(top({"-k", "2", "--memory", "32KiB", "--json"}), long_keys);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("memory_budget":32768,"memory_bytes":)"), std::string::npos) << r.out;
+  const auto at = r.out.find(R"("candidates":)");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LT(std::stoul(r.out.substr(at + 13)), sizing.candidates) << r.out;  // 301-byte keys: fewer fit
+  r = run_process(top({"--memory", "32KiB", "--width", "1024"}), "a\n");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--width excludes --memory"), std::string::npos) << r.err;
+  r = run_process(top({"--memory", "lots"}), "a\n");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("lots"), std::string::npos) << r.err;
 }
 
 TEST(EbbTop, AccessLogByPathAndBytesWithHalfLife) {

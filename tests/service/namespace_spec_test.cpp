@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ebb/engine/decayed_view.hpp"
 #include "ebb/service/service_error.hpp"
 
 namespace ebb::service {
@@ -42,6 +43,41 @@ TEST(NamespaceSpec, StoredFormOfAHugeThresholdParsesBack) {
   ASSERT_TRUE(again.config.hot_key_threshold.has_value());
   EXPECT_EQ(*again.config.hot_key_threshold, 2.1844674407370955e20);
   EXPECT_EQ(write_namespace_spec(again, true), stored);
+}
+
+// "memory" sizes a view's sketch and candidates (DecayedView::fit_budget)
+// and is echoed; given with what it sizes, it is refused; a stored
+// configuration holds both, and its shape stands.
+TEST(NamespaceSpec, MemorySizesTheSketchAndCandidates) {
+  const ServiceLimits limits;
+  const auto spec = parse_namespace_spec(R"({"name":"m","k":100,"memory":"128KiB"})", limits);
+  EXPECT_EQ(spec.config.memory, 131072u);
+  EXPECT_EQ(spec.config.sketch.width, 2048u);
+  EXPECT_EQ(spec.config.sketch.depth, 3u);
+  EXPECT_EQ(spec.config.candidates, engine::DecayedView::fit_budget(131072, 100).candidates);
+  EXPECT_GE(spec.config.candidates, 500u);
+  EXPECT_LE(engine::DecayedView::reserved_bytes(spec.config.sketch, spec.config.candidates), 131072u);
+  const std::string stored = write_namespace_spec(spec, true);
+  EXPECT_NE(stored.find(R"("memory":"128KiB")"), std::string::npos) << stored;
+  const auto again = parse_namespace_spec(stored, limits, SpecSource::stored);
+  EXPECT_EQ(write_namespace_spec(again, true), stored);
+  // A stored shape stands even if the sizing rule changes: here a narrower sketch.
+  std::string narrower = stored;
+  narrower.replace(narrower.find(R"("sketch_width":2048)"), 19, R"("sketch_width":1024)");
+  EXPECT_EQ(parse_namespace_spec(narrower, limits, SpecSource::stored).config.sketch.width, 1024u);
+  EXPECT_EQ(parse_namespace_spec(R"({"name":"m","memory":65536})", limits).config.memory, 65536u);
+
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"128KiB","sketch_width":4096})", limits); }),
+            "memory: sizes the sketch and the candidates itself: give memory or sketch_width, not both");
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"128KiB","candidates":300})", limits); }),
+            "memory: sizes the sketch and the candidates itself: give memory or candidates, not both");
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"0"})", limits); }),
+            "memory: must be a size above 0, e.g. \"128KiB\"");
+  EXPECT_NE(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"lots"})", limits); }).find("memory: "), std::string::npos);
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","k":1000,"memory":"8KiB"})", limits); }).substr(0, 48),
+            "memory: 8192 bytes cannot hold a view of 1000 ca");
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","counting":"exact","memory":"128KiB"})", limits); }).substr(0, 35),
+            "memory: does not apply to \"counting");
 }
 
 }  // namespace

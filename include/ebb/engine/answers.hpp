@@ -32,6 +32,9 @@ struct Accuracy {
   // evicted past max_items (max_error is the weight they took).
   std::uint64_t items = 0;
   std::uint64_t evicted_items = 0;
+  // Views of a memory budget ("memory"): the budget and the bytes held now.
+  std::uint64_t memory_budget = 0;
+  std::uint64_t memory_bytes = 0;
 };
 
 // Accuracy::tail_uncertain for a list and the bound on every item it left out.

@@ -22,9 +22,25 @@
 
 namespace ebb::engine {
 
+// What a view of a memory budget holds: its sketch and candidates.
+struct ViewSizing {
+  CountMinShape sketch;
+  std::uint32_t candidates = 0;
+};
+
 class DecayedView final : public View {
  public:
   DecayedView(ViewSpec spec, const NamespaceConfig& config);
+
+  // The bytes a view of this shape holds before any key bytes (exactly
+  // memory_bytes() of a new view with the augmented heap).
+  static std::size_t reserved_bytes(const CountMinShape& sketch, std::uint32_t candidates) noexcept;
+  // The shape of a view of `bytes` all in: depth 3, the widest power of
+  // two whose counters take at most 3/8 of the budget, then as many
+  // candidates (at least k) as leave a fifth of the rest for key bytes
+  // (keys past 15 bytes live outside their entries). Throws
+  // InvalidArgument ("memory: ...") when k candidates cannot fit.
+  static ViewSizing fit_budget(std::uint64_t bytes, std::uint32_t k);
 
   const ViewSpec& spec() const noexcept override { return spec_; }
   void apply(const PreparedBatch& batch) override;
@@ -39,10 +55,12 @@ class DecayedView final : public View {
 
  private:
   Accuracy accuracy(double read_factor) const;
+  std::uint64_t key_budget() const noexcept;
   double total() const noexcept;
   void rebase(double t);
 
   ViewSpec spec_;
+  std::uint64_t memory_ = 0;  // the configured budget (0: none)
   ForwardDecay clock_;
   WeightScaler scaler_;
   CountMin sketch_;

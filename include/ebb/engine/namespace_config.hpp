@@ -39,6 +39,11 @@ struct NamespaceConfig {
   UpdatePolicy update = UpdatePolicy::conservative;
   SummaryKind summary = SummaryKind::candidate_heap;
   std::uint32_t candidates = 0;       // summary capacity; 0 = max(1024, 4k)
+  // A memory budget per all-time or decayed view, all in (sketch counters,
+  // candidates, their keys, scratch): 0 = none. Front ends size `sketch`
+  // and `candidates` from it (DecayedView::fit_budget); the view holds its
+  // keys' bytes to what the rest leaves. Windows are sized apart.
+  std::uint64_t memory = 0;
   std::vector<std::string> exclude;   // items never counted
   Counting counting = Counting::sketch;
   // Exact counting: the records held at most; a new item past it evicts
