@@ -3,6 +3,10 @@
 // memory budget (128 KiB all in: the size RedisBloom users pick)?
 //
 //   compact_accuracy [--budget 131072] [FILE...]
+//   compact_accuracy --dump DIR [FILE...]   writes each stream to DIR/<name>, one item a line
+//   compact_accuracy --score LABEL STREAM_FILE RESULT_FILE
+//                                           scores a peer's all-time top 100: RESULT_FILE holds
+//                                           "item<TAB>estimate[<TAB>lower<TAB>upper]" lines, best first
 //
 // Streams: Zipf 1.1 over 200k keys, 2M events, the heavy keys drifting
 // (the rank -> key map shifts every tenth of the stream); Zipf 0.8 over 1M
@@ -207,8 +211,54 @@ void run(const Stream& s, std::optional<double> half_life, std::size_t budget) {
 
 }  // namespace
 
+// A peer's answer against the exact all-time counts of the stream it read.
+int score(const char* label, const char* stream_file, const char* result_file) {
+  const auto s = from_file(stream_file);
+  std::ifstream in(result_file);
+  if (!s || !in) {
+    std::fprintf(stderr, "compact_accuracy: cannot read %s or %s\n", stream_file, result_file);
+    return 1;
+  }
+  std::unordered_map<std::string, double> counts;
+  for (const auto& e : s->events) counts[std::string(e.item)] += e.weight;
+  std::vector<std::pair<std::string, double>> ranked(counts.begin(), counts.end());
+  const std::size_t k = std::min<std::size_t>(100, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end(),
+                    [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::set<std::string> true_top;
+  for (std::size_t i = 0; i < k; ++i) true_top.insert(ranked[i].first);
+  std::size_t n = 0, hits = 0, outside = 0, bounded = 0;
+  double sum = 0, worst = 0;
+  for (std::string line; n < 100 && std::getline(in, line);) {
+    std::vector<std::string> f;
+    for (std::size_t at = 0;;) {
+      const auto tab = line.find('\t', at);
+      f.push_back(line.substr(at, tab == std::string::npos ? std::string::npos : tab - at));
+      if (tab == std::string::npos) break;
+      at = tab + 1;
+    }
+    if (f.size() < 2) continue;
+    ++n;
+    hits += true_top.contains(f[0]);
+    const auto it = counts.find(f[0]);
+    const double t = it == counts.end() ? 0 : it->second, est = std::strtod(f[1].c_str(), nullptr);
+    const double rel = t > 0 ? std::fabs(est - t) / t : 1;
+    sum += rel;
+    worst = std::max(worst, rel);
+    if (f.size() >= 4) {
+      ++bounded;
+      outside += t < std::strtod(f[2].c_str(), nullptr) || t > std::strtod(f[3].c_str(), nullptr);
+    }
+  }
+  std::printf("  %-40s precision@100 %.2f  mean rel err %7.3f%%  worst %8.2f%%  %s\n", label, hits / 100.0, n ? sum / n * 100 : 100.0,
+              worst * 100, bounded ? ("outside bounds " + std::to_string(outside)).c_str() : "(no bounds)");
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 5 && std::strcmp(argv[1], "--score") == 0) return score(argv[2], argv[3], argv[4]);
   std::size_t budget = 128 * 1024;
+  const char* dump = nullptr;
   std::vector<Stream> streams;
   streams.push_back(zipf("zipf-1.1-drifting", 200'000, 2'000'000, 1.1, true));
   streams.push_back(zipf("zipf-0.8-flat", 1'000'000, 2'000'000, 0.8, false));
@@ -217,12 +267,27 @@ int main(int argc, char** argv) {
       budget = std::strtoull(argv[++i], nullptr, 10);
       continue;
     }
+    if (std::strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+      dump = argv[++i];
+      continue;
+    }
     auto s = from_file(argv[i]);
     if (!s || s->events.empty()) {
       std::fprintf(stderr, "compact_accuracy: cannot read items from %s\n", argv[i]);
       return 1;
     }
     streams.push_back(std::move(*s));
+  }
+  if (dump) {
+    for (const auto& s : streams) {
+      std::ofstream out(std::string(dump) + "/" + s.name);
+      for (const auto& e : s.events) out << e.item << '\n';
+      if (!out) {
+        std::fprintf(stderr, "compact_accuracy: cannot write %s/%s\n", dump, s.name.c_str());
+        return 1;
+      }
+    }
+    return 0;
   }
   std::printf("budget: %zu bytes a view, all in (counting allocator)\n", budget);
   for (const auto& s : streams) {
