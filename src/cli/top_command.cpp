@@ -41,6 +41,7 @@ engine::NamespaceConfig make_config(const TopOptions& o, bool event_time) {
   if (!o.memory.empty()) {
     c.memory = parse_byte_size(o.memory);
     if (c.memory == 0) throw InvalidArgument("--memory: must be a size above 0, e.g. 128KiB");
+    if (c.summary == engine::SummaryKind::space_saving) throw InvalidArgument("--memory: sizes the candidate heap, not --summary space_saving");
     const auto sizing = engine::DecayedView::fit_budget(c.memory, c.k);
     c.sketch = sizing.sketch;
     c.candidates = sizing.candidates;
@@ -213,7 +214,8 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
       ->needs(exact);
   auto* memory = cmd->add_option("--memory", o.memory,
                                  "Memory budget per all-time or decayed view, all in (e.g. 128KiB): sizes the sketch and the candidates; "
-                                 "with long keys fewer candidates fit, and the answer says so");
+                                 "with long keys fewer candidates fit, and the answer says so")
+                     ->check([](const std::string& s) { return s.empty() ? std::string("must be a size such as 128KiB") : std::string(); });
   for (auto* sized : {eps, delta, width, depth, candidates}) memory->excludes(sized);
   for (auto* sketch_flag : {eps, delta, width, depth, candidates, memory}) exact->excludes(sketch_flag);
   exact->excludes(cmd->add_option("--summary", o.summary, "Top-K summary: candidate_heap (CMS-fed) or space_saving")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <cmath>
 #include <span>
 
@@ -62,20 +63,47 @@ std::size_t DecayedView::reserved_bytes(const CountMinShape& sketch, std::uint32
          kChunk * sizeof(double);
 }
 
+namespace {
+
+constexpr std::uint32_t kBudgetDepth = 3;
+
+// The sketch a budget gets, and the most structure it leaves candidates
+// (a fifth of the rest stays for key bytes); nullopt below the smallest sketch.
+std::optional<std::pair<CountMinShape, std::uint64_t>> budget_split(std::uint64_t bytes) {
+  const std::uint64_t width = std::bit_floor(bytes * 3 / 8 / (kBudgetDepth * sizeof(double)));
+  if (width < CountMinShape::kMinWidth) return std::nullopt;
+  const auto sketch = CountMinShape::with_dimensions(static_cast<std::uint32_t>(std::min<std::uint64_t>(width, CountMinShape::kMaxWidth)), kBudgetDepth);
+  return std::pair{sketch, bytes - (bytes - sketch.counter_bytes()) / 5};
+}
+
+bool fits(std::uint64_t bytes, std::uint32_t k) {
+  const auto split = budget_split(bytes);
+  return split && DecayedView::reserved_bytes(split->first, k) <= split->second;
+}
+
+}  // namespace
+
 ViewSizing DecayedView::fit_budget(std::uint64_t bytes, std::uint32_t k) {
-  constexpr std::uint32_t kDepth = 3;
-  const std::uint64_t width = std::bit_floor(bytes * 3 / 8 / (kDepth * sizeof(double)));
-  const auto too_small = [&] {
-    const auto least = reserved_bytes(CountMinShape::with_dimensions(CountMinShape::kMinWidth, kDepth), k);
+  if (bytes > kMaxMemory) {
+    throw InvalidArgument("memory: at most " + std::to_string(kMaxMemory >> 30) + " GiB a view (got " + std::to_string(bytes) + " bytes)");
+  }
+  if (!fits(bytes, k)) {
+    // The least budget that fits: the first that does, doubling, then the
+    // least between (what fits grows with the budget but for the sketch's
+    // width steps, so the bisection's answer is checked).
+    std::uint64_t hi = std::max<std::uint64_t>(bytes, 1024);
+    while (!fits(hi, k)) hi *= 2;
+    std::uint64_t lo = hi / 2;
+    while (lo + 1 < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      (fits(mid, k) ? hi : lo) = mid;
+    }
     throw InvalidArgument("memory: " + std::to_string(bytes) + " bytes cannot hold a view of " + std::to_string(k) +
-                          " candidates (k) and the smallest sketch: at least " + std::to_string(least * 5 / 4) + " bytes");
-  };
-  if (width < CountMinShape::kMinWidth) too_small();
-  ViewSizing v{CountMinShape::with_dimensions(static_cast<std::uint32_t>(std::min<std::uint64_t>(width, CountMinShape::kMaxWidth)), kDepth), 0};
-  // The most candidates whose structure leaves a fifth of the rest for keys.
-  const std::uint64_t cap = bytes - (bytes - v.sketch.counter_bytes()) / 5;
+                          " candidates (k) and the smallest sketch: at least " + std::to_string(hi) + " bytes");
+  }
+  const auto [sketch, cap] = *budget_split(bytes);
+  ViewSizing v{sketch, 0};
   std::uint64_t lo = k, hi = KeyedMinHeap::kMaxCapacity;
-  if (reserved_bytes(v.sketch, k) > cap) too_small();
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo + 1) / 2;
     if (reserved_bytes(v.sketch, static_cast<std::uint32_t>(mid)) <= cap) lo = mid;

@@ -201,10 +201,11 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       }
     } else if (field == "memory") {
       if (value.is_string()) {
+        const std::string text(value.get_string().value_unsafe());
         try {
-          c.memory = parse_byte_size(std::string_view(value.get_string().value_unsafe()));
-        } catch (const InvalidArgument& e) {
-          bad(field, e.what());
+          c.memory = parse_byte_size(text);
+        } catch (const InvalidArgument&) {
+          bad(field, "must be a size such as \"128KiB\" or a number of bytes (got '" + message_text(text) + "')");
         }
       } else {
         c.memory = get_uint(value, field, 1, std::uint64_t{1} << 40);
@@ -286,6 +287,12 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   } catch (const InvalidArgument& e) {
     bad(epsilon || delta ? "epsilon" : "sketch_width", e.what());
   }
+  if (c.memory != 0 && c.summary == engine::SummaryKind::space_saving) {
+    bad("memory", "sizes the candidate heap (\"summary\": \"candidate_heap\"), not Space-Saving");
+  }
+  if (c.memory != 0 && !c.all_time && c.half_lives.empty()) {
+    bad("memory", "sizes the all-time and decayed views, and this namespace keeps windows only (window_sketch_width sizes those)");
+  }
   if (c.memory != 0 && sized_field.empty()) {
     try {
       const auto sizing = engine::DecayedView::fit_budget(c.memory, c.k);
@@ -346,7 +353,7 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
       next.config.max_time_jump = get_guard(value, field);
     } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
-               field == "summary" || field == "max_future_skew" || field == "max_items" || field == "window_sketch_width" ||
+               field == "summary" || field == "max_future_skew" || field == "max_items" || field == "window_sketch_width" || field == "memory" ||
                field == "max_item_bytes") {
       bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age and max_time_jump can); create a new namespace");
     } else {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ebb/core/error.hpp"
 #include "ebb/engine/decayed_view.hpp"
 #include "ebb/service/service_error.hpp"
 
@@ -76,6 +77,31 @@ TEST(NamespaceSpec, MemorySizesTheSketchAndCandidates) {
   EXPECT_NE(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"lots"})", limits); }).find("memory: "), std::string::npos);
   EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","k":1000,"memory":"8KiB"})", limits); }).substr(0, 48),
             "memory: 8192 bytes cannot hold a view of 1000 ca");
+  // Found by the hostile tester: Space-Saving ignored the budget, windows
+  // alone have nothing it sizes, 1 TiB made `ebb top` throw bad_alloc, the
+  // stated least budget did not fit, a NUL cut the message, PATCH called
+  // the field unknown.
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"128KiB","summary":"space_saving"})", limits); }),
+            "memory: sizes the candidate heap (\"summary\": \"candidate_heap\"), not Space-Saving");
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"128KiB","windows":["1h"]})", limits); }),
+            "memory: sizes the all-time and decayed views, and this namespace keeps windows only (window_sketch_width sizes those)");
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"1TiB"})", limits); }),
+            "memory: at most 1 GiB a view (got 1099511627776 bytes)");
+  EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","memory":"128KiB\u0000zz"})", limits); }),
+            "memory: must be a size such as \"128KiB\" or a number of bytes (got '128KiB\\0zz')");
+  for (std::uint32_t k : {1u, 100u, 1000u}) {
+    std::string message;
+    try {
+      engine::DecayedView::fit_budget(2000, k);
+    } catch (const InvalidArgument& e) {
+      message = e.what();
+    }
+    const auto at = message.find("at least ");
+    ASSERT_NE(at, std::string::npos) << message;
+    const std::uint64_t least = std::stoull(message.substr(at + 9));
+    EXPECT_NO_THROW(engine::DecayedView::fit_budget(least, k)) << message;
+  }
+  EXPECT_EQ(message_of([&] { patch_namespace_spec(spec, R"({"memory":"1MiB"})", limits); }).substr(0, 8), "memory: ");
   EXPECT_EQ(message_of([&] { parse_namespace_spec(R"({"name":"m","counting":"exact","memory":"128KiB"})", limits); }).substr(0, 35),
             "memory: does not apply to \"counting");
 }

@@ -41,6 +41,7 @@ class DecayedView final : public View {
   // (keys past 15 bytes live outside their entries). Throws
   // InvalidArgument ("memory: ...") when k candidates cannot fit.
   static ViewSizing fit_budget(std::uint64_t bytes, std::uint32_t k);
+  static constexpr std::uint64_t kMaxMemory = std::uint64_t{1} << 30;
 
   const ViewSpec& spec() const noexcept override { return spec_; }
   void apply(const PreparedBatch& batch) override;
