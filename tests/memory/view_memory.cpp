@@ -139,8 +139,10 @@ void check(std::uint64_t budget, std::size_t length) {
     EXPECT_EQ(answer.accuracy.memory_bytes, view->memory_bytes());
     if (length <= 15) {
       EXPECT_EQ(answer.accuracy.candidates, config.candidates);  // keys inline: every candidate fits
-    } else {
+    } else if (length >= 300) {
       EXPECT_LT(answer.accuracy.candidates, config.candidates);  // long keys: fewer fit, and the answer says so
+    } else {
+      EXPECT_LE(answer.accuracy.candidates, config.candidates);  // a fifth of the budget may hold them all
     }
   }
   view.reset();  // and everything it held goes

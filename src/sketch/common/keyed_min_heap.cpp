@@ -19,12 +19,12 @@ bool ranks_higher(const KeyedMinHeap::Entry& a, const KeyedMinHeap::Entry& b) no
 
 }  // namespace
 
-std::size_t KeyedMinHeap::reserved_bytes(std::uint32_t capacity) noexcept {
+std::size_t KeyedMinHeap::reserved_bytes(std::uint32_t capacity, std::uint32_t table_factor) noexcept {
   return sizeof(KeyedMinHeap) + std::size_t{capacity} * (sizeof(Entry) + 2 * sizeof(std::uint32_t)) +
-         std::bit_ceil(std::max<std::uint64_t>(8, std::uint64_t{capacity} * 2)) * sizeof(std::uint64_t);
+         std::bit_ceil(std::max<std::uint64_t>(8, std::uint64_t{capacity} * std::max<std::uint32_t>(2, table_factor))) * sizeof(std::uint64_t);
 }
 
-KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity) : capacity_(capacity) {
+KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity, std::uint32_t table_factor) : capacity_(capacity) {
   if (capacity < 1 || capacity > kMaxCapacity) {
     throw InvalidArgument("summary capacity must be in [1, " + std::to_string(kMaxCapacity) + "] (got " +
                           std::to_string(capacity) + ")");
@@ -32,8 +32,8 @@ KeyedMinHeap::KeyedMinHeap(std::uint32_t capacity) : capacity_(capacity) {
   slots_.reserve(capacity);
   heap_.reserve(capacity);
   pos_.reserve(capacity);
-  // Load factor <= 1/2 keeps linear-probing runs short.
-  table_.assign(std::bit_ceil(std::max<std::uint64_t>(8, std::uint64_t{capacity} * 2)), 0);
+  // Load factor <= 1/table_factor keeps linear-probing runs short.
+  table_.assign(std::bit_ceil(std::max<std::uint64_t>(8, std::uint64_t{capacity} * std::max<std::uint32_t>(2, table_factor))), 0);
   table_mask_ = table_.size() - 1;
 }
 
@@ -193,7 +193,7 @@ void KeyedMinHeap::write_to(BinaryWriter& w) const {
   }
 }
 
-KeyedMinHeap KeyedMinHeap::read_from(BinaryReader& r, std::optional<std::uint32_t> expected_capacity) {
+KeyedMinHeap KeyedMinHeap::read_from(BinaryReader& r, std::optional<std::uint32_t> expected_capacity, std::uint32_t table_factor) {
   const auto capacity = r.get<std::uint32_t>();
   const auto size = r.get<std::uint32_t>();
   if (capacity < 1 || capacity > kMaxCapacity) r.fail("bad summary capacity " + std::to_string(capacity));
@@ -201,7 +201,7 @@ KeyedMinHeap KeyedMinHeap::read_from(BinaryReader& r, std::optional<std::uint32_
     r.fail("summary capacity " + std::to_string(capacity) + " differs from the configuration's " + std::to_string(*expected_capacity));
   }
   if (size > capacity) r.fail("summary holds more entries than its capacity");
-  KeyedMinHeap heap(capacity);
+  KeyedMinHeap heap(capacity, table_factor);
   for (std::uint32_t i = 0; i < size; ++i) {
     std::string key = r.get_string(std::uint32_t{1} << 24);
     const double value = r.get<double>();
