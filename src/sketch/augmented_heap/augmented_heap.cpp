@@ -113,10 +113,7 @@ void AugmentedHeap::offer(CountMin& sketch, std::string_view key, std::uint64_t 
     key_bytes_ += heap_bytes(heap_.at(slot).key);
   } else if (!heap_.empty() && estimate > heap_.min().value) {
     const double before = before_entry(sketch, std::max(0.0, estimate - weight));
-    const auto& out = heap_.min();
-    sketch.raise_to(out.hash, out.value);
-    floor_ = std::max(floor_, out.value);
-    key_bytes_ -= heap_bytes(out.key);
+    let_go(sketch, heap_.min());
     slot = heap_.replace_min(key, hash, estimate, weight);
     base_[slot] = before;
     key_bytes_ += heap_bytes(heap_.at(slot).key);
@@ -134,11 +131,16 @@ void AugmentedHeap::offer(CountMin& sketch, std::string_view key, std::uint64_t 
   }
 }
 
-void AugmentedHeap::evict_min(CountMin& sketch) {
-  const auto& out = heap_.min();
+// What a key leaving the heap owes: its count written back into the sketch,
+// the floor raised to it, its key's bytes returned to the budget.
+void AugmentedHeap::let_go(CountMin& sketch, const KeyedMinHeap::Entry& out) {
   sketch.raise_to(out.hash, out.value);
   floor_ = std::max(floor_, out.value);
   key_bytes_ -= heap_bytes(out.key);
+}
+
+void AugmentedHeap::evict_min(CountMin& sketch) {
+  let_go(sketch, heap_.min());
   const auto [freed, moved] = heap_.pop_min();
   base_[freed] = base_[moved];
   base_.pop_back();

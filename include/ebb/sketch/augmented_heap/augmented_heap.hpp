@@ -99,6 +99,7 @@ class AugmentedHeap {
  private:
   void offer(CountMin& sketch, std::string_view key, std::uint64_t hash, double weight, double estimate);
   double before_entry(const CountMin& sketch, double upper);
+  void let_go(CountMin& sketch, const KeyedMinHeap::Entry& out);
   void evict_min(CountMin& sketch);
   void count_keys() noexcept;
   double estimate(std::uint32_t slot) const noexcept;
