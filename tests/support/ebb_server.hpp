@@ -33,14 +33,17 @@ class EbbServer {
   // the server's RLIMIT_NOFILE (soft and hard), to run it out of descriptors.
   EbbServer(std::filesystem::path data_dir, std::vector<std::string> extra = {}, rlim_t max_open_files = 0)
       : data_dir_(std::move(data_dir)) {
-    log_path_ = data_dir_.string() + ".log";
+    // The server's stderr goes to an unnamed file this object owns (read
+    // back by log(), gone with the object): a named one beside the data
+    // directory outlived every test run in /tmp.
+    log_fd_ = open(std::filesystem::temp_directory_path().c_str(), O_TMPFILE | O_RDWR, 0600);
+    if (log_fd_ < 0) throw std::runtime_error("cannot create the server's log file");
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe failed");
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], 1);
-      const int err = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      dup2(err, 2);
+      dup2(log_fd_, 2);
       close(out[0]);
       if (max_open_files > 0) {
         const rlimit limit{max_open_files, max_open_files};
@@ -63,8 +66,7 @@ class EbbServer {
     close(out[0]);
     const auto colon = line.rfind(':');
     if (line.find("listening on") == std::string::npos || colon == std::string::npos) {
-      stop_hard();
-      throw std::runtime_error("ebb serve did not start: '" + line + "'; log: " + log());
+      fail("ebb serve did not start: '" + line + "'");
     }
     port_ = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
     HttpClient client(port_);
@@ -72,12 +74,14 @@ class EbbServer {
       if (client.request("GET", "/readyz").status == 200) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    stop_hard();
-    throw std::runtime_error("ebb serve never became ready; log: " + log());
+    fail("ebb serve never became ready");
   }
   ~EbbServer() {
     if (pid_ > 0) stop_hard();
+    close(log_fd_);
   }
+  EbbServer(const EbbServer&) = delete;
+  EbbServer& operator=(const EbbServer&) = delete;
 
   unsigned short port() const { return port_; }
   pid_t pid() const { return pid_; }
@@ -95,24 +99,28 @@ class EbbServer {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   std::string log() const {
-    std::FILE* f = std::fopen(log_path_.c_str(), "r");
-    if (!f) return "";
     std::string s;
     char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-    std::fclose(f);
+    ssize_t n;
+    for (off_t at = 0; (n = pread(log_fd_, buf, sizeof buf, at)) > 0; at += n) s.append(buf, static_cast<std::size_t>(n));
     return s;
   }
 
  private:
+  // A constructor that throws runs no destructor: kill and close here.
+  [[noreturn]] void fail(const std::string& what) {
+    stop_hard();
+    const std::string message = what + "; log: " + log();
+    close(log_fd_);
+    throw std::runtime_error(message);
+  }
   int stop_with(int signo) {
     if (pid_ <= 0) return -1;
     kill(pid_, signo);
     return wait();
   }
   std::filesystem::path data_dir_;
-  std::string log_path_;
+  int log_fd_ = -1;
   pid_t pid_ = -1;
   unsigned short port_ = 0;
 };
