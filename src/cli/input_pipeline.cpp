@@ -14,7 +14,7 @@
 #include "ebb/core/time_jump.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "ebb/io/line_reader.hpp"
-#include "ebb/io/utf8.hpp"
+#include "ebb/core/utf8.hpp"
 #include "progress.hpp"
 
 namespace ebb::cli {
@@ -219,7 +219,7 @@ void InputPipeline::read_source(const Source& src, Progress& progress, std::uint
         }
         if (require_utf8) {
           const std::string_view key(key_data, key_size);
-          if (const std::size_t valid = io::utf8_valid_prefix(key); valid != key.size()) [[unlikely]] {
+          if (const std::size_t valid = utf8_valid_prefix(key); valid != key.size()) [[unlikely]] {
             char byte[8];
             std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(key[valid]));
             malformed(src, line_no, "item_id is not valid UTF-8 (byte " + std::string(byte) + " at offset " + std::to_string(valid) + ")");

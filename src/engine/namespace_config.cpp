@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ebb/core/error.hpp"
+#include "ebb/core/utf8.hpp"
 #include "ebb/sketch/common/keyed_min_heap.hpp"
 
 namespace ebb::engine {
@@ -12,15 +13,25 @@ namespace {
 [[noreturn]] void bad(const std::string& field, const std::string& why) { throw InvalidArgument(field + ": " + why); }
 }  // namespace
 
-bool valid_namespace_name(const std::string& name) noexcept {
-  if (name.empty() || name.size() > 128) return false;
-  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '.' || c == '-';
-  });
+std::optional<std::string> namespace_name_problem(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > kMaxNamespaceName) {
+    return "is " + std::to_string(name.size()) + " bytes long (at most " + std::to_string(kMaxNamespaceName) + ")";
+  }
+  if (const std::size_t valid = utf8_valid_prefix(name); valid != name.size()) {
+    return std::string("must be UTF-8 text (byte ") + std::to_string(valid) + " is not)";
+  }
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    // C1 controls are U+0080..U+009F: 0xC2 0x80..0x9F (0xC2 only ever leads).
+    const bool c1 = c == 0xC2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) < 0xA0;
+    if (c < 0x20 || c == 0x7F || c1) return std::string("must not hold control characters (byte ") + std::to_string(i) + " starts one)";
+  }
+  return std::nullopt;
 }
 
 void NamespaceConfig::validate() const {
-  if (!valid_namespace_name(name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + name + "')");
+  if (const auto problem = namespace_name_problem(name)) bad("name", *problem);
   if (k < 1 || k > kMaxK) bad("k", "must be in [1, " + std::to_string(kMaxK) + "] (got " + std::to_string(k) + ")");
   if (!all_time && half_lives.empty() && windows.empty()) bad("windows", "a namespace needs at least one view (all-time, a window or a half-life)");
   for (std::size_t i = 0; i < windows.size(); ++i) {

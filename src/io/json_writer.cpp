@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ebb/io/utf8.hpp"
+#include "ebb/core/utf8.hpp"
 
 namespace ebb::io {
 

@@ -17,7 +17,7 @@
 #include <cmath>
 
 #include "ebb/io/json_writer.hpp"
-#include "ebb/io/utf8.hpp"
+#include "ebb/core/utf8.hpp"
 #include "ebb/server/api.hpp"
 
 namespace ebb::server {
@@ -62,7 +62,7 @@ Response ok_data(const std::function<void(io::JsonWriter&)>& data) {
 // Names are answered in JSON: one that is not UTF-8 would come back
 // altered (U+FFFD), another name than the one stored.
 void require_utf8(std::string_view name, const char* what, const char* code) {
-  if (io::utf8_valid_prefix(name) != name.size()) throw bad_request(code, std::string(what) + ": must be valid UTF-8");
+  if (utf8_valid_prefix(name) != name.size()) throw bad_request(code, std::string(what) + ": must be valid UTF-8");
 }
 
 std::string distribution_param(const Request& req) {

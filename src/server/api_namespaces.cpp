@@ -1,6 +1,8 @@
 // POST/GET/PATCH/DELETE /namespaces: create, list, inspect, change, drop.
 #include "ebb/server/api.hpp"
 
+#include "ebb/core/percent_encoding.hpp"
+
 namespace ebb::server {
 
 Response run_off_loop(ApiContext& ctx, std::function<Response()> work) {
@@ -19,7 +21,7 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
     return run_off_loop(ctx, [&ctx, spec = std::move(spec)]() mutable {
       const auto created = ctx.service.create(std::move(spec));
       Response r = json_response(201, service::write_namespace_spec(created, false));
-      r.headers.emplace_back("Location", "/namespaces/" + created.config.name);
+      r.headers.emplace_back("Location", "/namespaces/" + percent_encode(created.config.name, "-_.~"));
       return r;
     });
   });

@@ -407,7 +407,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     request.method = std::string(sv(req.method_string()));
     request.received_at = wall_clock_now();
     try {
-      parse_target(sv(req.target()), request.path, request.query);
+      parse_target(sv(req.target()), request.path, request.raw_path, request.query);
     } catch (const ApiError& e) {
       return reply(error_response(e.status(), e.code(), e.what()), "unmatched", started, req.version(), true);
     }

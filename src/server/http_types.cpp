@@ -108,10 +108,19 @@ Response text_response(int status, std::string content_type, std::string body) {
   return r;
 }
 
+std::string decode_path_segment(std::string_view segment) { return decode(segment, false); }
+
 void parse_target(std::string_view target, std::string& path, std::multimap<std::string, std::string>& query) {
+  std::string raw_path;
+  parse_target(target, path, raw_path, query);
+}
+
+void parse_target(std::string_view target, std::string& path, std::string& raw_path, std::multimap<std::string, std::string>& query) {
   bool absolute = false;
   target = without_scheme_and_authority(target, absolute);
   const std::size_t q = target.find('?');
+  raw_path = target.substr(0, q);
+  if (absolute && raw_path.empty()) raw_path.push_back('/');
   path = decode(target.substr(0, q), false);
   if (absolute && path.empty()) path.push_back('/');  // (not = "/": g++ 12 -O2 warns of a false overlap)
   query.clear();

@@ -12,6 +12,18 @@
 namespace ebb::server {
 namespace {
 
+// A label value as the exposition format quotes it: a namespace name may
+// hold '"' and '\\' (names hold no line breaks).
+std::string label(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 // Shortest text that reads back as the same double ("0.00025", not "0.00025000000000000001").
 std::string num(double v) {
   char buf[40];
@@ -155,37 +167,37 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   single(out, "ebb_memory_budget_bytes", "gauge", "The --max-memory budget (0: none).", std::to_string(sm.memory_budget));
   const auto& rows = sm.namespaces;
   header(out, "ebb_events_ingested_total", "counter", "Events accepted per namespace (including excluded ones).");
-  for (const auto& r : rows) out += "ebb_events_ingested_total{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.events + r.stats.excluded) + "\n";
+  for (const auto& r : rows) out += "ebb_events_ingested_total{namespace=\"" + label(r.name) + "\"} " + std::to_string(r.stats.events + r.stats.excluded) + "\n";
   header(out, "ebb_events_excluded_total", "counter", "Events dropped by a namespace's exclusion list.");
-  for (const auto& r : rows) out += "ebb_events_excluded_total{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.excluded) + "\n";
+  for (const auto& r : rows) out += "ebb_events_excluded_total{namespace=\"" + label(r.name) + "\"} " + std::to_string(r.stats.excluded) + "\n";
   header(out, "ebb_ingest_bytes_total", "counter", "Request body bytes ingested per namespace.");
-  for (const auto& r : rows) out += "ebb_ingest_bytes_total{namespace=\"" + r.name + "\"} " + std::to_string(r.ingest_bytes) + "\n";
+  for (const auto& r : rows) out += "ebb_ingest_bytes_total{namespace=\"" + label(r.name) + "\"} " + std::to_string(r.ingest_bytes) + "\n";
   header(out, "ebb_window_dropped_events_total", "counter", "Events older than a window when they arrived: counted in the other views, too late for that window's live answer.");
   for (const auto& r : rows) {
     for (const auto& v : r.stats.views) {
       if (v.view.kind != engine::ViewSpec::Kind::window) continue;
-      out += "ebb_window_dropped_events_total{namespace=\"" + r.name + "\",window=\"" + v.view.name() + "\"} " + std::to_string(v.dropped) + "\n";
+      out += "ebb_window_dropped_events_total{namespace=\"" + label(r.name) + "\",window=\"" + v.view.name() + "\"} " + std::to_string(v.dropped) + "\n";
     }
   }
   header(out, "ebb_namespace_memory_bytes", "gauge", "Memory held by a namespace's sketches and summaries.");
-  for (const auto& r : rows) out += "ebb_namespace_memory_bytes{namespace=\"" + r.name + "\"} " + std::to_string(r.stats.memory_bytes) + "\n";
+  for (const auto& r : rows) out += "ebb_namespace_memory_bytes{namespace=\"" + label(r.name) + "\"} " + std::to_string(r.stats.memory_bytes) + "\n";
   single(out, "ebb_hot_key_streams", "gauge", "Open GET /hot-keys/stream subscriptions (--max-hot-key-streams limits them).",
          std::to_string(sm.hot_key_streams));
   header(out, "ebb_hot_keys", "gauge", "Keys at or above their namespace's hot_key_threshold (namespaces with detection on).");
   for (const auto& r : rows) {
-    if (r.hot_key_detection) out += "ebb_hot_keys{namespace=\"" + r.name + "\"} " + std::to_string(r.hot_keys.size()) + "\n";
+    if (r.hot_key_detection) out += "ebb_hot_keys{namespace=\"" + label(r.name) + "\"} " + std::to_string(r.hot_keys.size()) + "\n";
   }
   header(out, "ebb_hot_key_rate", "gauge",
          "Rate (events/s, an upper bound) of each hot key, labelled by key_hash: the key's 64-bit hash in hex; the log names the key.");
   for (const auto& r : rows) {
     for (const auto& k : r.hot_keys) {
-      out += "ebb_hot_key_rate{namespace=\"" + r.name + "\",key_hash=\"" + key_hash_hex(k.key) + "\"} " + num(k.rate) + "\n";
+      out += "ebb_hot_key_rate{namespace=\"" + label(r.name) + "\",key_hash=\"" + key_hash_hex(k.key) + "\"} " + num(k.rate) + "\n";
     }
   }
   header(out, "ebb_hot_key_transitions_total", "counter", "Keys that turned hot (event=\"hot\") or cooled (event=\"cool\").");
   for (const auto& r : rows) {
-    out += "ebb_hot_key_transitions_total{namespace=\"" + r.name + "\",event=\"hot\"} " + std::to_string(r.turned_hot) + "\n";
-    out += "ebb_hot_key_transitions_total{namespace=\"" + r.name + "\",event=\"cool\"} " + std::to_string(r.cooled) + "\n";
+    out += "ebb_hot_key_transitions_total{namespace=\"" + label(r.name) + "\",event=\"hot\"} " + std::to_string(r.turned_hot) + "\n";
+    out += "ebb_hot_key_transitions_total{namespace=\"" + label(r.name) + "\",event=\"cool\"} " + std::to_string(r.cooled) + "\n";
   }
   single(out, "ebb_distributions", "gauge", "Distributions held (an idle one until the expiry step drops it).", std::to_string(sm.distributions));
   single(out, "ebb_distribution_bins", "gauge", "Bins of all distributions (--max-distribution-bins limits them).", std::to_string(sm.distribution_bins));

@@ -16,9 +16,13 @@ Router::Result Router::dispatch(const Request& request) const {
   for (const auto& r : routes_) {
     std::string tail;
     if (r.has_tail) {
-      if (!request.path.starts_with(r.prefix) || request.path.size() == r.prefix.size()) continue;
-      tail = request.path.substr(r.prefix.size());
-      if (tail.find('/') != std::string::npos) continue;
+      // Matched on the path as sent, the {name} decoded alone: a name may
+      // hold a '/' (sent as %2F), which must not split the path.
+      const std::string& raw = request.raw_path.empty() ? request.path : request.raw_path;
+      if (!raw.starts_with(r.prefix) || raw.size() == r.prefix.size()) continue;
+      const std::string_view raw_tail = std::string_view(raw).substr(r.prefix.size());
+      if (raw_tail.find('/') != std::string_view::npos) continue;
+      tail = decode_path_segment(raw_tail);  // (the whole path decoded already: this cannot fail)
     } else if (request.path != r.prefix) {
       continue;
     }

@@ -170,7 +170,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     if (sized_field.empty() && kSizedByMemory.contains(key)) sized_field = field;
     if (field == "name") {
       c.name = get_string(value, field);
-      if (!engine::valid_namespace_name(c.name)) bad("name", "must match [A-Za-z0-9_.-]{1,128} (got '" + c.name + "')");
+      if (const auto problem = engine::namespace_name_problem(c.name)) bad("name", *problem);
       has_name = true;
     } else if (field == "k") {
       c.k = static_cast<std::uint32_t>(get_uint(value, field, 1, engine::NamespaceConfig::kMaxK));

@@ -10,6 +10,7 @@
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/core/percent_encoding.hpp"
 #include "ebb/storage/file_io.hpp"
 
@@ -39,7 +40,19 @@ void make_dir(const std::filesystem::path& p) {
 
 }  // namespace
 
-std::string encode_file_name(std::string_view name) { return percent_encode(name, "-_"); }
+std::string encode_file_name(std::string_view name) {
+  std::string encoded = percent_encode(name, "-_");
+  // A name may be 256 bytes of UTF-8, three times that encoded: past a file
+  // name's 255 bytes. A long one keeps a readable head (never cut inside a
+  // %XX) and a hash of the whole name; the manifest maps names to files.
+  constexpr std::size_t kKeep = 160;
+  if (encoded.size() <= kKeep + 17) return encoded;
+  std::size_t cut = kKeep;
+  if (encoded[cut - 1] == '%') cut -= 1;
+  else if (encoded[cut - 2] == '%') cut -= 2;
+  encoded.resize(cut);
+  return encoded + "~" + key_hash_hex(name);
+}
 
 std::string Manifest::serialize() const {
   BinaryWriter w;

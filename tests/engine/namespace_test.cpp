@@ -288,7 +288,7 @@ TEST(Namespace, ConfigErrorsNameTheField) {
     }
   };
   auto c = small_config();
-  c.name = "bad name!";
+  c.name = "bad\nname";
   expect_field(c, "name");
   c = small_config();
   c.k = 0;

@@ -17,7 +17,7 @@
 #include "ebb/io/line_reader.hpp"
 #include "ebb/io/record_parser.hpp"
 #include "ebb/io/time_format.hpp"
-#include "ebb/io/utf8.hpp"
+#include "ebb/core/utf8.hpp"
 
 namespace ebb::io {
 namespace {

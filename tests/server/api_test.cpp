@@ -103,7 +103,7 @@ TEST_F(ServerApi, BadNamespaceFieldsAreNamed) {
   };
   const Case cases[] = {
       {R"({"k":5})", "invalid_field", "name: is required"},
-      {R"({"name":"bad name"})", "invalid_field", "name: must match"},
+      {R"({"name":"bad\nname"})", "invalid_field", "name: must not hold control characters (byte 3 starts one)"},
       {R"({"name":"a","k":0})", "invalid_field", "k: must be in [1, 1000]"},
       {R"({"name":"a","k":"ten"})", "invalid_field", "k: must be a whole number"},
       {R"({"name":"a","windows":["1.5s"]})", "invalid_field", "windows: '1.5s' must be a whole number of seconds in [1s, 366d]"},

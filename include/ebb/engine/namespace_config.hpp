@@ -73,6 +73,12 @@ struct NamespaceConfig {
   std::uint32_t resolved_candidates() const noexcept;
 };
 
-bool valid_namespace_name(const std::string& name) noexcept;
+// Namespace names: any UTF-8 text of 1 to kMaxNamespaceName bytes without
+// control characters (C0, DEL, C1), so a Redis key such as "topk:user:42"
+// names a namespace as it is. What is wrong with a name, or nullopt; the
+// reason never quotes the name (it may not be printable).
+inline constexpr std::size_t kMaxNamespaceName = 256;
+std::optional<std::string> namespace_name_problem(std::string_view name);
+inline bool valid_namespace_name(std::string_view name) { return !namespace_name_problem(name); }
 
 }  // namespace ebb::engine

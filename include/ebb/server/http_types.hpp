@@ -15,6 +15,7 @@ namespace ebb::server {
 struct Request {
   std::string method;        // "GET", "POST", ...
   std::string path;          // decoded path, without the query
+  std::string raw_path;      // the same as sent (a route's {name} is decoded on its own: it may hold "%2F")
   std::multimap<std::string, std::string> query;  // decoded parameters
   std::string content_type;  // media type only, lower case ("application/json")
   std::string body;
@@ -96,5 +97,8 @@ Response text_response(int status, std::string content_type, std::string body);
 // an absolute-form target ("http://host:port/top-k?...") reads the same.
 // Throws ApiError 400 on malformed percent-encoding.
 void parse_target(std::string_view target, std::string& path, std::multimap<std::string, std::string>& query);
+void parse_target(std::string_view target, std::string& path, std::string& raw_path, std::multimap<std::string, std::string>& query);
+// Percent-decodes one path segment ('+' stays '+'); ApiError 400 when malformed.
+std::string decode_path_segment(std::string_view segment);
 
 }  // namespace ebb::server

@@ -110,7 +110,8 @@ class CheckpointStore {
   int dir_lock_fd_ = -1;
 };
 
-// File-name form of a namespace name: bytes outside [A-Za-z0-9_-] as %XX.
+// File-name form of a namespace name: bytes outside [A-Za-z0-9_-] as %XX;
+// past 177 bytes, the first 160 or so of that, '~' and the name's hash.
 std::string encode_file_name(std::string_view name);
 
 }  // namespace ebb::storage

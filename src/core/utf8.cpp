@@ -1,9 +1,9 @@
-#include "ebb/io/utf8.hpp"
+#include "ebb/core/utf8.hpp"
 
 #include <cstdint>
 #include <cstring>
 
-namespace ebb::io {
+namespace ebb {
 
 std::size_t utf8_valid_prefix(std::string_view s) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -29,4 +29,4 @@ std::size_t utf8_valid_prefix(std::string_view s) noexcept {
   return n;
 }
 
-}  // namespace ebb::io
+}  // namespace ebb

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace ebb::io {
+namespace ebb {
 
 struct Utf8Step {
   std::size_t length;  // of the well-formed sequence at p, or of its maximal invalid subpart (>= 1)
@@ -48,4 +48,4 @@ inline Utf8Step utf8_step(const unsigned char* p, std::size_t n) noexcept {
 // all of it is.
 std::size_t utf8_valid_prefix(std::string_view s) noexcept;
 
-}  // namespace ebb::io
+}  // namespace ebb
