@@ -5,12 +5,13 @@
 
 #include "client_commands.hpp"
 #include "serve_command.hpp"
+#include "version.hpp"
 #include "top_options.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ebb: heavy hitters over event streams, now (decayed) and all-time, with honest error bounds"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ebb 0.1.0");
+  app.set_version_flag("--version", std::string("ebb ") + ebb::cli::kVersion);
   // A TOML/INI file of options: `[serve]` then `port = 9090`, ... Given
   // anywhere on the command line (`ebb serve --config ebb.toml`); flags win.
   app.set_config("--config", "", "Read options from a TOML or INI file: a [serve] or [top] section of long option names");

@@ -17,12 +17,15 @@
 #include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
+#include "ebb/resp/commands.hpp"
+#include "ebb/resp/resp_server.hpp"
 #include "ebb/server/api.hpp"
 #include "ebb/server/http_server.hpp"
 #include "ebb/server/metrics.hpp"
 #include "ebb/server/router.hpp"
 #include "ebb/service/service.hpp"
 #include "duration_validator.hpp"
+#include "version.hpp"
 
 namespace ebb::cli {
 namespace {
@@ -40,6 +43,17 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
               "  [serve]\n  port = 9090\n  checkpoint-interval = \"5s\"\n); command-line flags win. The API: docs/api.md and docs/openapi.yaml.");
   cmd->add_option("--bind", o.http.bind, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.http.port, "Port to listen on (0: any free port, printed at start)")->capture_default_str();
+  cmd->add_option("--resp-port", o.resp_port,
+                  "Also serve the Redis protocol (RedisBloom's TOPK.* and CMS.* on the same namespaces) on this port (0: any free port); off unless given")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--resp-bind", o.resp_bind, "Address the Redis protocol listens on (default: --bind)");
+  cmd->add_option("--resp-threads", o.resp.threads, "Event-loop threads of the Redis protocol")->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("--resp-max-arguments", o.resp.limits.max_arguments, "Most arguments one RESP command may have")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{2}, std::size_t{1} << 24));
+  cmd->add_option("--resp-max-bulk-bytes", o.resp.limits.max_bulk_bytes, "Longest argument of a RESP command, bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{16}, std::size_t{512} << 20));
   cmd->add_option("--data-dir", o.data_dir, "Directory for the write-ahead log and checkpoints")->capture_default_str();
   cmd->add_flag("--repair-log", o.repair_log,
                 "Start even when a log segment before the last is damaged, dropping the records from the damage on (set aside as .corrupt files)");
@@ -215,6 +229,7 @@ int run_serve(ServeOptions o) {
   }
 
   service::Service service(so, log);
+  resp::ServerFigures resp_figures;
   server::Metrics metrics;
   std::atomic<bool> stopping{false};
   // Admin operations allocate and wait for fsyncs: off the event loops.
@@ -237,6 +252,29 @@ int run_serve(ServeOptions o) {
   log->info("listening address={} port={} threads={} data_dir={} fsync={} auth={}", o.http.bind, http.port(), o.http.threads, o.data_dir, o.fsync,
             !tokens.enabled() ? "off" : tokens.protects_reads() ? "all routes" : "writes and admin");
 
+  // The Redis protocol on the same service, on its own event loops; it
+  // stops when HTTP does (SIGTERM/SIGINT, a failed recovery).
+  std::optional<resp::Commands> resp_commands;
+  std::optional<resp::RespServer> resp_server;
+  if (o.resp_port >= 0) {
+    o.resp.bind = o.resp_bind.empty() ? o.http.bind : o.resp_bind;
+    o.resp.port = static_cast<std::uint16_t>(o.resp_port);
+    resp_commands.emplace(service, tokens, resp_figures, kVersion);
+    resp_server.emplace(o.resp, *resp_commands, log);
+    try {
+      resp_server->listen();
+    } catch (const std::exception& e) {
+      log->error("{}", e.what());
+      return 1;
+    }
+    std::printf("ebb serve: RESP on %s:%u (redis-cli -p %u)\n", o.resp.bind.c_str(), static_cast<unsigned>(resp_server->port()),
+                static_cast<unsigned>(resp_server->port()));
+    std::fflush(stdout);
+    log->info("resp listening address={} port={} threads={}", o.resp.bind, resp_server->port(), o.resp.threads);
+  }
+  std::thread resp_thread;
+  if (resp_server) resp_thread = std::thread([&] { resp_server->run(); });
+
   // Recover before serving anything but /healthz, /readyz and /metrics (503 until then).
   std::atomic<bool> recovery_failed{false};
   std::thread recovery([&] {
@@ -255,8 +293,13 @@ int run_serve(ServeOptions o) {
       http.shutdown();
     }
   });
-  http.on_shutdown([&] { stopping = true; });
+  http.on_shutdown([&] {
+    stopping = true;
+    if (resp_server) resp_server->shutdown();
+  });
   http.run();  // until SIGTERM/SIGINT
+  if (resp_server) resp_server->shutdown();  // (also when HTTP stopped for a failed recovery)
+  if (resp_thread.joinable()) resp_thread.join();
   recovery.join();
   blocking.join();
   if (recovery_failed) return 1;

@@ -2,6 +2,7 @@
 // `ebb serve`: the HTTP service.
 #include <string>
 
+#include "ebb/resp/resp_server.hpp"
 #include "ebb/server/http_server.hpp"
 #include "ebb/service/limits.hpp"
 
@@ -41,6 +42,10 @@ struct ServeOptions {
   std::string auth_token_file;  // empty: no tokens, everything open
   bool auth_reads = false;
   bool repair_log = false;
+  // The RESP front end (docs/resp.md): off unless --resp-port is given.
+  int resp_port = -1;
+  std::string resp_bind;  // default: --bind
+  resp::RespServerOptions resp;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);

@@ -58,9 +58,43 @@ double get_number(element v, const std::string& field) {
   return d;
 }
 
+
 std::string get_string(element v, const std::string& field) {
   if (!v.is_string()) bad(field, "must be a string");
   return std::string(v.get_string().value_unsafe());
+}
+
+RedisKey get_redis_key(element v) {
+  if (!v.is_object()) bad("redis", "must be an object such as {\"type\": \"topk\", \"k\": 50, \"width\": 8, \"depth\": 7, \"decay\": 0.9}");
+  RedisKey r;
+  std::optional<std::string> type;
+  std::optional<std::uint64_t> k, width, depth;
+  std::optional<double> decay;
+  const simdjson::dom::object members = v.get_object().value_unsafe();
+  for (auto [key, value] : members) {
+    const std::string field = "redis." + std::string(key);
+    if (key == "type") type = get_string(value, field);
+    else if (key == "k") k = get_uint(value, field, 1, RedisKey::kMaxDimension);
+    else if (key == "width") width = get_uint(value, field, 1, RedisKey::kMaxDimension);
+    else if (key == "depth") depth = get_uint(value, field, 1, RedisKey::kMaxDimension);
+    else if (key == "decay") decay = get_number(value, field);
+    else bad(message_text(field), "unknown field (type, k, width, depth, decay)");
+  }
+  if (type == "topk") {
+    if (!k || !width || !depth || !decay) bad("redis", "a topk key has k, width, depth and decay");
+    if (!(*decay > 0 && *decay <= 1)) bad("redis.decay", "must be in (0, 1]");
+    r.type = RedisKey::Type::topk;
+    r.k = *k;
+    r.decay = *decay;
+  } else if (type == "cms") {
+    if (k || decay || !width || !depth) bad("redis", "a cms key has width and depth only");
+    r.type = RedisKey::Type::cms;
+  } else {
+    bad("redis.type", "must be \"topk\" or \"cms\"");
+  }
+  r.width = *width;
+  r.depth = *depth;
+  return r;
 }
 
 std::vector<std::string> get_strings(element v, const std::string& field, std::size_t max_entries) {
@@ -151,7 +185,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
                                                      "sketch_depth", "epsilon", "delta",         "hot_key_threshold", "hot_key_half_life",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
                                                      "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump",
-                                                     "window_sketch_width", "max_items", "memory"};
+                                                     "window_sketch_width", "max_items", "memory", "redis"};
   // Fields that shape a sketch: refused for exact counting, which has none.
   static const std::set<std::string_view> kSketchFields = {"sketch_width", "sketch_depth", "epsilon", "delta",
                                                            "window_sketch_width", "candidates", "summary", "memory"};
@@ -199,6 +233,8 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
         }
         c.half_lives.push_back(half_life);
       }
+    } else if (field == "redis") {
+      spec.redis = get_redis_key(value);
     } else if (field == "memory") {
       if (value.is_string()) {
         const std::string text(value.get_string().value_unsafe());
@@ -354,7 +390,7 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
     } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
                field == "summary" || field == "max_future_skew" || field == "max_items" || field == "window_sketch_width" || field == "memory" ||
-               field == "max_item_bytes") {
+               field == "max_item_bytes" || field == "redis") {
       bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age and max_time_jump can); create a new namespace");
     } else {
       bad(message_text(field), "unknown field");
@@ -401,6 +437,16 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
     w.key(key);
     if (std::isfinite(guard)) w.value(format_duration(guard));
     else w.null();
+  }
+  if (spec.redis) {
+    const auto& r = *spec.redis;
+    w.key("redis").begin_object();
+    w.key("type").value(r.type == RedisKey::Type::topk ? "topk" : "cms");
+    if (r.type == RedisKey::Type::topk) w.key("k").value(r.k);
+    w.key("width").value(r.width);
+    w.key("depth").value(r.depth);
+    if (r.type == RedisKey::Type::topk) w.key("decay").value(r.decay);
+    w.end_object();
   }
   if (!for_storage && exact) {
     // No estimation error; the bound on memory (keys included).

@@ -219,12 +219,14 @@ Commit Service::ingest(const IngestRequest& req) {
     lsn = s.wal ? s.append(payload) : 0;
     if (req.idempotency_key) s.keys.insert(*req.idempotency_key, req.body_hash, lsn, req.received_at);
   }
+  if (req.observe && targets.size() == 1) req.observe(targets[0].entry->ns, false);
   for (auto& t : targets) {
     t.entry->ns.apply_staged();
     t.entry->changed();
     t.entry->applied_lsn = lsn;
     t.entry->ingest_bytes += req.body_bytes * events_of(t).size() / req.events.size();
   }
+  if (req.observe && targets.size() == 1) req.observe(targets[0].entry->ns, true);
   return Commit{lsn};
 }
 
@@ -368,6 +370,22 @@ void Service::remove(const std::string& name) {
   // Its history goes too: a new namespace of the same name starts afresh
   // (if the database refuses now, the history thread retries).
   if (history) drop_history(s, name);
+}
+
+std::optional<RedisKey> Service::redis_key(const std::string& name) const {
+  auto e = s_->require(name, "name");
+  std::shared_lock lock(e->mu);
+  return e->spec.redis;
+}
+
+bool Service::exists(const std::string& name) const {
+  try {
+    s_->require(name, "name");
+    return true;
+  } catch (const ServiceError& e) {
+    if (e.kind() == ErrorKind::not_found) return false;
+    throw;
+  }
 }
 
 NamespaceInfo Service::describe(const std::string& name) const {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -63,12 +64,25 @@ class EbbServer {
     std::string line;
     char c;
     while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
-    close(out[0]);
     const auto colon = line.rfind(':');
     if (line.find("listening on") == std::string::npos || colon == std::string::npos) {
+      close(out[0]);
       fail("ebb serve did not start: '" + line + "'");
     }
     port_ = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
+    // With --resp-port, a second line: "ebb serve: RESP on 127.0.0.1:PORT (...)".
+    if (std::find(extra.begin(), extra.end(), "--resp-port") != extra.end()) {
+      line.clear();
+      while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+      const auto at = line.find("RESP on ");
+      const auto port_colon = at == std::string::npos ? std::string::npos : line.find(':', at);
+      if (port_colon == std::string::npos) {
+        close(out[0]);
+        fail("ebb serve printed no RESP address: '" + line + "'");
+      }
+      resp_port_ = static_cast<unsigned short>(std::stoi(line.substr(port_colon + 1)));
+    }
+    close(out[0]);
     HttpClient client(port_);
     for (int i = 0; i < 500; ++i) {
       if (client.request("GET", "/readyz").status == 200) return;
@@ -84,6 +98,7 @@ class EbbServer {
   EbbServer& operator=(const EbbServer&) = delete;
 
   unsigned short port() const { return port_; }
+  unsigned short resp_port() const { return resp_port_; }  // with --resp-port
   pid_t pid() const { return pid_; }
   const std::filesystem::path& data_dir() const { return data_dir_; }
 
@@ -123,6 +138,7 @@ class EbbServer {
   int log_fd_ = -1;
   pid_t pid_ = -1;
   unsigned short port_ = 0;
+  unsigned short resp_port_ = 0;
 };
 
 }  // namespace ebb::testing

@@ -11,8 +11,25 @@
 
 namespace ebb::service {
 
+// What a RESP command created a namespace as (TOPK.RESERVE, CMS.INITBY*):
+// its Redis type, for TYPE and WRONGTYPE, and the arguments it was given,
+// which TOPK.INFO and CMS.INFO echo as RedisBloom would (ebb's own shape,
+// at least as large, is in the config). JSON: "redis": {"type": "topk",
+// "k": 50, "width": 8, "depth": 7, "decay": 0.9} or {"type": "cms",
+// "width": 2000, "depth": 7}.
+struct RedisKey {
+  enum class Type { topk, cms };
+  Type type = Type::topk;
+  std::uint64_t k = 0;  // topk only
+  std::uint64_t width = 0, depth = 0;
+  double decay = 0;  // topk only: HeavyKeeper's, accepted and echoed (ebb decays by time: half_lives)
+  static constexpr std::uint64_t kMaxDimension = std::uint64_t{1} << 32;
+};
+
 struct NamespaceSpec {
   engine::NamespaceConfig config;  // name, k, views, sketch, exclude, clock, hot keys ...
+  // None: created over HTTP; such a namespace answers TOPK.* and CMS.* alike.
+  std::optional<RedisKey> redis;
 };
 
 // Where a configuration comes from: a request is held to the server's

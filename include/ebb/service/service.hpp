@@ -79,6 +79,12 @@ struct IngestRequest {
   std::optional<std::string_view> idempotency_key;
   std::uint64_t body_hash = 0;  // what the key must keep naming (same bytes)
   std::size_t body_bytes = 0;   // for the ingest-bytes statistics
+  // For answers about what the batch changed (RESP's TOPK.ADD names the
+  // items it pushed out of the list, CMS.INCRBY the new counts): called
+  // under the namespace's exclusive lock with the namespace just before
+  // (counted = false) and just after the batch is counted. Batches of one
+  // namespace only; it must not throw.
+  std::function<void(const engine::Namespace&, bool counted)> observe;
 };
 
 struct NamespaceInfo {
@@ -153,6 +159,11 @@ class Service {
   NamespaceSpec patch(const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
   void remove(const std::string& name);
   NamespaceInfo describe(const std::string& name) const;
+  // What RESP needs of a namespace on every command, without copying its
+  // spec: its Redis type and RESERVE arguments (nullopt: made over HTTP).
+  // ServiceError not_found.
+  std::optional<RedisKey> redis_key(const std::string& name) const;
+  bool exists(const std::string& name) const;
   std::vector<NamespaceInfo> list() const;
   std::size_t size() const;
 

@@ -1,0 +1,62 @@
+#pragma once
+// The commands of ebb's RESP front end: RedisBloom's TOPK.* and CMS.*, with
+// their arguments, reply shapes and error texts, the connection commands
+// clients send (PING, HELLO, AUTH, CLIENT, SELECT, COMMAND, INFO, QUIT) and
+// DEL / EXISTS / TYPE. A RESP key is an ebb namespace. Every rule of ingest
+// and query is the service's: a command only parses its arguments, calls
+// the service and writes the reply (docs/resp.md).
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ebb/service/access_tokens.hpp"
+#include "ebb/service/service.hpp"
+
+namespace ebb::resp {
+
+// One connection's state.
+struct ClientState {
+  std::uint64_t id = 0;
+  int protocol = 2;            // 3 after HELLO 3
+  bool authenticated = false;  // AUTH or HELLO ... AUTH with a token
+  std::string name;            // CLIENT SETNAME
+  bool quit = false;           // QUIT: close once the reply is written
+};
+
+// What a command left to do once its reply is written: a write waits until
+// its log record is durable (--fsync), then its reply goes out.
+struct Outcome {
+  service::Commit commit;
+};
+
+// Figures INFO reports that the transport keeps.
+struct ServerFigures {
+  std::atomic<std::uint64_t> connected{0};
+  std::atomic<std::uint64_t> connections_total{0};
+  std::atomic<std::uint64_t> commands_total{0};
+  std::atomic<std::uint64_t> protocol_errors{0};
+};
+
+class Commands {
+ public:
+  Commands(service::Service& service, const service::AccessTokens& tokens, ServerFigures& figures, std::string version);
+
+  // Runs one command (args[0] is its name, in any case) and appends its
+  // reply to `out`. Never throws for what a client sent.
+  Outcome execute(ClientState& client, std::span<const std::string_view> args, std::string& out);
+
+  service::Service& service() noexcept { return service_; }
+  const service::AccessTokens& tokens() const noexcept { return tokens_; }
+  ServerFigures& figures() noexcept { return figures_; }
+  const std::string& version() const noexcept { return version_; }
+
+ private:
+  service::Service& service_;
+  const service::AccessTokens& tokens_;
+  ServerFigures& figures_;
+  std::string version_;
+};
+
+}  // namespace ebb::resp

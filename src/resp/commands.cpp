@@ -1,0 +1,108 @@
+#include "ebb/resp/commands.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <unordered_map>
+
+#include "command_context.hpp"
+#include "ebb/core/clock.hpp"
+
+namespace ebb::resp {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+std::string wrong_arity(std::string_view command_name) {
+  return "ERR wrong number of arguments for '" + lower(command_name) + "' command";
+}
+
+std::optional<long long> parse_integer(std::string_view s) {
+  if (s.empty() || s.size() > 20 || s[0] == '+') return std::nullopt;
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  if (s.empty() || s.size() > 64 || s[0] == '+' || s[0] == ' ') return std::nullopt;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+namespace {
+
+using Table = std::unordered_map<std::string, const CommandSpec*>;
+
+const Table& table() {
+  static const Table t = [] {
+    Table out;
+    for (const auto group : {connection_commands(), keyspace_commands(), topk_commands()}) {
+      for (const auto& spec : group) out.emplace(std::string(spec.name), &spec);
+    }
+    return out;
+  }();
+  return t;
+}
+
+// Redis's text: "ERR unknown command 'foo', with args beginning with: 'a' 'b' ".
+std::string unknown_command(Args args) {
+  std::string text = "ERR unknown command '";
+  text += args[0].substr(0, 128);
+  text += "', with args beginning with: ";
+  for (std::size_t i = 1; i < args.size() && text.size() < 256; ++i) {
+    text += '\'';
+    text += args[i].substr(0, 128);
+    text += "' ";
+  }
+  return text;
+}
+
+}  // namespace
+
+Commands::Commands(service::Service& service, const service::AccessTokens& tokens, ServerFigures& figures, std::string version)
+    : service_(service), tokens_(tokens), figures_(figures), version_(std::move(version)) {}
+
+Outcome Commands::execute(ClientState& client, std::span<const std::string_view> args, std::string& out) {
+  ReplyWriter reply(out, client.protocol);
+  if (args.empty()) return {};
+  figures_.commands_total.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t mark = out.size();
+  try {
+    const auto& t = table();
+    const auto it = t.find(lower(args[0]));
+    if (it == t.end()) refuse(unknown_command(args));
+    const CommandSpec& spec = *it->second;
+    const auto n = static_cast<long long>(args.size());
+    if ((spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity)) refuse(wrong_arity(args[0]));
+    if (tokens_.required_for(spec.access) && !client.authenticated) refuse("NOAUTH Authentication required.");
+    if (spec.access != service::Access::open && !service_.recovered()) refuse("LOADING ebb is recovering its data directory");
+    Context ctx{*this, client, args, reply, wall_clock_now()};
+    return spec.run(ctx);
+  } catch (const CommandError& e) {
+    out.resize(mark);  // a handler refuses before it writes, but never leave half a reply
+    reply.error(e.text);
+  } catch (const service::ServiceError& e) {
+    out.resize(mark);
+    reply.error(std::string(e.kind() == service::ErrorKind::overloaded ? "BUSY " : "ERR ") + e.what());
+  } catch (const std::exception& e) {
+    out.resize(mark);
+    reply.error(std::string("ERR ") + e.what());
+  }
+  return {};
+}
+
+}  // namespace ebb::resp

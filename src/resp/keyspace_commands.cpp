@@ -1,0 +1,61 @@
+// Keys are namespaces: DEL, EXISTS, TYPE, DBSIZE.
+#include <array>
+
+#include "command_context.hpp"
+
+namespace ebb::resp {
+namespace {
+
+using service::Access;
+
+Outcome del(Context& c) {
+  long long removed = 0;
+  service::Commit last;
+  for (std::size_t i = 1; i < c.args.size(); ++i) {
+    try {
+      c.commands.service().remove(std::string(c.args[i]));  // returns once its record is durable
+      ++removed;
+    } catch (const service::ServiceError& e) {
+      if (e.kind() != service::ErrorKind::not_found) throw;
+    }
+  }
+  c.reply.integer(removed);
+  return {};
+}
+
+Outcome exists(Context& c) {
+  long long n = 0;
+  for (std::size_t i = 1; i < c.args.size(); ++i) n += c.commands.service().exists(std::string(c.args[i])) ? 1 : 0;
+  c.reply.integer(n);
+  return {};
+}
+
+// RedisBloom's type names; a namespace made over HTTP is a top-K.
+Outcome type(Context& c) {
+  try {
+    const auto key = c.commands.service().redis_key(std::string(c.args[1]));
+    c.reply.simple(key && key->type == service::RedisKey::Type::cms ? "CMSk-TYPE" : "TopK-TYPE");
+  } catch (const service::ServiceError& e) {
+    if (e.kind() != service::ErrorKind::not_found) throw;
+    c.reply.simple("none");
+  }
+  return {};
+}
+
+Outcome dbsize(Context& c) {
+  c.reply.integer(static_cast<long long>(c.commands.service().size()));
+  return {};
+}
+
+constexpr std::array kCommands{
+    CommandSpec{"del", -2, Access::write, del},
+    CommandSpec{"exists", -2, Access::read, exists},
+    CommandSpec{"type", 2, Access::read, type},
+    CommandSpec{"dbsize", 1, Access::read, dbsize},
+};
+
+}  // namespace
+
+std::span<const CommandSpec> keyspace_commands() { return kCommands; }
+
+}  // namespace ebb::resp

@@ -1,0 +1,245 @@
+#include "ebb/resp/resp_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <boost/asio.hpp>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "ebb/resp/reply.hpp"
+
+namespace ebb::resp {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// One io_context per thread (as the HTTP server): a session lives on one.
+class RespServer::Impl {
+ public:
+  class Session;
+  Impl(RespServerOptions o, Commands& c, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), commands(c), log(std::move(l)) {
+    const unsigned n = std::max(1u, options.threads);
+    for (unsigned i = 0; i < n; ++i) {
+      contexts.push_back(std::make_unique<net::io_context>(1));
+      guards.emplace_back(contexts.back()->get_executor());
+    }
+    acceptor.emplace(*contexts[0]);
+  }
+  void accept();
+  void add(Session* s, const std::shared_ptr<Session>& sp) {
+    std::lock_guard lock(sessions_mu);
+    sessions.emplace(s, sp);
+  }
+  void remove(Session* s) {
+    std::lock_guard lock(sessions_mu);
+    sessions.erase(s);
+  }
+
+  RespServerOptions options;
+  Commands& commands;
+  std::shared_ptr<spdlog::logger> log;
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> guards;
+  std::optional<tcp::acceptor> acceptor;
+  std::size_t next_context = 0;
+  std::atomic<std::uint64_t> next_id{1};
+  std::atomic<bool> stopping{false};
+  std::mutex sessions_mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+};
+
+class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Impl& server) : socket_(std::move(socket)), server_(server), reader_(server.options.limits) {
+    client_.id = server.next_id.fetch_add(1);
+    server_.commands.figures().connected.fetch_add(1);
+    server_.commands.figures().connections_total.fetch_add(1);
+  }
+  ~Session() {
+    server_.commands.figures().connected.fetch_sub(1);
+    server_.remove(this);
+  }
+
+  void start() {
+    server_.add(this, shared_from_this());
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->pump(); });
+  }
+
+  // On shutdown: close once nothing is owed (a reply waiting for the disk
+  // goes out first).
+  void stop() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+      self->closing_ = true;
+      self->pump();
+    });
+  }
+
+ private:
+  // Runs the complete commands in the buffer, in order, until one waits for
+  // the disk, the client quits, or the replies not yet written pass the
+  // backlog limit (then the rest waits for the write).
+  void process() {
+    while (!waiting_ && !client_.quit && !broken_ && out_.size() < server_.options.max_reply_backlog) {
+      const auto status = reader_.read(std::string_view(in_).substr(in_begin_));
+      if (status == CommandReader::Status::incomplete) break;
+      if (status == CommandReader::Status::error) {
+        // Redis's way: the error, then the connection closes (what follows
+        // cannot be framed).
+        server_.commands.figures().protocol_errors.fetch_add(1);
+        ReplyWriter(out_, client_.protocol).error("ERR " + reader_.error());
+        broken_ = true;
+        break;
+      }
+      in_begin_ += reader_.consumed();
+      if (reader_.args().empty()) continue;
+      std::string reply;
+      const Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
+      if (outcome.commit.lsn == 0) {
+        out_ += reply;
+        continue;
+      }
+      // The reply goes out once the write is durable; the commands after
+      // it wait (replies stay in order).
+      waiting_ = true;
+      server_.commands.service().when_durable(
+          outcome.commit, [self = shared_from_this(), reply = std::move(reply)](const std::string& error) mutable {
+            net::post(self->socket_.get_executor(), [self, reply = std::move(reply), error] {
+              if (error.empty()) self->out_ += reply;
+              else ReplyWriter(self->out_, self->client_.protocol).error("ERR " + error);
+              self->waiting_ = false;
+              self->process();
+              self->pump();
+            });
+          });
+    }
+    // Consumed bytes leave the buffer once they are half of it.
+    if (in_begin_ > 0 && in_begin_ * 2 >= in_.size()) {
+      in_.erase(0, in_begin_);
+      in_begin_ = 0;
+    }
+  }
+
+  // Starts what can start: a write of the replies gathered, a read when
+  // nothing holds reading back, or the close.
+  void pump() {
+    if (closed_) return;
+    if (!writing_ && !out_.empty()) {
+      writing_ = true;
+      sending_.swap(out_);
+      out_.clear();
+      net::async_write(socket_, net::buffer(sending_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+        self->writing_ = false;
+        self->sending_.clear();
+        if (ec) return self->close();
+        self->process();
+        self->pump();
+      });
+    }
+    const bool done = client_.quit || broken_ || (closing_ && !waiting_);
+    if (done) {
+      if (!writing_ && out_.empty() && !waiting_) close();
+      return;
+    }
+    if (!reading_ && !waiting_ && out_.size() + sending_.size() < server_.options.max_reply_backlog) {
+      reading_ = true;
+      socket_.async_read_some(net::buffer(chunk_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+        self->reading_ = false;
+        if (ec) return self->close();  // the client left, or shutdown closed the socket
+        self->in_.append(self->chunk_.data(), n);
+        self->process();
+        self->pump();
+      });
+    }
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  Impl& server_;
+  CommandReader reader_;
+  ClientState client_;
+  std::string in_;
+  std::size_t in_begin_ = 0;
+  std::string out_, sending_;
+  std::array<char, 64 * 1024> chunk_{};
+  bool reading_ = false, writing_ = false, waiting_ = false, closing_ = false, broken_ = false, closed_ = false;
+};
+
+void RespServer::Impl::accept() {
+  auto& context = *contexts[next_context];
+  next_context = (next_context + 1) % contexts.size();
+  acceptor->async_accept(context, [this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (stopping) return;
+    if (!ec) {
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      std::make_shared<Session>(std::move(socket), *this)->start();
+      return accept();
+    }
+    if (ec == net::error::operation_aborted) return;
+    // Out of descriptors, mostly: try again in a moment instead of spinning.
+    log->warn("resp: accept failed: {}", ec.message());
+    auto timer = std::make_shared<net::steady_timer>(*contexts[0], std::chrono::milliseconds(100));
+    timer->async_wait([this, timer](const boost::system::error_code&) {
+      if (!stopping) accept();
+    });
+  });
+}
+
+RespServer::RespServer(RespServerOptions options, Commands& commands, std::shared_ptr<spdlog::logger> log)
+    : impl_(std::make_unique<Impl>(std::move(options), commands, std::move(log))) {}
+
+RespServer::~RespServer() = default;
+
+void RespServer::listen() {
+  auto& o = impl_->options;
+  boost::system::error_code ec;
+  const auto address = net::ip::make_address(o.bind, ec);
+  if (ec) throw std::runtime_error("--resp-bind: '" + o.bind + "' is not an IP address");
+  const tcp::endpoint endpoint(address, o.port);
+  auto& a = *impl_->acceptor;
+  a.open(endpoint.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(endpoint, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error("cannot listen for RESP on " + o.bind + ":" + std::to_string(o.port) + ": " + ec.message());
+}
+
+std::uint16_t RespServer::port() const { return impl_->acceptor->local_endpoint().port(); }
+
+void RespServer::run() {
+  impl_->accept();
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < impl_->contexts.size(); ++i) threads.emplace_back([this, i] { impl_->contexts[i]->run(); });
+  impl_->contexts[0]->run();
+  for (auto& t : threads) t.join();
+}
+
+void RespServer::shutdown() {
+  net::post(*impl_->contexts[0], [this] {
+    if (impl_->stopping.exchange(true)) return;
+    boost::system::error_code ignored;
+    impl_->acceptor->close(ignored);
+    std::vector<std::shared_ptr<Impl::Session>> live;
+    {
+      std::lock_guard lock(impl_->sessions_mu);
+      for (auto& [_, weak] : impl_->sessions) {
+        if (auto s = weak.lock()) live.push_back(std::move(s));
+      }
+    }
+    for (auto& s : live) s->stop();
+    // Each context runs out of work once its sessions are gone.
+    for (auto& g : impl_->guards) g.reset();
+  });
+}
+
+}  // namespace ebb::resp

@@ -1,0 +1,107 @@
+// The RESP command reader and reply writer on their own: every framing a
+// client may send, split at every byte, the limits, and each reply type in
+// RESP2 and RESP3.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ebb/resp/protocol.hpp"
+#include "ebb/resp/reply.hpp"
+
+namespace ebb::resp {
+namespace {
+
+using Status = CommandReader::Status;
+
+std::vector<std::string> words(const CommandReader& r) { return {r.args().begin(), r.args().end()}; }
+
+TEST(RespReader, ReadsMultiBulkAndInlineCommands) {
+  CommandReader r({});
+  const std::string two = "*3\r\n$8\r\nTOPK.ADD\r\n$1\r\nk\r\n$0\r\n\r\n*1\r\n$4\r\nPING\r\n";
+  ASSERT_EQ(r.read(two), Status::complete);
+  EXPECT_EQ(words(r), (std::vector<std::string>{"TOPK.ADD", "k", ""}));
+  ASSERT_EQ(r.consumed(), 31u);
+  ASSERT_EQ(r.read(std::string_view(two).substr(31)), Status::complete);
+  EXPECT_EQ(words(r), (std::vector<std::string>{"PING"}));
+
+  ASSERT_EQ(r.read("TOPK.ADD  k \"a b\" 'c\\'d' \"\\x41\\n\"\r\n"), Status::complete);
+  EXPECT_EQ(words(r), (std::vector<std::string>{"TOPK.ADD", "k", "a b", "c'd", "A\n"}));
+  ASSERT_EQ(r.read("\r\n"), Status::complete);  // an empty line: nothing to run
+  EXPECT_TRUE(r.args().empty());
+  EXPECT_EQ(r.consumed(), 2u);
+  ASSERT_EQ(r.read("*0\r\n"), Status::complete);
+  EXPECT_TRUE(r.args().empty());
+}
+
+TEST(RespReader, ACommandSplitAtAnyByteReadsTheSame) {
+  using namespace std::string_literals;  // (keeps the NUL)
+  const std::string bytes = "*4\r\n$13\r\nTOPK.INCRBY\r\n\r\n$3\r\nk:1\r\n$5\r\na\r\nb\0\r\n$6\r\n100000\r\n"s;
+  for (std::size_t cut = 0; cut <= bytes.size(); ++cut) {
+    CommandReader r({});
+    std::string buffer = bytes.substr(0, cut);
+    auto status = r.read(buffer);
+    if (cut < bytes.size()) {
+      ASSERT_EQ(status, Status::incomplete) << cut;
+      buffer = bytes;  // the rest arrives (the buffer may have moved: the reader keeps offsets)
+      status = r.read(buffer);
+    }
+    ASSERT_EQ(status, Status::complete) << cut;
+    EXPECT_EQ(words(r), (std::vector<std::string>{"TOPK.INCRBY\r\n", "k:1", std::string("a\r\nb\0", 5), "100000"})) << cut;
+    EXPECT_EQ(r.consumed(), bytes.size());
+  }
+}
+
+TEST(RespReader, LimitsAndMalformedFramingAreProtocolErrors) {
+  ProtocolLimits limits;
+  limits.max_arguments = 3;
+  limits.max_bulk_bytes = 4;
+  limits.max_inline_bytes = 16;
+  limits.max_command_bytes = 30;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"*4\r\n", "Protocol error: invalid multibulk length"},
+      {"*x\r\n", "Protocol error: invalid multibulk length"},
+      {"*1\r\n$5\r\n", "Protocol error: bulk length 5 is over the limit of 4 bytes"},
+      {"*1\r\n$-1\r\n", "Protocol error: invalid bulk length"},
+      {"*1\r\n$ab\r\n", "Protocol error: invalid bulk length"},
+      {"*1\r\n:1\r\n", "Protocol error: expected '$', got ':'"},
+      {"*1\r\n$2\r\nabc\r\n", "Protocol error: a bulk string is longer than its stated length"},
+      {"*3\r\n$4\r\nabcd\r\n$4\r\nabcd\r\n$4\r\nabcd\r\n", "Protocol error: a command of more than 30 bytes"},
+      {"PING \"unclosed\r\n", "Protocol error: unbalanced quotes in request"},
+      {"PING \"a\"b\r\n", "Protocol error: unbalanced quotes in request"},
+      {"PING aaaaaaaaaaaaaaaaaaaaaaaa", "Protocol error: too big inline request"},
+      {"a b c d\r\n", "Protocol error: invalid multibulk length"},
+      {"*11111111111111111111111111111111111", "Protocol error: too big mbulk count string"},
+  };
+  for (const auto& [bytes, message] : cases) {
+    CommandReader r(limits);
+    EXPECT_EQ(r.read(bytes), Status::error) << bytes;
+    EXPECT_EQ(r.error(), message) << bytes;
+  }
+  CommandReader r(limits);
+  EXPECT_EQ(r.read("*3\r\n$4\r\nabcd\r\n$4\r\nabcd\r\n$0\r\n\r\n"), Status::complete);  // 30 bytes: within
+}
+
+TEST(RespReply, EachTypeInBothProtocols) {
+  auto both = [](auto write) {
+    std::string two, three;
+    ReplyWriter r2(two, 2), r3(three, 3);
+    write(r2);
+    write(r3);
+    return std::pair{two, three};
+  };
+  EXPECT_EQ(both([](ReplyWriter& r) { r.simple("OK"); }), (std::pair<std::string, std::string>{"+OK\r\n", "+OK\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.error("ERR a\r\nb"); }), (std::pair<std::string, std::string>{"-ERR a  b\r\n", "-ERR a  b\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.integer(-42); }), (std::pair<std::string, std::string>{":-42\r\n", ":-42\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.bulk(std::string("a\0b", 3)); }),
+            (std::pair<std::string, std::string>{std::string("$3\r\na\0b\r\n", 9), std::string("$3\r\na\0b\r\n", 9)}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.null(); }), (std::pair<std::string, std::string>{"$-1\r\n", "_\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.map(2); }), (std::pair<std::string, std::string>{"*4\r\n", "%2\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.boolean(true); }), (std::pair<std::string, std::string>{":1\r\n", "#t\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.number(0.9); }), (std::pair<std::string, std::string>{"$3\r\n0.9\r\n", ",0.9\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.number(1e300 * 1e300); }), (std::pair<std::string, std::string>{"$3\r\ninf\r\n", ",inf\r\n"}));
+  EXPECT_EQ(both([](ReplyWriter& r) { r.verbatim("a:1"); }), (std::pair<std::string, std::string>{"$3\r\na:1\r\n", "=7\r\ntxt:a:1\r\n"}));
+}
+
+}  // namespace
+}  // namespace ebb::resp

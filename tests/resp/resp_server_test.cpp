@@ -1,0 +1,276 @@
+// The RESP front end through the real binary and real clients: redis-cli
+// (RESP2, and RESP3 with -3) for every TOPK command, its error paths with
+// RedisBloom's texts, and the connection commands; raw sockets for
+// pipelines, framing errors and limits; AUTH with a token file; a crash
+// after acknowledged adds; python3-redis (redis-py) for a client library's
+// view (tests/resp/redis_py_check.py).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/ebb_server.hpp"
+#include "support/raw_connection.hpp"
+#include "support/run_process.hpp"
+
+namespace ebb {
+namespace {
+
+using testing::EbbServer;
+using testing::HttpClient;
+using testing::RawConnection;
+
+// redis-cli's formatted output (--no-raw: types shown) for one command.
+std::string cli(unsigned short port, std::vector<std::string> args, const std::vector<std::string>& options = {}) {
+  std::vector<std::string> argv = {"/usr/bin/redis-cli", "--no-raw", "-p", std::to_string(port)};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto r = testing::run_process(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+// A RESP command as a client library sends it.
+std::string command(const std::vector<std::string>& args) {
+  std::string out = "*" + std::to_string(args.size()) + "\r\n";
+  for (const auto& a : args) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return out;
+}
+
+class Resp : public ::testing::Test {
+ protected:
+  void SetUp() override { start(); }
+  void TearDown() override {
+    if (server_) {
+      EXPECT_EQ(server_->stop(), 0) << server_->log();
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  void start(std::vector<std::string> extra = {}) {
+    if (dir_.empty()) dir_ = testing::make_temp_dir("ebb-resp");
+    extra.insert(extra.begin(), {"--resp-port", "0"});
+    server_ = std::make_unique<EbbServer>(dir_, extra);
+    port_ = server_->resp_port();
+  }
+  std::string run(std::vector<std::string> args) { return cli(port_, std::move(args)); }
+  std::string run3(std::vector<std::string> args) { return cli(port_, std::move(args), {"-3"}); }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<EbbServer> server_;
+  unsigned short port_ = 0;
+};
+
+TEST_F(Resp, TopKCommandsAnswerAsRedisBloomDoes) {
+  EXPECT_EQ(run({"TOPK.RESERVE", "topk:user:42", "3"}), "OK\n");
+  EXPECT_EQ(run({"TOPK.ADD", "topk:user:42", "a", "b", "a", "c"}), "1) (nil)\n2) (nil)\n3) (nil)\n4) (nil)\n");
+  // d enters past c and b (1 each, c ranks last by key): c is the one pushed out, named at d.
+  EXPECT_EQ(run({"TOPK.INCRBY", "topk:user:42", "d", "5", "a", "0"}), "1) \"c\"\n2) (nil)\n");
+  EXPECT_EQ(run({"TOPK.LIST", "topk:user:42"}), "1) \"d\"\n2) \"a\"\n3) \"b\"\n");
+  EXPECT_EQ(run({"TOPK.LIST", "topk:user:42", "WITHCOUNT"}), "1) \"d\"\n2) (integer) 5\n3) \"a\"\n4) (integer) 2\n5) \"b\"\n6) (integer) 1\n");
+  EXPECT_EQ(run({"TOPK.QUERY", "topk:user:42", "a", "c", "zz"}), "1) (integer) 1\n2) (integer) 0\n3) (integer) 0\n");
+  EXPECT_EQ(run({"TOPK.COUNT", "topk:user:42", "a", "c", "zz"}), "1) (integer) 2\n2) (integer) 1\n3) (integer) 0\n");
+  EXPECT_EQ(run({"TOPK.LIST", "topk:user:42", "WITHCOUNT", "WITHBOUNDS"}),
+            " 1) \"d\"\n 2) (integer) 5\n 3) \"5\"\n 4) \"5\"\n 5) \"5\"\n 6) \"a\"\n 7) (integer) 2\n 8) \"2\"\n 9) \"2\"\n10) \"2\"\n"
+            "11) \"b\"\n12) (integer) 1\n13) \"1\"\n14) \"1\"\n15) \"1\"\n");
+  const auto info = run({"TOPK.INFO", "topk:user:42"});
+  EXPECT_EQ(info.substr(0, info.find(" 9)")), " 1) \"k\"\n 2) (integer) 3\n 3) \"width\"\n 4) (integer) 8\n 5) \"depth\"\n 6) (integer) 7\n 7) \"decay\"\n 8) \"0.9\"\n");
+  EXPECT_NE(info.find("\"ebb_sketch_width\"\n10) (integer) 2048\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("\"ebb_candidates\"\n14) (integer) 512\n"), std::string::npos) << info;
+  EXPECT_EQ(run({"TYPE", "topk:user:42"}), "TopK-TYPE\n");
+  // RESP3: booleans, a map, doubles.
+  EXPECT_EQ(run3({"TOPK.QUERY", "topk:user:42", "a", "zz"}), "1) (true)\n2) (false)\n");
+  EXPECT_EQ(run3({"TOPK.INFO", "topk:user:42"}).substr(0, 74),
+            "1# \"k\" => (integer) 3\n2# \"width\" => (integer) 8\n3# \"depth\" => (integer) 7\n");
+  EXPECT_EQ(run3({"TOPK.LIST", "topk:user:42", "WITHBOUNDS"}).substr(0, 61), " 1) \"d\"\n 2) (double) 5\n 3) (double) 5\n 4) (double) 5\n 5) \"a\"\n");
+}
+
+TEST_F(Resp, BadArgumentsGetRedisBloomsErrorsAndChangeNothing) {
+  ASSERT_EQ(run({"TOPK.RESERVE", "t", "2", "100", "5", "0.5"}), "OK\n");
+  const std::string incr_error =
+      "(error) TopK: increment must be an integer greater or equal to 0                            and smaller or equal to 100,000\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"TOPK.RESERVE", "t", "2"}, "(error) TopK: key already exists\n"},
+      {{"TOPK.RESERVE", "u", "0"}, "(error) TopK: invalid k\n"},
+      {{"TOPK.RESERVE", "u", "x"}, "(error) TopK: invalid k\n"},
+      {{"TOPK.RESERVE", "u", "3", "8"}, "(error) ERR wrong number of arguments for 'topk.reserve' command\n"},
+      {{"TOPK.RESERVE", "u", "3", "0", "7", "0.9"}, "(error) TopK: invalid width\n"},
+      {{"TOPK.RESERVE", "u", "3", "8", "0", "0.9"}, "(error) TopK: invalid depth\n"},
+      {{"TOPK.RESERVE", "u", "3", "8", "7", "1.5"}, "(error) TopK: invalid decay value. must be '<= 1' & '> 0'\n"},
+      {{"TOPK.RESERVE", "u", "3", "8", "7", "0"}, "(error) TopK: invalid decay value. must be '<= 1' & '> 0'\n"},
+      {{"TOPK.RESERVE", "u", "3", "8", "7", "0.9", "x"}, "(error) ERR wrong number of arguments for 'topk.reserve' command\n"},
+      {{"TOPK.RESERVE", "u", "3", "HALFLIFE", "soon"}, "(error) ERR half_lives: bad duration 'soon' (expected a number and a unit: ms, s, m, h, d, w)\n"},
+      {{"TOPK.RESERVE", "u", "2000"}, "(error) ERR k: must be in [1, 1000] (got 2000)\n"},
+      {{"TOPK.ADD", "nokey", "a"}, "(error) TopK: key does not exist\n"},
+      {{"TOPK.ADD", "t"}, "(error) ERR wrong number of arguments for 'topk.add' command\n"},
+      {{"TOPK.INCRBY", "t", "a", "5", "b"}, "(error) ERR wrong number of arguments for 'topk.incrby' command\n"},
+      {{"TOPK.INCRBY", "t", "a", "5", "b", "100001"}, incr_error},
+      {{"TOPK.INCRBY", "t", "a", "5", "b", "-1"}, incr_error},
+      {{"TOPK.INCRBY", "t", "a", "5", "b", "1.5"}, incr_error},
+      {{"TOPK.QUERY", "t"}, "(error) ERR wrong number of arguments for 'topk.query' command\n"},
+      {{"TOPK.COUNT", "nokey", "a"}, "(error) TopK: key does not exist\n"},
+      {{"TOPK.LIST", "t", "foo"}, "(error) WITHCOUNT keyword expected\n"},
+      {{"TOPK.LIST", "t", "WITHCOUNT", "WITHCOUNT"}, "(error) WITHCOUNT keyword expected\n"},
+      {{"TOPK.LIST", "t", "HALFLIFE", "5m"}, "(error) ERR half_life: namespace 't' keeps no half-life 5m view (it keeps: all-time)\n"},
+      {{"TOPK.INFO", "t", "x"}, "(error) ERR wrong number of arguments for 'topk.info' command\n"},
+      {{"TOPK.INFO", "nokey"}, "(error) TopK: key does not exist\n"},
+      {{"FOO", "bar", "baz"}, "(error) ERR unknown command 'FOO', with args beginning with: 'bar' 'baz' \n"},
+      {{"SELECT", "1"}, "(error) ERR DB index is out of range\n"},
+      {{"SELECT", "x"}, "(error) ERR value is not an integer or out of range\n"},
+      {{"AUTH", "sometoken"},
+       "(error) ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\n"},
+      {{"HELLO", "4"}, "(error) NOPROTO unsupported protocol version\n"},
+  };
+  for (const auto& [args, error] : cases) EXPECT_EQ(run(args), error) << args[0] << " " << (args.size() > 1 ? args[1] : "");
+  // Nothing of a refused INCRBY was counted (RedisBloom counts the pairs before the bad one).
+  EXPECT_EQ(run({"TOPK.COUNT", "t", "a", "b"}), "1) (integer) 0\n2) (integer) 0\n");
+  EXPECT_EQ(run({"EXISTS", "u"}), "(integer) 0\n");
+  // Types: a CMS key is not a top-K (and the reverse).
+  EXPECT_EQ(run({"TYPE", "nokey"}), "none\n");
+}
+
+TEST_F(Resp, ConnectionAndKeyspaceCommands) {
+  EXPECT_EQ(run({"PING"}), "PONG\n");
+  EXPECT_EQ(run({"PING", "hi"}), "\"hi\"\n");
+  EXPECT_EQ(run({"ECHO", "a b"}), "\"a b\"\n");
+  EXPECT_EQ(run({"SELECT", "0"}), "OK\n");
+  EXPECT_EQ(run({"CLIENT", "SETNAME", "me"}), "OK\n");
+  EXPECT_EQ(run3({"HELLO", "3"}).substr(0, 92), "1# \"server\" => \"ebb\"\n2# \"version\" => \"0.1.0\"\n3# \"proto\" => (integer) 3\n4# \"id\" => (integer) ");
+  EXPECT_NE(run({"INFO"}).find("redis_version:7.0.0"), std::string::npos);
+  EXPECT_NE(run({"COMMAND", "COUNT"}).find("(integer) "), std::string::npos);
+  ASSERT_EQ(run({"TOPK.RESERVE", "a", "5"}), "OK\n");
+  ASSERT_EQ(run({"TOPK.RESERVE", "b", "5"}), "OK\n");
+  EXPECT_EQ(run({"DBSIZE"}), "(integer) 2\n");
+  EXPECT_EQ(run({"EXISTS", "a", "b", "a", "c"}), "(integer) 3\n");
+  EXPECT_EQ(run({"DEL", "a", "c"}), "(integer) 1\n");
+  EXPECT_EQ(run({"EXISTS", "a"}), "(integer) 0\n");
+  EXPECT_EQ(run({"TOPK.ADD", "a", "x"}), "(error) TopK: key does not exist\n");
+  // A namespace made over HTTP answers TOPK commands; one made by RESERVE is a namespace like any other.
+  HttpClient http(server_->port());
+  ASSERT_EQ(http.request("POST", "/namespaces", R"({"name":"web","k":2})").status, 201);
+  ASSERT_EQ(http.request("POST", "/events", R"({"namespace":"web","events":[{"item_id":"p","weight":3}]})").status, 204);
+  EXPECT_EQ(run({"TOPK.LIST", "web", "WITHCOUNT"}), "1) \"p\"\n2) (integer) 3\n");
+  EXPECT_EQ(run({"TYPE", "web"}), "TopK-TYPE\n");
+  ASSERT_EQ(run({"TOPK.ADD", "b", "q", "q"}), "1) (nil)\n2) (nil)\n");
+  const auto b = http.request("GET", "/namespaces/b");
+  EXPECT_NE(b.body.find(R"("redis":{"type":"topk","k":5,"width":8,"depth":7,"decay":0.9})"), std::string::npos) << b.body;
+  EXPECT_NE(http.request("GET", "/top-k?namespace=b").body.find(R"("item_id":"q")"), std::string::npos);
+}
+
+TEST_F(Resp, PipelinesInlineCommandsAndFramingErrors) {
+  ASSERT_EQ(run({"TOPK.RESERVE", "p", "10"}), "OK\n");
+  RawConnection c(port_);
+  // 2000 commands in one write: 2000 replies, in order.
+  std::string batch, expected;
+  for (int i = 0; i < 2000; ++i) {
+    batch += command({"TOPK.ADD", "p", "k" + std::to_string(i % 3)});
+    expected += "*1\r\n$-1\r\n";
+  }
+  batch += command({"TOPK.COUNT", "p", "k0", "k1", "k2"});
+  expected += "*3\r\n:667\r\n:667\r\n:666\r\n";
+  ASSERT_TRUE(c.send(batch));
+  EXPECT_EQ(c.read_bytes(expected.size()), expected);
+  // One command of 100000 items (a large multi-bulk), then an inline one.
+  std::vector<std::string> many = {"TOPK.ADD", "p"};
+  for (int i = 0; i < 100000; ++i) many.push_back("m");
+  ASSERT_TRUE(c.send(command(many) + "TOPK.COUNT p m\r\n"));
+  std::string big;
+  for (int i = 0; i < 100000; ++i) big += "$-1\r\n";
+  const std::string want = "*100000\r\n" + big + "*1\r\n:100000\r\n";
+  EXPECT_EQ(c.read_bytes(want.size()), want);
+  // A framing error: the error, then the connection closes; nothing after it runs.
+  ASSERT_TRUE(c.send("*2\r\n$8\r\nTOPK.ADD\r\n#1\r\n" + command({"TOPK.ADD", "p", "zz"})));
+  EXPECT_EQ(c.read_until_close(), "-ERR Protocol error: expected '$', got '#'\r\n");
+  EXPECT_TRUE(c.eof());
+  EXPECT_EQ(run({"TOPK.COUNT", "p", "zz"}), "1) (integer) 0\n");
+}
+
+TEST(RespLimits, ArgumentsAndBulkLengthAreEnforced) {
+  const auto dir = testing::make_temp_dir("ebb-resp");
+  EbbServer server(dir, {"--resp-port", "0", "--resp-max-arguments", "5", "--resp-max-bulk-bytes", "16", "--max-batch-events", "2"});
+  const auto port = server.resp_port();
+  ASSERT_EQ(cli(port, {"TOPK.RESERVE", "l", "2"}), "OK\n");
+  {
+    RawConnection c(port);
+    ASSERT_TRUE(c.send(command({"TOPK.ADD", "l", "a", "b", "c", "d"})));
+    EXPECT_EQ(c.read_until_close(), "-ERR Protocol error: invalid multibulk length\r\n");
+  }
+  {
+    RawConnection c(port);
+    ASSERT_TRUE(c.send(command({"TOPK.ADD", "l", std::string(17, 'x')})));
+    EXPECT_EQ(c.read_until_close(), "-ERR Protocol error: bulk length 17 is over the limit of 16 bytes\r\n");
+  }
+  // The service's limits apply as they do over HTTP.
+  EXPECT_EQ(cli(port, {"TOPK.ADD", "l", "a", "b", "c"}), "(error) ERR events: more than 2 events in one batch (--max-batch-events)\n");
+  EXPECT_EQ(cli(port, {"TOPK.LIST", "l"}), "(empty array)\n");  // nothing was counted
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RespAuth, WritesNeedTheTokenReadsDoNotUnlessProtected) {
+  const auto dir = testing::make_temp_dir("ebb-resp");
+  const auto tokens = dir.string() + ".tokens";
+  std::ofstream(tokens) << "resp-token-0123456789abcdef\n";
+  std::filesystem::permissions(tokens, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  {
+    EbbServer server(dir / "d", {"--resp-port", "0", "--auth-token-file", tokens});
+    const auto port = server.resp_port();
+    EXPECT_EQ(cli(port, {"TOPK.RESERVE", "a", "5"}), "(error) NOAUTH Authentication required.\n");
+    EXPECT_EQ(cli(port, {"AUTH", "wrong-token-0123456789"}), "(error) WRONGPASS invalid username-password pair or user is disabled.\n");
+    EXPECT_EQ(cli(port, {"TYPE", "a"}), "none\n");  // reads stay open
+    RawConnection c(port);
+    ASSERT_TRUE(c.send(command({"AUTH", "default", "resp-token-0123456789abcdef"}) + command({"TOPK.RESERVE", "a", "5"}) +
+                       command({"TOPK.ADD", "a", "x"})));
+    const std::string want = "+OK\r\n+OK\r\n*1\r\n$-1\r\n";
+    EXPECT_EQ(c.read_bytes(want.size()), want);
+    // redis-cli's own -a, then HELLO 3 AUTH.
+    EXPECT_EQ(cli(port, {"TOPK.ADD", "a", "y"}, {"-a", "resp-token-0123456789abcdef", "--no-auth-warning"}), "1) (nil)\n");
+    EXPECT_EQ(cli(port, {"HELLO", "3", "AUTH", "default", "resp-token-0123456789abcdef"}).substr(0, 21), "1# \"server\" => \"ebb\"\n");
+    EXPECT_EQ(server.stop(), 0);
+  }
+  {
+    EbbServer server(dir / "d", {"--resp-port", "0", "--auth-token-file", tokens, "--auth-reads"});
+    const auto port = server.resp_port();
+    EXPECT_EQ(cli(port, {"TOPK.LIST", "a"}), "(error) NOAUTH Authentication required.\n");
+    EXPECT_EQ(cli(port, {"TOPK.LIST", "a"}, {"-a", "resp-token-0123456789abcdef", "--no-auth-warning"}), "1) \"x\"\n2) \"y\"\n");
+    EXPECT_EQ(cli(port, {"PING"}), "PONG\n");
+    EXPECT_EQ(server.stop(), 0);
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(tokens);
+}
+
+TEST(RespDurability, AcknowledgedAddsAndReserveArgumentsSurviveSigkill) {
+  const auto dir = testing::make_temp_dir("ebb-resp");
+  {
+    EbbServer server(dir, {"--resp-port", "0", "--checkpoint-interval", "1h"});
+    const auto port = server.resp_port();
+    ASSERT_EQ(cli(port, {"TOPK.RESERVE", "d", "4", "2000", "7", "0.925"}), "OK\n");
+    RawConnection c(port);
+    std::string batch, want;
+    for (int i = 0; i < 500; ++i) {
+      batch += command({"TOPK.INCRBY", "d", "hot", "2", "cold", "1"});
+      want += "*2\r\n$-1\r\n$-1\r\n";
+    }
+    ASSERT_TRUE(c.send(batch));
+    ASSERT_EQ(c.read_bytes(want.size()), want);  // each reply came once its record was on disk (--fsync batch)
+    server.stop_hard();
+  }
+  EbbServer server(dir, {"--resp-port", "0"});
+  const auto port = server.resp_port();
+  EXPECT_EQ(cli(port, {"TOPK.LIST", "d", "WITHCOUNT"}), "1) \"hot\"\n2) (integer) 1000\n3) \"cold\"\n4) (integer) 500\n");
+  const auto info = cli(port, {"TOPK.INFO", "d"});
+  EXPECT_EQ(info.substr(0, info.find(" 9)")), " 1) \"k\"\n 2) (integer) 4\n 3) \"width\"\n 4) (integer) 2000\n 5) \"depth\"\n 6) (integer) 7\n 7) \"decay\"\n 8) \"0.925\"\n");
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(Resp, RedisPyClientWorksUnchanged) {
+  const auto r = testing::run_process({"/usr/bin/python3", std::string(EBB_SOURCE_DIR) + "/tests/resp/redis_py_check.py", std::to_string(port_)});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok\n") << r.err;
+}
+
+}  // namespace
+}  // namespace ebb
