@@ -42,6 +42,7 @@ struct CommandSpec {
 std::span<const CommandSpec> connection_commands();
 std::span<const CommandSpec> keyspace_commands();
 std::span<const CommandSpec> topk_commands();
+std::span<const CommandSpec> cms_commands();
 
 // Helpers shared by the handlers.
 std::string lower(std::string_view s);
@@ -50,5 +51,12 @@ std::string wrong_arity(std::string_view command_name);  // "ERR wrong number of
 std::optional<long long> parse_integer(std::string_view s);
 std::optional<double> parse_double(std::string_view s);
 bool equals_ignoring_case(std::string_view a, std::string_view b);
+// A count as an integer reply: the upper bound rounded up (a decayed count
+// is fractional; a count is never under-stated).
+long long whole_count(double upper);
+// Creates the namespace a RESERVE / INITBY* command describes (the JSON of
+// POST /namespaces: the service's rules and limits apply); `exists_error`
+// is the reply when the key is taken.
+void create_key(Context& c, const std::string& key, const std::string& spec_json, std::string_view exists_error);
 
 }  // namespace ebb::resp

@@ -43,6 +43,21 @@ std::optional<double> parse_double(std::string_view s) {
   return v;
 }
 
+long long whole_count(double upper) {
+  return static_cast<long long>(std::min(9.2e18, std::ceil(upper - 1e-9 * std::fabs(upper))));
+}
+
+void create_key(Context& c, const std::string& key, const std::string& spec_json, std::string_view exists_error) {
+  auto& service = c.commands.service();
+  if (service.exists(key)) refuse(std::string(exists_error));
+  try {
+    service.create(service::parse_namespace_spec(spec_json, service.limits()));
+  } catch (const service::ServiceError& e) {
+    if (e.kind() == service::ErrorKind::conflict) refuse(std::string(exists_error));
+    throw;
+  }
+}
+
 namespace {
 
 using Table = std::unordered_map<std::string, const CommandSpec*>;
@@ -50,7 +65,7 @@ using Table = std::unordered_map<std::string, const CommandSpec*>;
 const Table& table() {
   static const Table t = [] {
     Table out;
-    for (const auto group : {connection_commands(), keyspace_commands(), topk_commands()}) {
+    for (const auto group : {connection_commands(), keyspace_commands(), topk_commands(), cms_commands()}) {
       for (const auto& spec : group) out.emplace(std::string(spec.name), &spec);
     }
     return out;

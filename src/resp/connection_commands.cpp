@@ -209,7 +209,7 @@ void write_info(ReplyWriter& r, const CommandSpec& s) {
 
 std::vector<const CommandSpec*> all_specs() {
   std::vector<const CommandSpec*> out;
-  for (const auto group : {connection_commands(), keyspace_commands(), topk_commands()}) {
+  for (const auto group : {connection_commands(), keyspace_commands(), topk_commands(), cms_commands()}) {
     for (const auto& s : group) out.push_back(&s);
   }
   return out;

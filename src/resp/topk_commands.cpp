@@ -122,14 +122,7 @@ Outcome reserve(Context& c) {
   w.key("decay").value(decay);
   w.end_object();
   w.end_object();
-  auto& service = c.commands.service();
-  if (service.exists(key)) refuse("TopK: key already exists");
-  try {
-    service.create(service::parse_namespace_spec(w.str(), service.limits()));
-  } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::conflict) refuse("TopK: key already exists");
-    throw;
-  }
+  create_key(c, key, w.str(), "TopK: key already exists");
   c.reply.simple("OK");
   return {};
 }
@@ -245,10 +238,6 @@ Outcome query(Context& c) {
   return {};
 }
 
-// A count as an integer reply: the upper bound, rounded up (a decayed
-// count is fractional; a count is never under-stated).
-long long whole(double upper) { return static_cast<long long>(std::min(9.2e18, std::ceil(upper - 1e-9 * std::fabs(upper)))); }
-
 Outcome count(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
@@ -256,7 +245,7 @@ Outcome count(Context& c) {
   engine::TopKAnswer view;
   const auto answers = c.commands.service().counts(key, items, std::nullopt, view);
   c.reply.array(answers.size());
-  for (const auto& a : answers) c.reply.integer(whole(a.item.upper));
+  for (const auto& a : answers) c.reply.integer(whole_count(a.item.upper));
   return {};
 }
 
@@ -286,7 +275,7 @@ Outcome list(Context& c) {
     r.array(a.items.size() * per_item);
     for (const auto& item : a.items) {
       r.bulk(item.key);
-      if (with_count) r.integer(whole(item.upper));
+      if (with_count) r.integer(whole_count(item.upper));
       if (with_bounds) {
         r.number(item.lower);
         r.number(item.estimate);

@@ -32,6 +32,14 @@ except redis.ResponseError as e:
     assert str(e).startswith("TopK: increment must be an integer"), str(e)
 assert topk.count("py:list", "x") == [0]
 
+cms = r.cms()
+assert cms.initbydim("py:cms", 2000, 5) is True
+assert cms.incrby("py:cms", ["a", "b", "a"], [3, 1, 2]) == [3, 1, 5]
+assert cms.query("py:cms", "a", "b", "zz") == [5, 1, 0]
+cinfo = cms.info("py:cms")
+assert (cinfo.width, cinfo.depth, cinfo.count) == (2000, 5, 6), vars(cinfo)
+assert r.type("py:cms") == "CMSk-TYPE"
+
 assert r.type("py:list") == "TopK-TYPE"
 assert r.exists("py:list") == 1
 assert r.delete("py:list") == 1

@@ -130,6 +130,52 @@ TEST_F(Resp, BadArgumentsGetRedisBloomsErrorsAndChangeNothing) {
   EXPECT_EQ(run({"TYPE", "nokey"}), "none\n");
 }
 
+TEST_F(Resp, CmsCommandsAnswerAsRedisBloomDoes) {
+  EXPECT_EQ(run({"CMS.INITBYDIM", "c", "10", "5"}), "OK\n");
+  EXPECT_EQ(run({"CMS.INITBYPROB", "p", "0.001", "0.01"}), "OK\n");
+  // Each pair's count after its own increment; a repeated item sees the earlier pair.
+  EXPECT_EQ(run({"CMS.INCRBY", "c", "a", "5", "b", "3", "a", "2"}), "1) (integer) 5\n2) (integer) 3\n3) (integer) 7\n");
+  EXPECT_EQ(run({"CMS.INCRBY", "c", "a", "0"}), "1) (integer) 7\n");
+  EXPECT_EQ(run({"CMS.QUERY", "c", "a", "b", "z"}), "1) (integer) 7\n2) (integer) 3\n3) (integer) 0\n");
+  EXPECT_EQ(run({"CMS.INFO", "c"}), " 1) \"width\"\n 2) (integer) 10\n 3) \"depth\"\n 4) (integer) 5\n 5) \"count\"\n 6) (integer) 10\n"
+                                    " 7) \"ebb_sketch_width\"\n 8) (integer) 16\n 9) \"ebb_sketch_depth\"\n10) (integer) 5\n");
+  // INITBYPROB's sizing: width ceil(2 / 0.001), depth ceil(log10(0.01) / log10(0.5)).
+  const auto p = run({"CMS.INFO", "p"});
+  EXPECT_TRUE(p.starts_with(" 1) \"width\"\n 2) (integer) 2000\n 3) \"depth\"\n 4) (integer) 7\n 5) \"count\"")) << p;
+  const auto c3 = run3({"CMS.INFO", "c"});
+  EXPECT_TRUE(c3.starts_with("1# \"width\" => (integer) 10\n2# \"depth\" => (integer) 5\n")) << c3;
+  EXPECT_EQ(run({"TYPE", "c"}), "CMSk-TYPE\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"CMS.INITBYDIM", "c", "10", "5"}, "(error) CMS: key already exists\n"},
+      {{"CMS.INITBYDIM", "d", "0", "5"}, "(error) CMS: invalid width\n"},
+      {{"CMS.INITBYDIM", "d", "x", "5"}, "(error) CMS: invalid width\n"},
+      {{"CMS.INITBYDIM", "d", "10", "0"}, "(error) CMS: invalid depth\n"},
+      {{"CMS.INITBYDIM", "d", "10"}, "(error) ERR wrong number of arguments for 'cms.initbydim' command\n"},
+      {{"CMS.INITBYDIM", "d", "10", "40"}, "(error) ERR sketch_depth: must be in [1, 32] (got 40)\n"},
+      {{"CMS.INITBYPROB", "d", "0", "0.01"}, "(error) CMS: invalid overestimation value\n"},
+      {{"CMS.INITBYPROB", "d", "1", "0.01"}, "(error) CMS: invalid overestimation value\n"},
+      {{"CMS.INITBYPROB", "d", "0.01", "0"}, "(error) CMS: invalid prob value\n"},
+      {{"CMS.INITBYPROB", "d", "0.01", "1"}, "(error) CMS: invalid prob value\n"},
+      {{"CMS.INCRBY", "c", "a", "1", "b", "-1"}, "(error) CMS: Number cannot be negative\n"},
+      {{"CMS.INCRBY", "c", "a", "1", "b", "x"}, "(error) CMS: Cannot parse number\n"},
+      {{"CMS.INCRBY", "c", "a", "1", "b", "10000000000000000"}, "(error) CMS: INCRBY overflow\n"},
+      {{"CMS.INCRBY", "c", "a", "5", "b"}, "(error) ERR wrong number of arguments for 'cms.incrby' command\n"},
+      {{"CMS.INCRBY", "nokey", "a", "1"}, "(error) CMS: key does not exist\n"},
+      {{"CMS.QUERY", "nokey", "a"}, "(error) CMS: key does not exist\n"},
+      {{"CMS.INFO", "nokey"}, "(error) CMS: key does not exist\n"},
+  };
+  for (const auto& [args, error] : cases) EXPECT_EQ(run(args), error) << args[0] << " " << args[1];
+  EXPECT_EQ(run({"CMS.QUERY", "c", "a", "b"}), "1) (integer) 7\n2) (integer) 3\n");  // the refused pairs counted nothing
+  EXPECT_EQ(run({"EXISTS", "d"}), "(integer) 0\n");
+  // A CMS is not a top-K, nor the reverse.
+  ASSERT_EQ(run({"TOPK.RESERVE", "t", "3"}), "OK\n");
+  const std::string wrong = "(error) WRONGTYPE Operation against a key holding the wrong kind of value\n";
+  EXPECT_EQ(run({"TOPK.ADD", "c", "a"}), wrong);
+  EXPECT_EQ(run({"TOPK.LIST", "c"}), wrong);
+  EXPECT_EQ(run({"CMS.INCRBY", "t", "a", "1"}), wrong);
+  EXPECT_EQ(run({"CMS.QUERY", "t", "a"}), wrong);
+}
+
 TEST_F(Resp, ConnectionAndKeyspaceCommands) {
   EXPECT_EQ(run({"PING"}), "PONG\n");
   EXPECT_EQ(run({"PING", "hi"}), "\"hi\"\n");

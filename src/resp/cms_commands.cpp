@@ -1,0 +1,181 @@
+// RedisBloom's CMS.* on ebb namespaces (docs/resp.md): INITBYDIM and
+// INITBYPROB create a namespace whose Count-Min sketch is at least the
+// width x depth asked for (width rounded up to a power of two), INCRBY
+// counts through the service (every pair checked first) and answers each
+// item's count after it, QUERY and INFO read. Counts are upper bounds.
+#include <array>
+#include <bit>
+#include <cmath>
+#include <unordered_map>
+#include <vector>
+
+#include "command_context.hpp"
+#include "ebb/io/json_writer.hpp"
+
+namespace ebb::resp {
+namespace {
+
+using service::Access;
+using service::RedisKey;
+
+constexpr std::string_view kNoKey = "CMS: key does not exist";
+constexpr std::string_view kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+void require_cms(Context& c, const std::string& key) {
+  try {
+    const auto r = c.commands.service().redis_key(key);
+    if (r && r->type != RedisKey::Type::cms) refuse(std::string(kWrongType));
+  } catch (const service::ServiceError& e) {
+    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
+    throw;
+  }
+}
+
+// A CMS key is a namespace with one all-time view of that sketch (and a
+// small candidate heap: a CMS answers points, not lists).
+Outcome create(Context& c, long long width, long long depth) {
+  const std::string key(c.args[1]);
+  io::JsonWriter w;
+  w.begin_object();
+  w.key("name").value(key);
+  w.key("k").value(std::uint64_t{10});
+  w.key("candidates").value(std::uint64_t{64});
+  w.key("sketch_width").value(std::max<std::uint64_t>(16, std::bit_ceil(static_cast<std::uint64_t>(width))));
+  w.key("sketch_depth").value(static_cast<std::uint64_t>(depth));
+  w.key("redis").begin_object();
+  w.key("type").value("cms");
+  w.key("width").value(static_cast<std::uint64_t>(width));
+  w.key("depth").value(static_cast<std::uint64_t>(depth));
+  w.end_object();
+  w.end_object();
+  create_key(c, key, w.str(), "CMS: key already exists");
+  c.reply.simple("OK");
+  return {};
+}
+
+// CMS.INITBYDIM key width depth
+Outcome initbydim(Context& c) {
+  const auto width = parse_integer(c.args[2]), depth = parse_integer(c.args[3]);
+  if (!width || *width < 1 || static_cast<std::uint64_t>(*width) > RedisKey::kMaxDimension) refuse("CMS: invalid width");
+  if (!depth || *depth < 1 || static_cast<std::uint64_t>(*depth) > RedisKey::kMaxDimension) refuse("CMS: invalid depth");
+  return create(c, *width, *depth);
+}
+
+// CMS.INITBYPROB key error probability: RedisBloom's sizing,
+// width = ceil(2 / error), depth = ceil(log10(probability) / log10(0.5)).
+Outcome initbyprob(Context& c) {
+  const auto error = parse_double(c.args[2]), probability = parse_double(c.args[3]);
+  if (!error || !(*error > 0 && *error < 1)) refuse("CMS: invalid overestimation value");
+  if (!probability || !(*probability > 0 && *probability < 1)) refuse("CMS: invalid prob value");
+  const double width = std::ceil(2 / *error), depth = std::ceil(std::log10(*probability) / std::log10(0.5));
+  if (width > static_cast<double>(RedisKey::kMaxDimension)) refuse("CMS: invalid overestimation value");
+  if (depth > static_cast<double>(RedisKey::kMaxDimension)) refuse("CMS: invalid prob value");
+  return create(c, static_cast<long long>(width), std::max(1LL, static_cast<long long>(depth)));
+}
+
+// CMS.INCRBY key item n [item n ...]: each item's count once the command
+// is counted, less what later pairs of the same command added to it (the
+// count "after its own increment", as RedisBloom answers pair by pair).
+Outcome incrby(Context& c) {
+  if ((c.args.size() - 2) % 2 != 0) refuse(wrong_arity(c.args[0]));
+  const std::string key(c.args[1]);
+  std::vector<std::string> items;
+  std::vector<double> weights;
+  for (std::size_t i = 2; i < c.args.size(); i += 2) {
+    const auto n = parse_integer(c.args[i + 1]);
+    if (!n) refuse("CMS: Cannot parse number");
+    if (*n < 0) refuse("CMS: Number cannot be negative");
+    if (static_cast<double>(*n) > engine::NamespaceConfig::kMaxWeight) refuse("CMS: INCRBY overflow");
+    items.emplace_back(c.args[i]);
+    weights.push_back(static_cast<double>(*n));
+  }
+  require_cms(c, key);
+  std::vector<engine::Event> events;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (weights[i] > 0) events.push_back({items[i], c.received_at, weights[i]});
+  }
+  std::vector<double> after;
+  service::Commit commit;
+  if (events.empty()) {
+    engine::TopKAnswer view;
+    for (const auto& a : c.commands.service().counts(key, items, std::nullopt, view)) after.push_back(a.item.upper);
+  } else {
+    std::vector<std::string_view> namespaces(events.size(), key);
+    service::IngestRequest req;
+    req.events = events;
+    req.namespaces = namespaces;
+    req.received_at = c.received_at;
+    req.observe = [&](const engine::Namespace& ns, bool counted) {
+      if (!counted) return;
+      for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
+    };
+    try {
+      commit = c.commands.service().ingest(req);
+    } catch (const service::ServiceError& e) {
+      if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
+      throw;
+    }
+  }
+  std::unordered_map<std::string_view, double> later;  // what the pairs after this one added to its item
+  std::vector<long long> reply(items.size());
+  for (std::size_t i = items.size(); i-- > 0;) {
+    double& added = later[items[i]];
+    reply[i] = whole_count(std::max(0.0, after[i] - added));
+    added += weights[i];
+  }
+  c.reply.array(reply.size());
+  for (const long long v : reply) c.reply.integer(v);
+  return {commit};
+}
+
+Outcome query(Context& c) {
+  const std::string key(c.args[1]);
+  require_cms(c, key);
+  std::vector<std::string> items(c.args.begin() + 2, c.args.end());
+  engine::TopKAnswer view;
+  const auto answers = c.commands.service().counts(key, items, std::nullopt, view);
+  c.reply.array(answers.size());
+  for (const auto& a : answers) c.reply.integer(whole_count(a.item.upper));
+  return {};
+}
+
+// CMS.INFO key: width, depth as created, count (the weight counted), then ebb's shape.
+Outcome info(Context& c) {
+  const std::string key(c.args[1]);
+  require_cms(c, key);
+  const auto described = c.commands.service().describe(key);
+  const auto& config = described.spec.config;
+  RedisKey r;
+  if (described.spec.redis) {
+    r = *described.spec.redis;
+  } else {
+    r.width = config.sketch.width;
+    r.depth = config.sketch.depth;
+  }
+  c.reply.map(5);
+  c.reply.bulk("width");
+  c.reply.integer(static_cast<long long>(r.width));
+  c.reply.bulk("depth");
+  c.reply.integer(static_cast<long long>(r.depth));
+  c.reply.bulk("count");
+  c.reply.integer(whole_count(described.stats.weight));
+  c.reply.bulk("ebb_sketch_width");
+  c.reply.integer(config.sketch.width);
+  c.reply.bulk("ebb_sketch_depth");
+  c.reply.integer(config.sketch.depth);
+  return {};
+}
+
+constexpr std::array kCommands{
+    CommandSpec{"cms.initbydim", 4, Access::write, initbydim},
+    CommandSpec{"cms.initbyprob", 4, Access::write, initbyprob},
+    CommandSpec{"cms.incrby", -4, Access::write, incrby},
+    CommandSpec{"cms.query", -3, Access::read, query},
+    CommandSpec{"cms.info", 2, Access::read, info},
+};
+
+}  // namespace
+
+std::span<const CommandSpec> cms_commands() { return kCommands; }
+
+}  // namespace ebb::resp
