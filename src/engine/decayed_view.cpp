@@ -185,6 +185,18 @@ Accuracy DecayedView::accuracy(double read_factor) const {
   return a;
 }
 
+// The augmented heap lists its held keys by estimate (its top()); a
+// Space-Saving summary cannot say cheaply.
+View::HeldScore DecayedView::held_score(std::string_view item, std::uint64_t hash) const noexcept {
+  if (const auto* h = std::get_if<AugmentedHeap>(&summary_)) return {true, h->held_estimate(item, hash)};
+  return {};
+}
+
+std::uint64_t DecayedView::evictions() const noexcept {
+  if (const auto* h = std::get_if<AugmentedHeap>(&summary_)) return h->evictions();
+  return 0;
+}
+
 TopKAnswer DecayedView::top(std::size_t k, double now) const {
   const double rf = clock_.read_factor(now);
   TopKAnswer answer;

@@ -1,6 +1,7 @@
 #include "ebb/engine/namespace.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 
@@ -34,6 +35,11 @@ std::optional<EventProblem> describe_event_problem(const Event& e, const Namespa
     return EventProblem{"timestamp", "must be a finite number of Unix seconds >= 0 (got " + number_text(e.time) + ")"};
   }
   return std::nullopt;  // (check_event's fast path says valid; here only as a safe fallback)
+}
+
+std::uint64_t Namespace::next_instance_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::move(config)), wall_clock_(std::move(wall_clock)) {

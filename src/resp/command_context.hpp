@@ -4,6 +4,10 @@
 // command by throwing CommandError with the error reply's text; it checks
 // every argument before it changes anything.
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,6 +19,27 @@
 namespace ebb::resp {
 
 using Args = std::span<const std::string_view>;
+
+// What TOPK.ADD last saw of a key's list, so that the next command on it
+// can tell what it changed without computing the list twice: valid while
+// the namespace (instance) has counted no other batch and keeps the same k.
+struct ListKeys {
+  std::vector<std::string> keys;  // in list order
+  // Membership: open addressing on hash_key, a quarter full; each cell the
+  // key's hash and its index + 1 (0: empty).
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> table;
+};
+struct ListCache {
+  std::uint64_t instance = 0, batches = 0, evictions = 0;
+  std::size_t k = 0;
+  std::shared_ptr<const ListKeys> list;  // shared: an unchanged list is not copied
+};
+
+struct Commands::ListCaches {
+  std::mutex mu;
+  std::unordered_map<std::string, ListCache> by_key;
+  static constexpr std::size_t kMaxKeys = 4096;  // then it starts over (a cache: losing it costs time only)
+};
 
 struct CommandError {
   std::string text;  // the error reply without its '-': "ERR ...", "WRONGTYPE ...", "TopK: ..."

@@ -89,7 +89,9 @@ std::string unknown_command(Args args) {
 }  // namespace
 
 Commands::Commands(service::Service& service, const service::AccessTokens& tokens, ServerFigures& figures, std::string version)
-    : service_(service), tokens_(tokens), figures_(figures), version_(std::move(version)) {}
+    : service_(service), tokens_(tokens), figures_(figures), version_(std::move(version)), lists_(std::make_unique<ListCaches>()) {}
+
+Commands::~Commands() = default;
 
 Outcome Commands::execute(ClientState& client, std::span<const std::string_view> args, std::string& out) {
   ReplyWriter reply(out, client.protocol);

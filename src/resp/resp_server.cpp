@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <deque>
 #include <boost/asio.hpp>
 #include <mutex>
 #include <thread>
@@ -38,6 +39,10 @@ class RespServer::Impl {
     sessions.erase(s);
   }
 
+  // Declared first, destroyed last: a session still queued in a context
+  // when the contexts go removes itself from here.
+  std::mutex sessions_mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
   RespServerOptions options;
   Commands& commands;
   std::shared_ptr<spdlog::logger> log;
@@ -47,8 +52,6 @@ class RespServer::Impl {
   std::size_t next_context = 0;
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
-  std::mutex sessions_mu;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
 };
 
 class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
@@ -68,8 +71,8 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->pump(); });
   }
 
-  // On shutdown: close once nothing is owed (a reply waiting for the disk
-  // goes out first).
+  // On shutdown: run no further command; close once every reply owed is
+  // written (one waiting for the disk included).
   void stop() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
       self->closing_ = true;
@@ -78,42 +81,64 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  // Runs the complete commands in the buffer, in order, until one waits for
-  // the disk, the client quits, or the replies not yet written pass the
-  // backlog limit (then the rest waits for the write).
+  // A reply in command order: ready at once, or once its write is durable.
+  struct Pending {
+    std::string reply;
+    bool ready = false;
+  };
+
+  // Runs the complete commands in the buffer, in order, until the client
+  // quits or the replies not yet written pass the backlog limit (then the
+  // rest waits for the write). A write's reply waits in `pending_` for its
+  // record to be durable while the commands after it run (so pipelined
+  // writes share fsyncs); replies leave in command order.
   void process() {
-    while (!waiting_ && !client_.quit && !broken_ && out_.size() < server_.options.max_reply_backlog) {
-      const auto status = reader_.read(std::string_view(in_).substr(in_begin_));
-      if (status == CommandReader::Status::incomplete) break;
-      if (status == CommandReader::Status::error) {
-        // Redis's way: the error, then the connection closes (what follows
-        // cannot be framed).
-        server_.commands.figures().protocol_errors.fetch_add(1);
-        ReplyWriter(out_, client_.protocol).error("ERR " + reader_.error());
-        broken_ = true;
-        break;
-      }
-      in_begin_ += reader_.consumed();
-      if (reader_.args().empty()) continue;
-      std::string reply;
-      const Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
-      if (outcome.commit.lsn == 0) {
-        out_ += reply;
-        continue;
-      }
-      // The reply goes out once the write is durable; the commands after
-      // it wait (replies stay in order).
-      waiting_ = true;
-      server_.commands.service().when_durable(
-          outcome.commit, [self = shared_from_this(), reply = std::move(reply)](const std::string& error) mutable {
-            net::post(self->socket_.get_executor(), [self, reply = std::move(reply), error] {
-              if (error.empty()) self->out_ += reply;
-              else ReplyWriter(self->out_, self->client_.protocol).error("ERR " + error);
-              self->waiting_ = false;
-              self->process();
-              self->pump();
-            });
+    try {
+      while (!client_.quit && !broken_ && !closing_ && backlog() < server_.options.max_reply_backlog) {
+        const auto status = reader_.read(std::string_view(in_).substr(in_begin_));
+        if (status == CommandReader::Status::incomplete) break;
+        if (status == CommandReader::Status::error) {
+          // Redis's way: the error, then the connection closes (what follows
+          // cannot be framed).
+          server_.commands.figures().protocol_errors.fetch_add(1);
+          std::string reply;
+          ReplyWriter(reply, client_.protocol).error("ERR " + reader_.error());
+          queue(std::move(reply), true);
+          broken_ = true;
+          break;
+        }
+        in_begin_ += reader_.consumed();
+        if (reader_.args().empty()) continue;
+        std::string reply;
+        const Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
+        if (outcome.commit.lsn == 0) {
+          queue(std::move(reply), true);
+          continue;
+        }
+        pending_.push_back({std::move(reply), false});
+        pending_bytes_ += pending_.back().reply.size();
+        Pending* slot = &pending_.back();  // (deque: stable while elements are added or removed at the ends)
+        // Keeps run() from returning while a reply is owed.
+        auto guard = std::make_shared<net::executor_work_guard<tcp::socket::executor_type>>(socket_.get_executor());
+        server_.commands.service().when_durable(outcome.commit, [self = shared_from_this(), slot, guard](const std::string& error) {
+          net::post(self->socket_.get_executor(), [self, slot, error, guard] {
+            if (!error.empty()) {
+              self->pending_bytes_ -= slot->reply.size();
+              slot->reply.clear();
+              ReplyWriter(slot->reply, self->client_.protocol).error("ERR " + error);
+              self->pending_bytes_ += slot->reply.size();
+            }
+            slot->ready = true;
+            self->release();
+            self->process();
+            self->pump();
           });
+        });
+      }
+    } catch (const std::exception& e) {
+      // Not a client's doing (execute() answers those): out of memory, mostly.
+      server_.log->error("resp: connection {} closed: {}", client_.id, e.what());
+      broken_ = true;
     }
     // Consumed bytes leave the buffer once they are half of it.
     if (in_begin_ > 0 && in_begin_ * 2 >= in_.size()) {
@@ -121,6 +146,26 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       in_begin_ = 0;
     }
   }
+
+  void queue(std::string reply, bool ready) {
+    if (pending_.empty() && ready) {
+      out_ += reply;
+      return;
+    }
+    pending_bytes_ += reply.size();
+    pending_.push_back({std::move(reply), ready});
+  }
+
+  // Replies ready at the head of the queue move to the output, in order.
+  void release() {
+    while (!pending_.empty() && pending_.front().ready) {
+      pending_bytes_ -= pending_.front().reply.size();
+      out_ += pending_.front().reply;
+      pending_.pop_front();
+    }
+  }
+
+  std::size_t backlog() const noexcept { return out_.size() + sending_.size() + pending_bytes_; }
 
   // Starts what can start: a write of the replies gathered, a read when
   // nothing holds reading back, or the close.
@@ -138,16 +183,20 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         self->pump();
       });
     }
-    const bool done = client_.quit || broken_ || (closing_ && !waiting_);
-    if (done) {
-      if (!writing_ && out_.empty() && !waiting_) close();
+    if (client_.quit || broken_ || closing_) {
+      if (!writing_ && out_.empty() && pending_.empty()) close();
       return;
     }
-    if (!reading_ && !waiting_ && out_.size() + sending_.size() < server_.options.max_reply_backlog) {
+    if (!reading_ && backlog() < server_.options.max_reply_backlog) {
       reading_ = true;
       socket_.async_read_some(net::buffer(chunk_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
         self->reading_ = false;
-        if (ec) return self->close();  // the client left, or shutdown closed the socket
+        if (ec) {
+          // The client left (or shutdown closed the socket): replies still
+          // owed have nowhere to go; their writes stand.
+          self->closing_ = true;
+          return self->close();
+        }
         self->in_.append(self->chunk_.data(), n);
         self->process();
         self->pump();
@@ -170,8 +219,10 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   std::string in_;
   std::size_t in_begin_ = 0;
   std::string out_, sending_;
+  std::deque<Pending> pending_;
+  std::size_t pending_bytes_ = 0;
   std::array<char, 64 * 1024> chunk_{};
-  bool reading_ = false, writing_ = false, waiting_ = false, closing_ = false, broken_ = false, closed_ = false;
+  bool reading_ = false, writing_ = false, closing_ = false, broken_ = false, closed_ = false;
 };
 
 void RespServer::Impl::accept() {

@@ -6,12 +6,14 @@
 // never under-estimates; WITHBOUNDS gives all three figures.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <unordered_set>
 #include <vector>
 
 #include "command_context.hpp"
 #include "ebb/core/byte_size.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/io/json_writer.hpp"
 
@@ -127,12 +129,63 @@ Outcome reserve(Context& c) {
   return {};
 }
 
-std::vector<std::string> top_keys(const engine::Namespace& ns) {
-  const auto answer = ns.top();
-  std::vector<std::string> keys;
-  keys.reserve(answer.items.size());
-  for (const auto& item : answer.items) keys.push_back(item.key);
-  return keys;
+// The state the cache names, as the namespace is now.
+ListCache stamp(const engine::Namespace& ns, std::shared_ptr<const ListKeys> list) {
+  return {ns.instance_id(), ns.batches(), ns.view(std::nullopt).evictions(), ns.config().k, std::move(list)};
+}
+
+ListCache list_of(const engine::Namespace& ns) {
+  auto list = std::make_shared<ListKeys>();
+  for (auto& item : ns.top().items) list->keys.push_back(std::move(item.key));
+  list->table.resize(std::bit_ceil(4 * list->keys.size() + 4));
+  const std::size_t mask = list->table.size() - 1;
+  for (std::uint32_t i = 0; i < list->keys.size(); ++i) {
+    const std::uint64_t hash = hash_key(list->keys[i]);
+    std::size_t at = hash & mask;
+    while (list->table[at].second != 0) at = (at + 1) & mask;
+    list->table[at] = {hash, i + 1};
+  }
+  return stamp(ns, std::move(list));
+}
+
+bool listed(const ListCache& cache, std::string_view key, std::uint64_t hash) {
+  const auto& l = *cache.list;
+  const std::size_t mask = l.table.size() - 1;
+  for (std::size_t at = hash & mask; l.table[at].second != 0; at = (at + 1) & mask) {
+    if (l.table[at].first == hash && l.keys[l.table[at].second - 1] == key) return true;
+  }
+  return false;
+}
+bool listed(const ListCache& cache, std::string_view key) { return listed(cache, key, hash_key(key)); }
+
+// Whether counting `items` may have changed the list `before` (true when
+// unsure). The list is the view's top k by score, and a batch only raises
+// the scores of its own items (a rescale moves every score alike): it can
+// change only if an item not listed is now held with a score at least the
+// lowest listed one, or a listed key was let go of.
+bool may_have_changed(const engine::Namespace& ns, const ListCache& before, std::span<const std::string_view> items) {
+  const auto& view = ns.view(std::nullopt);
+  double best_outsider = -INFINITY;
+  bool outsider = false;
+  for (const auto item : items) {
+    const std::uint64_t hash = hash_key(item);
+    if (listed(before, item, hash)) continue;
+    const auto held = view.held_score(item, hash);
+    if (!held.known) return true;
+    if (held.score) {
+      outsider = true;
+      best_outsider = std::max(best_outsider, *held.score);
+    }
+  }
+  if (outsider && before.list->keys.size() < before.k) return true;  // room in the list
+  if (!outsider && view.evictions() == before.evictions) return false;
+  double lowest = INFINITY;
+  for (const auto& key : before.list->keys) {
+    const auto held = view.held_score(key, hash_key(key));
+    if (!held.known || !held.score) return true;  // let go of
+    lowest = std::min(lowest, *held.score);
+  }
+  return outsider && best_outsider >= lowest;
 }
 
 // ADD and INCRBY: the items (with their weights) counted as one batch, and
@@ -148,7 +201,12 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
     events.push_back({items[i], c.received_at, weights[i]});
     position.push_back(i);
   }
-  std::vector<std::string> before, after;
+  // The list before and after the batch, under the namespace's lock: the
+  // one TOPK.ADD left last time when nothing else was counted since; after,
+  // the same list unless the batch may have changed it.
+  auto& caches = c.commands.list_caches();
+  ListCache before, after;
+  bool observed = false;
   service::Commit commit;
   if (!events.empty()) {
     std::vector<std::string_view> namespaces(events.size(), key);
@@ -156,7 +214,25 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
     req.events = events;
     req.namespaces = namespaces;
     req.received_at = c.received_at;
-    req.observe = [&](const engine::Namespace& ns, bool counted) { (counted ? after : before) = top_keys(ns); };
+    req.observe = [&](const engine::Namespace& ns, bool counted) {
+      if (!counted) {
+        {
+          std::lock_guard lock(caches.mu);
+          const auto it = caches.by_key.find(key);
+          if (it != caches.by_key.end() && it->second.instance == ns.instance_id() && it->second.batches == ns.batches() &&
+              it->second.k == ns.config().k) {
+            before = it->second;
+          }
+        }
+        if (before.instance == 0) before = list_of(ns);
+        return;
+      }
+      after = may_have_changed(ns, before, items) ? list_of(ns) : stamp(ns, before.list);
+      std::lock_guard lock(caches.mu);
+      if (caches.by_key.size() >= Commands::ListCaches::kMaxKeys && !caches.by_key.contains(key)) caches.by_key.clear();
+      caches.by_key[key] = after;
+      observed = true;
+    };
     try {
       commit = c.commands.service().ingest(req);
     } catch (const service::ServiceError& e) {
@@ -166,18 +242,22 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
   }
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
-  // each add).
-  const std::unordered_set<std::string_view> was(before.begin(), before.end()), is(after.begin(), after.end());
+  // each add). Unknown (the observer failed): nothing is named.
   std::vector<std::string_view> expelled;
-  for (const auto& k : before) {
-    if (!is.contains(k)) expelled.push_back(k);
+  if (observed) {
+    for (const auto& k : before.list->keys) {
+      if (!listed(after, k)) expelled.push_back(k);
+    }
   }
   std::vector<std::optional<std::string_view>> answer(items.size());
-  std::unordered_set<std::string_view> named;
+  std::vector<std::string_view> named;
   std::size_t next = 0;
   for (std::size_t e = 0; e < position.size() && next < expelled.size(); ++e) {
     const auto item = items[position[e]];
-    if (is.contains(item) && !was.contains(item) && named.insert(item).second) answer[position[e]] = expelled[next++];
+    if (before.list != after.list && listed(after, item) && !listed(before, item) && std::find(named.begin(), named.end(), item) == named.end()) {
+      named.push_back(item);
+      answer[position[e]] = expelled[next++];
+    }
   }
   c.reply.array(items.size());
   for (const auto& a : answer) {

@@ -208,7 +208,17 @@ Commit Service::ingest(const IngestRequest& req) {
       throw invalid("invalid_event", at_event(index) + "." + e.field() + ": " + e.message());
     }
   }
-  // Every event is valid: log, then count (which cannot fail now).
+  // Every event is valid: log, then count (which cannot fail now). An
+  // observer sees the namespace before anything is logged; what it does
+  // can never stop the count once the record is in the log.
+  auto observe = [&](bool counted) noexcept {
+    if (!req.observe || targets.size() != 1) return;
+    try {
+      req.observe(targets[0].entry->ns, counted);
+    } catch (...) {
+    }
+  };
+  observe(false);
   std::uint64_t lsn = 0;
   {
     std::unique_lock<std::mutex> key_lock;
@@ -219,14 +229,13 @@ Commit Service::ingest(const IngestRequest& req) {
     lsn = s.wal ? s.append(payload) : 0;
     if (req.idempotency_key) s.keys.insert(*req.idempotency_key, req.body_hash, lsn, req.received_at);
   }
-  if (req.observe && targets.size() == 1) req.observe(targets[0].entry->ns, false);
   for (auto& t : targets) {
     t.entry->ns.apply_staged();
     t.entry->changed();
     t.entry->applied_lsn = lsn;
     t.entry->ingest_bytes += req.body_bytes * events_of(t).size() / req.events.size();
   }
-  if (req.observe && targets.size() == 1) req.observe(targets[0].entry->ns, true);
+  observe(true);
   return Commit{lsn};
 }
 

@@ -312,6 +312,18 @@ TEST(RespDurability, AcknowledgedAddsAndReserveArgumentsSurviveSigkill) {
   std::filesystem::remove_all(dir);
 }
 
+// The items ADD names as pushed out are exactly those that left the list
+// (the server tells cheaply whether a command changed the list; LIST
+// computes it whole): random commands, three list sizes.
+TEST_F(Resp, AddNamesExactlyTheItemsThatLeftTheList) {
+  for (const char* seed : {"1", "2"}) {
+    const auto r = testing::run_process({"/usr/bin/python3", std::string(EBB_SOURCE_DIR) + "/tests/resp/topk_add_property.py", std::to_string(port_), seed});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out, "ok\n") << r.err;
+    ASSERT_EQ(run({"DEL", "prop:a", "prop:b", "prop:c"}), "(integer) 3\n");
+  }
+}
+
 TEST_F(Resp, RedisPyClientWorksUnchanged) {
   const auto r = testing::run_process({"/usr/bin/python3", std::string(EBB_SOURCE_DIR) + "/tests/resp/redis_py_check.py", std::to_string(port_)});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

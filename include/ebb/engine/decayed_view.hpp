@@ -47,6 +47,8 @@ class DecayedView final : public View {
   void apply(const PreparedBatch& batch) override;
   TopKAnswer top(std::size_t k, double now) const override;
   PointAnswer point(std::string_view item, std::uint64_t hash, double now) const override;
+  HeldScore held_score(std::string_view item, std::uint64_t hash) const noexcept override;
+  std::uint64_t evictions() const noexcept override;
   std::size_t memory_bytes() const noexcept override;
   void serialize_state_into(BinaryWriter& w) const override;
   void restore_state(std::string_view blob) override;

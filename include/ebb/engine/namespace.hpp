@@ -164,6 +164,11 @@ class Namespace {
   void check_item(std::string_view item) const;
 
   NamespaceStats stats() const;
+  // Batches counted so far, and this object's id (unique in the process):
+  // together they name a state of the namespace, for caches kept outside
+  // it (a namespace deleted and made again is another object).
+  std::uint64_t batches() const noexcept { return stats_.batches; }
+  std::uint64_t instance_id() const noexcept { return instance_id_; }
 
  private:
   double checked_as_of(double as_of) const;
@@ -228,6 +233,8 @@ class Namespace {
   PreparedBatch batch_;                           // reused scratch
   std::size_t staged_ = 0;                        // events submitted to the staged batch
   NamespaceStats stats_;
+  std::uint64_t instance_id_ = next_instance_id();
+  static std::uint64_t next_instance_id() noexcept;
   bool seen_event_ = false;
 };
 

@@ -39,6 +39,20 @@ class View {
   // events older than the window when they arrived).
   virtual std::uint64_t dropped() const noexcept { return 0; }
 
+  // For telling cheaply whether a batch changed the top-k list (RESP's
+  // TOPK.ADD names the items a command pushed out): the score top() ranks
+  // `item` by, in the view's current scale, while top() may list it;
+  // score nullopt when it cannot be listed now. known = false: this view
+  // cannot tell without computing top().
+  struct HeldScore {
+    bool known = false;
+    std::optional<double> score;
+  };
+  virtual HeldScore held_score(std::string_view /*item*/, std::uint64_t /*hash*/) const noexcept { return {}; }
+  // How many keys the view's summary has let go of so far: a listed key
+  // can leave the list without being outranked only when this grows.
+  virtual std::uint64_t evictions() const noexcept { return 0; }
+
   // The answer as it was at `as_of` (at or before now), from the view's own
   // memory; nullopt when it keeps nothing that old (decayed and all-time
   // views keep no past; windows keep their rings).

@@ -6,6 +6,7 @@
 // and query is the service's: a command only parses its arguments, calls
 // the service and writes the reply (docs/resp.md).
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -42,6 +43,9 @@ struct ServerFigures {
 class Commands {
  public:
   Commands(service::Service& service, const service::AccessTokens& tokens, ServerFigures& figures, std::string version);
+  ~Commands();
+  Commands(const Commands&) = delete;
+  Commands& operator=(const Commands&) = delete;
 
   // Runs one command (args[0] is its name, in any case) and appends its
   // reply to `out`. Never throws for what a client sent.
@@ -51,12 +55,16 @@ class Commands {
   const service::AccessTokens& tokens() const noexcept { return tokens_; }
   ServerFigures& figures() noexcept { return figures_; }
   const std::string& version() const noexcept { return version_; }
+  // The top-k lists TOPK.ADD last saw, by key (command_context.hpp).
+  struct ListCaches;
+  ListCaches& list_caches() noexcept { return *lists_; }
 
  private:
   service::Service& service_;
   const service::AccessTokens& tokens_;
   ServerFigures& figures_;
   std::string version_;
+  std::unique_ptr<ListCaches> lists_;
 };
 
 }  // namespace ebb::resp

@@ -82,8 +82,10 @@ struct IngestRequest {
   // For answers about what the batch changed (RESP's TOPK.ADD names the
   // items it pushed out of the list, CMS.INCRBY the new counts): called
   // under the namespace's exclusive lock with the namespace just before
-  // (counted = false) and just after the batch is counted. Batches of one
-  // namespace only; it must not throw.
+  // the batch is logged (counted = false) and just after it is counted.
+  // Batches of one namespace only. What it throws is dropped: it cannot
+  // stop a logged batch from being counted, so an observer that fails must
+  // leave its own answer marked as unknown.
   std::function<void(const engine::Namespace&, bool counted)> observe;
 };
 

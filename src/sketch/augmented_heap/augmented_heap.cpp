@@ -134,6 +134,7 @@ void AugmentedHeap::offer(CountMin& sketch, std::string_view key, std::uint64_t 
 // What a key leaving the heap owes: its count written back into the sketch,
 // the floor raised to it, its key's bytes returned to the budget.
 void AugmentedHeap::let_go(CountMin& sketch, const KeyedMinHeap::Entry& out) {
+  ++evictions_;
   sketch.raise_to(out.hash, out.value);
   floor_ = std::max(floor_, out.value);
   key_bytes_ -= heap_bytes(out.key);

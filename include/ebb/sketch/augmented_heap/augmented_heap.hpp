@@ -78,6 +78,15 @@ class AugmentedHeap {
   void apply(CountMin& sketch, const std::string_view* keys, const std::uint64_t* hashes, const double* weights, std::size_t n);
 
   std::optional<CountedItem> find(std::string_view key, std::uint64_t hash) const;
+  // A held key's estimate (what top() ranks by), without building its
+  // answer; nullopt when the key is not held.
+  std::optional<double> held_estimate(std::string_view key, std::uint64_t hash) const noexcept {
+    const auto slot = heap_.find(key, hash);
+    if (slot == KeyedMinHeap::kNone) return std::nullopt;
+    return estimate(slot);
+  }
+  // Keys let go of since this heap was made or read (in memory only).
+  std::uint64_t evictions() const noexcept { return evictions_; }
   // Every key not held has true count <= this.
   double threshold() const noexcept { return heap_.bound_outside(floor_); }
   // The k best by estimate (ties by key), and the bound on every other key.
@@ -112,6 +121,7 @@ class AugmentedHeap {
   std::uint64_t key_budget_;
   std::uint64_t key_bytes_ = 0;  // held keys' bytes outside their entries
   bool budget_bound_ = false;     // the key budget has turned a key away
+  std::uint64_t evictions_ = 0;
   // Scratch of apply(), for the events that go to the sketch.
   std::vector<std::uint64_t> miss_hashes_;
   std::vector<double> miss_weights_, miss_estimates_;
