@@ -124,8 +124,10 @@ echo "ebb: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?') (
 # --- servers ---------------------------------------------------------------
 port="" server=""
 start_ebb() {
-  start_server "$tmp/ebb-data" --fsync off --log-level warn
+  start_server "$tmp/ebb-data" --fsync off --log-level warn --resp-port 0
   curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
+  # The same TOPK.ADD commands as RedisBloom's, to ebb's Redis protocol (issue 12).
+  redis-cli -p "$resp_port" TOPK.RESERVE hotr 100 65536 4 0.9 >/dev/null
 }
 rport="" rserver=""
 start_redis() {
@@ -139,13 +141,14 @@ start_redis() {
   redis-cli -p "$rport" TOPK.RESERVE hotd 100 >/dev/null  # RedisBloom's default shape: 8 x 7, decay 0.9
   redis-cli -p "$rport" CMS.INITBYDIM hotcms 65536 4 >/dev/null
 }
-# Sends a RESP file through redis-cli --pipe; sets $p_secs (wall) and
-# $p_cpu (server CPU seconds), fails on any error reply.
+# Sends a RESP file through redis-cli --pipe (to Redis, or to the PORT and
+# PID given); sets $p_secs (wall) and $p_cpu (server CPU seconds), fails
+# on any error reply.
 pipe_resp() {
-  local c0 c1 s e out
-  c0=$(cpu_snap "$rserver"); s=$(ns)
-  out=$(redis-cli -p "$rport" --pipe <"$1" 2>&1)
-  e=$(ns); c1=$(cpu_snap "$rserver")
+  local c0 c1 s e out to=${2:-$rport} pid=${3:-$rserver}
+  c0=$(cpu_snap "$pid"); s=$(ns)
+  out=$(redis-cli -p "$to" --pipe <"$1" 2>&1)
+  e=$(ns); c1=$(cpu_snap "$pid")
   grep -q 'errors: 0,' <<<"$out" || { echo "redis-cli --pipe: $out" >&2; exit 1; }
   p_secs=$(calc %.6f "($e - $s) / 1e9")
   p_cpu=$(cpu_used "$c0" "$c1")
@@ -155,7 +158,8 @@ need_servers=0
 [[ $sections == *[ab]* ]] && need_servers=1
 if ((need_servers)); then
   start_ebb
-  echo "ebb serve --fsync off on port $port (pid $server)"
+  echo "ebb serve --fsync off on port $port, RESP on $resp_port (pid $server)"
+  "$load" resp --events "$events" --skew "$skew" --key hotr --command topk --per-command 100 >"$tmp/ebbtopk.resp"
   if ((have_redis)); then
     start_redis
     echo "redis-server $(redis-server --version | cut -d' ' -f3 | cut -d= -f2) with $redisbloom on port $rport (pid $rserver)"
@@ -170,8 +174,9 @@ if [[ $sections == *a* ]]; then
   echo
   echo "== a. server ingest: $events events, Zipf $skew over 1M keys (median of $runs, interleaved)"
   "$load" ingest --port "$port" --namespace hot --events "$events" --skew "$skew" --connections 4 >/dev/null 2>&1  # warm-up
+  pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
   if ((have_redis)); then for v in topk topkd cms; do pipe_resp "$tmp/$v.resp"; done; fi
-  : >"$tmp/a.ebb"; : >"$tmp/a.topk"; : >"$tmp/a.topkd"; : >"$tmp/a.cms"
+  : >"$tmp/a.ebb"; : >"$tmp/a.ebbresp"; : >"$tmp/a.topk"; : >"$tmp/a.topkd"; : >"$tmp/a.cms"
   for r in $(seq "$runs"); do
     c0=$(cpu_snap "$server")
     out=$("$load" ingest --port "$port" --namespace hot --events "$events" --skew "$skew" --connections 4 2>/dev/null)
@@ -181,6 +186,9 @@ if [[ $sections == *a* ]]; then
     secs=$(grep -o '[0-9.]* s,' <<<"$out" | cut -d' ' -f1)
     echo "$secs $cpu" >>"$tmp/a.ebb"
     line="run $r: ebb $(calc %.2f "$events / $secs / 1e6") M/s wall, $(calc %.2f "$events / $cpu / 1e6") M/CPU-s"
+    pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
+    echo "$p_secs $p_cpu" >>"$tmp/a.ebbresp"
+    line+="; ebb RESP $(calc %.2f "$events / $p_secs / 1e6") M/s, $(calc %.2f "$events / $p_cpu / 1e6") M/CPU-s"
     if ((have_redis)); then
       for v in topk topkd cms; do
         pipe_resp "$tmp/$v.resp"
@@ -202,6 +210,8 @@ if [[ $sections == *a* ]]; then
   row "a. server ingest, $events events, Zipf $skew over 1M keys (median of $runs)"
   row "$(printf '   %-52s %12s %16s %14s' 'server, client' 'M events/s' 'M ev/server-CPU-s' 'server CPU-s')"
   row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'ebb serve --fsync off, HTTP JSON 1000/batch, 4 conns' "$ebb_w" "$ebb_c" "$ebb_s")"
+  read -r er_w er_c er_s <<<"$(a_stats "$tmp/a.ebbresp")"
+  row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'ebb --resp-port TOPK.ADD x100 (hotr), redis-cli --pipe' "$er_w" "$er_c" "$er_s")"
   if ((have_redis)); then
     declare -A a_w a_c names=([topk]='RedisBloom TOPK.ADD x100 (65536x4), redis-cli --pipe' [topkd]='RedisBloom TOPK.ADD x100 (default 8x7), --pipe' [cms]='RedisBloom CMS.INCRBY x100 (65536x4), --pipe')
     for v in topk topkd cms; do
@@ -212,6 +222,8 @@ if [[ $sections == *a* ]]; then
     done
     row "$(printf '   ebb / TOPK.ADD (65536x4): %.2fx wall, %.2fx per server CPU-second (goals: 1.5x, 2x)' \
       "$(calc %.4f "$ebb_w / ${a_w[topk]}")" "$(calc %.4f "$ebb_c / ${a_c[topk]}")")"
+    row "$(printf '   ebb RESP / TOPK.ADD:      %.2fx wall, %.2fx per server CPU-second (issue 12 goal: 3x per CPU-second)' \
+      "$(calc %.4f "$er_w / ${a_w[topk]}")" "$(calc %.4f "$er_c / ${a_c[topk]}")")"
     row "$(printf '   ebb / CMS.INCRBY:         %.2fx wall, %.2fx per server CPU-second' \
       "$(calc %.4f "$ebb_w / ${a_w[cms]}")" "$(calc %.4f "$ebb_c / ${a_c[cms]}")")"
   else

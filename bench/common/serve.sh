@@ -34,7 +34,11 @@ start_server() {
   port=""
   for _ in $(seq 400); do
     port=$(grep -o '[0-9]*$' "$out.out" 2>/dev/null || true)
-    [ -n "$port" ] && curl -sf "localhost:$port/readyz" >/dev/null 2>&1 && return 0
+    if [ -n "$port" ] && curl -sf "localhost:$port/readyz" >/dev/null 2>&1; then
+      # With --resp-port: the second line names the Redis protocol's port.
+      resp_port=$(grep -o 'RESP on [0-9.]*:[0-9]*' "$out.out" | grep -o '[0-9]*$' || true)
+      return 0
+    fi
     sleep 0.05
   done
   echo "ebb serve did not become ready: $(cat "$out.err")" >&2

@@ -42,15 +42,12 @@ Outcome create(Context& c, long long width, long long depth) {
   w.key("candidates").value(std::uint64_t{64});
   w.key("sketch_width").value(std::max<std::uint64_t>(16, std::bit_ceil(static_cast<std::uint64_t>(width))));
   w.key("sketch_depth").value(static_cast<std::uint64_t>(depth));
-  w.key("redis").begin_object();
-  w.key("type").value("cms");
-  w.key("width").value(static_cast<std::uint64_t>(width));
-  w.key("depth").value(static_cast<std::uint64_t>(depth));
   w.end_object();
-  w.end_object();
-  create_key(c, key, w.str(), "CMS: key already exists");
-  c.reply.simple("OK");
-  return {};
+  RedisKey r;
+  r.type = RedisKey::Type::cms;
+  r.width = static_cast<std::uint64_t>(width);
+  r.depth = static_cast<std::uint64_t>(depth);
+  return create_key(c, key, w.str(), r, "CMS: key already exists");
 }
 
 // CMS.INITBYDIM key width depth
@@ -89,32 +86,24 @@ Outcome incrby(Context& c) {
     items.emplace_back(c.args[i]);
     weights.push_back(static_cast<double>(*n));
   }
+  std::vector<std::string_view> views(items.begin(), items.end());
+  check_items(views);
   require_cms(c, key);
-  std::vector<engine::Event> events;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (weights[i] > 0) events.push_back({items[i], c.received_at, weights[i]});
-  }
   std::vector<double> after;
   service::Commit commit;
-  if (events.empty()) {
-    engine::TopKAnswer view;
-    for (const auto& a : c.commands.service().counts(key, items, std::nullopt, view)) after.push_back(a.item.upper);
-  } else {
-    std::vector<std::string_view> namespaces(events.size(), key);
-    service::IngestRequest req;
-    req.events = events;
-    req.namespaces = namespaces;
-    req.received_at = c.received_at;
-    req.observe = [&](const engine::Namespace& ns, bool counted) {
+  try {
+    commit = ingest_items(c, key, views, weights, [&](const engine::Namespace& ns, bool counted) {
       if (!counted) return;
       for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
-    };
-    try {
-      commit = c.commands.service().ingest(req);
-    } catch (const service::ServiceError& e) {
-      if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
-      throw;
-    }
+    });
+  } catch (const service::ServiceError& e) {
+    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
+    throw;
+  }
+  if (after.size() != items.size()) {  // the observer failed (out of memory): read the counts now
+    after.clear();
+    engine::TopKAnswer view;
+    for (const auto& a : c.commands.service().counts(key, items, std::nullopt, view)) after.push_back(a.item.upper);
   }
   std::unordered_map<std::string_view, double> later;  // what the pairs after this one added to its item
   std::vector<long long> reply(items.size());
@@ -125,7 +114,7 @@ Outcome incrby(Context& c) {
   }
   c.reply.array(reply.size());
   for (const long long v : reply) c.reply.integer(v);
-  return {commit};
+  return {commit, {}};
 }
 
 Outcome query(Context& c) {

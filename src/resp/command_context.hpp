@@ -4,6 +4,7 @@
 // command by throwing CommandError with the error reply's text; it checks
 // every argument before it changes anything.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -79,9 +80,21 @@ bool equals_ignoring_case(std::string_view a, std::string_view b);
 // A count as an integer reply: the upper bound rounded up (a decayed count
 // is fractional; a count is never under-stated).
 long long whole_count(double upper);
+// Items as RESP takes them: non-empty UTF-8 (as HTTP's JSON carries them);
+// CommandError naming the item (1-based) otherwise.
+void check_items(std::span<const std::string_view> items);
+// Counts items (with their weights; 0: not counted) into the key through
+// the service, `observe` seeing the namespace before and after (see
+// IngestRequest); errors name the item. Commit: wait for it before the reply.
+service::Commit ingest_items(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
+                             const std::function<void(const engine::Namespace&, bool)>& observe);
 // Creates the namespace a RESERVE / INITBY* command describes (the JSON of
-// POST /namespaces: the service's rules and limits apply); `exists_error`
-// is the reply when the key is taken.
-void create_key(Context& c, const std::string& key, const std::string& spec_json, std::string_view exists_error);
+// POST /namespaces: the service's rules and limits apply), off the event
+// loop; `exists_error` is the reply when the key is taken. The name is
+// checked at once.
+Outcome create_key(Context& c, const std::string& key, const std::string& spec_json, const service::RedisKey& redis, std::string_view exists_error);
+// Work for Outcome::deferred: runs `work` (which writes its reply), turning
+// what it throws into the error reply, as execute() does.
+std::function<void(std::string&)> deferred_reply(int protocol, std::function<void(ReplyWriter&)> work);
 
 }  // namespace ebb::resp

@@ -6,6 +6,7 @@
 
 #include "command_context.hpp"
 #include "ebb/core/clock.hpp"
+#include "ebb/core/utf8.hpp"
 
 namespace ebb::resp {
 
@@ -44,17 +45,91 @@ std::optional<double> parse_double(std::string_view s) {
 }
 
 long long whole_count(double upper) {
-  return static_cast<long long>(std::min(9.2e18, std::ceil(upper - 1e-9 * std::fabs(upper))));
+  // A few ulps of slack, so that a sum of integer weights that lands a hair
+  // above its integer is not rounded up past it.
+  double v = upper;
+  for (int i = 0; i < 4; ++i) v = std::nextafter(v, 0.0);
+  return static_cast<long long>(std::min(9.2e18, std::ceil(std::max(0.0, v))));
 }
 
-void create_key(Context& c, const std::string& key, const std::string& spec_json, std::string_view exists_error) {
+std::function<void(std::string&)> deferred_reply(int protocol, std::function<void(ReplyWriter&)> work) {
+  return [protocol, work = std::move(work)](std::string& out) {
+    ReplyWriter reply(out, protocol);
+    try {
+      work(reply);
+    } catch (const CommandError& e) {
+      out.clear();
+      reply.error(e.text);
+    } catch (const service::ServiceError& e) {
+      out.clear();
+      reply.error(std::string(e.kind() == service::ErrorKind::overloaded ? "BUSY " : "ERR ") + e.what());
+    } catch (const std::exception& e) {
+      out.clear();
+      reply.error(std::string("ERR ") + e.what());
+    }
+  };
+}
+
+Outcome create_key(Context& c, const std::string& key, const std::string& spec_json, const service::RedisKey& redis, std::string_view exists_error) {
+  // The key as sent must be a name as it is (the JSON would carry a
+  // non-UTF-8 byte as U+FFFD: another name).
+  if (const auto problem = engine::namespace_name_problem(key)) refuse("ERR name: " + *problem);
   auto& service = c.commands.service();
-  if (service.exists(key)) refuse(std::string(exists_error));
+  return {{}, deferred_reply(c.reply.protocol(), [&service, key, spec_json, redis, exists = std::string(exists_error)](ReplyWriter& reply) {
+            if (service.exists(key)) refuse(exists);
+            try {
+              auto spec = service::parse_namespace_spec(spec_json, service.limits());
+              spec.redis = redis;  // (only RESP sets it: a request's "redis" is refused)
+              service.create(std::move(spec));
+            } catch (const service::ServiceError& e) {
+              if (e.kind() == service::ErrorKind::conflict) refuse(exists);
+              throw;
+            }
+            reply.simple("OK");
+          })};
+}
+
+void check_items(std::span<const std::string_view> items) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty()) refuse("ERR item " + std::to_string(i + 1) + ": must not be empty");
+    if (const std::size_t valid = utf8_valid_prefix(items[i]); valid != items[i].size()) {
+      refuse("ERR item " + std::to_string(i + 1) + ": must be UTF-8 text (byte " + std::to_string(valid) + " is not)");
+    }
+  }
+}
+
+service::Commit ingest_items(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
+                             const std::function<void(const engine::Namespace&, bool)>& observe) {
+  std::vector<engine::Event> events;
+  std::vector<std::size_t> position;  // the item each event is
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    bytes += items[i].size();
+    if (weights[i] == 0) continue;  // an increment of 0: nothing to count
+    events.push_back({items[i], c.received_at, weights[i]});
+    position.push_back(i);
+  }
+  if (events.empty()) return {};
+  std::vector<std::string_view> namespaces(events.size(), key);
+  service::IngestRequest req;
+  req.events = events;
+  req.namespaces = namespaces;
+  req.received_at = c.received_at;
+  req.body_bytes = bytes;
+  req.observe = observe;
   try {
-    service.create(service::parse_namespace_spec(spec_json, service.limits()));
+    return c.commands.service().ingest(req);
   } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::conflict) refuse(std::string(exists_error));
-    throw;
+    // The service names events[i]; the client sent items (zero increments
+    // were not events): name the item.
+    const std::string_view what = e.what();
+    const auto open = what.find("events["), close = what.find(']', open);
+    if (open == std::string_view::npos || close == std::string_view::npos) throw;
+    const auto index = parse_integer(what.substr(open + 7, close - open - 7));
+    if (!index || *index < 0 || static_cast<std::size_t>(*index) >= position.size()) throw;
+    std::string_view rest = what.substr(close + 1);
+    if (rest.starts_with(".item_id")) rest.remove_prefix(8);
+    refuse("ERR item " + std::to_string(position[static_cast<std::size_t>(*index)] + 1) + std::string(rest));
   }
 }
 

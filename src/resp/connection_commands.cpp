@@ -30,10 +30,8 @@ void authenticate(Context& c, std::string_view token) {
   if (!tokens.enabled()) {
     refuse("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
   }
-  if (!tokens.accepts(token)) {
-    c.client.authenticated = false;
-    refuse("WRONGPASS invalid username-password pair or user is disabled.");
-  }
+  // (A failed AUTH keeps an earlier login, as Redis does.)
+  if (!tokens.accepts(token)) refuse("WRONGPASS invalid username-password pair or user is disabled.");
   c.client.authenticated = true;
 }
 
@@ -46,6 +44,12 @@ Outcome auth(Context& c) {
   return {};
 }
 
+void check_client_name(std::string_view name) {
+  for (const char ch : name) {
+    if (ch <= ' ' || ch > '~') refuse("ERR Client names cannot contain spaces, newlines or special characters.");
+  }
+}
+
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 Outcome hello(Context& c) {
   int protocol = c.client.protocol;
@@ -53,7 +57,7 @@ Outcome hello(Context& c) {
   if (c.args.size() > 1) {
     const auto v = parse_integer(c.args[1]);
     if (!v) refuse("ERR Protocol version is not an integer or out of range");
-    if (*v != 2 && *v != 3) refuse("NOPROTO unsupported protocol version");
+    if (*v != 2 && *v != 3) refuse("NOPROTO sorry, this protocol version is not supported");
     protocol = static_cast<int>(*v);
     i = 2;
   }
@@ -63,6 +67,7 @@ Outcome hello(Context& c) {
       token = c.args[i + 2];
       i += 2;
     } else if (equals_ignoring_case(c.args[i], "SETNAME") && i + 1 < c.args.size()) {
+      check_client_name(c.args[i + 1]);
       name = c.args[i + 1];
       i += 1;
     } else {
@@ -98,9 +103,7 @@ Outcome hello(Context& c) {
 Outcome client(Context& c) {
   const std::string sub = lower(c.args[1]);
   if (sub == "setname" && c.args.size() == 3) {
-    for (const char ch : c.args[2]) {
-      if (ch <= ' ' || ch > '~') refuse("ERR Client names cannot contain spaces, newlines or special characters.");
-    }
+    check_client_name(c.args[2]);
     c.client.name = c.args[2];
     c.reply.simple("OK");
   } else if (sub == "getname" && c.args.size() == 2) {
@@ -195,8 +198,9 @@ void write_info(ReplyWriter& r, const CommandSpec& s) {
   r.array(10);
   r.bulk(s.name);
   r.integer(s.arity);
-  r.array(s.access == Access::write ? 1 : 0);
+  r.array(s.access == Access::open ? 0 : 1);
   if (s.access == Access::write) r.simple("write");
+  if (s.access == Access::read) r.simple("readonly");
   const bool keyed = s.name.find('.') != std::string_view::npos || s.name == "del" || s.name == "exists" || s.name == "type";
   r.integer(keyed ? 1 : 0);
   r.integer(keyed ? (s.name == "del" || s.name == "exists" ? -1 : 1) : 0);

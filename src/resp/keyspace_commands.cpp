@@ -1,5 +1,6 @@
 // Keys are namespaces: DEL, EXISTS, TYPE, DBSIZE.
 #include <array>
+#include <vector>
 
 #include "command_context.hpp"
 
@@ -8,19 +9,24 @@ namespace {
 
 using service::Access;
 
+// One key at a time, each durable before the next, off the event loop (as
+// Redis, not atomic across keys: a failure past the first leaves the
+// earlier ones deleted).
 Outcome del(Context& c) {
-  long long removed = 0;
-  service::Commit last;
-  for (std::size_t i = 1; i < c.args.size(); ++i) {
-    try {
-      c.commands.service().remove(std::string(c.args[i]));  // returns once its record is durable
-      ++removed;
-    } catch (const service::ServiceError& e) {
-      if (e.kind() != service::ErrorKind::not_found) throw;
-    }
-  }
-  c.reply.integer(removed);
-  return {};
+  std::vector<std::string> keys(c.args.begin() + 1, c.args.end());
+  auto& service = c.commands.service();
+  return {{}, deferred_reply(c.reply.protocol(), [&service, keys = std::move(keys)](ReplyWriter& reply) {
+            long long removed = 0;
+            for (const auto& key : keys) {
+              try {
+                service.remove(key);
+                ++removed;
+              } catch (const service::ServiceError& e) {
+                if (e.kind() != service::ErrorKind::not_found) throw;
+              }
+            }
+            reply.integer(removed);
+          })};
 }
 
 Outcome exists(Context& c) {

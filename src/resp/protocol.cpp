@@ -67,7 +67,7 @@ CommandReader::Status CommandReader::read(std::string_view data) {
     long long len = 0;
     if (!parse_length(data.substr(pos_ + 1, eol - pos_ - 1), len) || len < 0) return fail("invalid bulk length");
     if (static_cast<std::size_t>(len) > limits_.max_bulk_bytes) {
-      return fail("bulk length " + std::to_string(len) + " is over the limit of " + std::to_string(limits_.max_bulk_bytes) + " bytes");
+      return fail("invalid bulk length (" + std::to_string(len) + " bytes; the limit is " + std::to_string(limits_.max_bulk_bytes) + ")");
     }
     const std::size_t start = eol + 2, end = start + static_cast<std::size_t>(len);
     if (end + 2 > limits_.max_command_bytes) {

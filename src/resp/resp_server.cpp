@@ -52,6 +52,8 @@ class RespServer::Impl {
   std::size_t next_context = 0;
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
+  // Admin commands' work (RESERVE, INITBY*, DEL), off the event loops.
+  net::thread_pool blocking{2};
 };
 
 class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
@@ -94,7 +96,9 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   // writes share fsyncs); replies leave in command order.
   void process() {
     try {
-      while (!client_.quit && !broken_ && !closing_ && backlog() < server_.options.max_reply_backlog) {
+      while (!client_.quit && !broken_ && !closing_ && !blocked_ && backlog() < server_.options.max_reply_backlog) {
+        const bool guarded = server_.commands.tokens().protects_reads() && !client_.authenticated;
+        reader_.set_limits(guarded ? unauthenticated(server_.options.limits) : server_.options.limits);
         const auto status = reader_.read(std::string_view(in_).substr(in_begin_));
         if (status == CommandReader::Status::incomplete) break;
         if (status == CommandReader::Status::error) {
@@ -110,7 +114,30 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         in_begin_ += reader_.consumed();
         if (reader_.args().empty()) continue;
         std::string reply;
-        const Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
+        Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
+        if (outcome.deferred) {
+          // Admin work (it allocates, waits for the disk) runs off the loop;
+          // this connection runs nothing else until it is done (a pipelined
+          // ADD after a RESERVE needs the key), the others go on.
+          pending_.push_back({{}, false});
+          Pending* slot = &pending_.back();
+          blocked_ = true;
+          auto guard = std::make_shared<net::executor_work_guard<tcp::socket::executor_type>>(socket_.get_executor());
+          net::post(server_.blocking, [self = shared_from_this(), slot, guard, work = std::move(outcome.deferred)] {
+            std::string done;
+            work(done);
+            net::post(self->socket_.get_executor(), [self, slot, guard, done = std::move(done)]() mutable {
+              slot->reply = std::move(done);
+              self->pending_bytes_ += slot->reply.size();
+              slot->ready = true;
+              self->blocked_ = false;
+              self->release();
+              self->process();
+              self->pump();
+            });
+          });
+          break;
+        }
         if (outcome.commit.lsn == 0) {
           queue(std::move(reply), true);
           continue;
@@ -222,7 +249,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   std::deque<Pending> pending_;
   std::size_t pending_bytes_ = 0;
   std::array<char, 64 * 1024> chunk_{};
-  bool reading_ = false, writing_ = false, closing_ = false, broken_ = false, closed_ = false;
+  bool reading_ = false, writing_ = false, closing_ = false, broken_ = false, closed_ = false, blocked_ = false;
 };
 
 void RespServer::Impl::accept() {
@@ -273,6 +300,7 @@ void RespServer::run() {
   for (std::size_t i = 1; i < impl_->contexts.size(); ++i) threads.emplace_back([this, i] { impl_->contexts[i]->run(); });
   impl_->contexts[0]->run();
   for (auto& t : threads) t.join();
+  impl_->blocking.join();
 }
 
 void RespServer::shutdown() {

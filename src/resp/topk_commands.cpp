@@ -1,9 +1,9 @@
 // RedisBloom's TOPK.* on ebb namespaces (docs/resp.md): RESERVE creates a
 // namespace sized for k (at least the width x depth asked for), ADD and
 // INCRBY ingest through the service (all or nothing: every argument is
-// checked first), QUERY / COUNT / LIST / INFO answer from the namespace's
-// first view, or the HALFLIFE / WINDOW given. Counts are upper bounds,
-// never under-estimates; WITHBOUNDS gives all three figures.
+// checked first), QUERY / COUNT / INFO answer from the namespace's first
+// view, LIST from it or the HALFLIFE / WINDOW / ALLTIME view given. Counts
+// are upper bounds, never under-estimates; WITHBOUNDS gives all three.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -116,17 +116,14 @@ Outcome reserve(Context& c) {
     const std::uint64_t asked = static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(depth) * 8;
     w.key("memory").value(std::min(kMaxMemory, std::max({kMinMemory, static_cast<std::uint64_t>(*k) * kMemoryPerK, asked})));
   }
-  w.key("redis").begin_object();
-  w.key("type").value("topk");
-  w.key("k").value(static_cast<std::uint64_t>(*k));
-  w.key("width").value(static_cast<std::uint64_t>(width));
-  w.key("depth").value(static_cast<std::uint64_t>(depth));
-  w.key("decay").value(decay);
   w.end_object();
-  w.end_object();
-  create_key(c, key, w.str(), "TopK: key already exists");
-  c.reply.simple("OK");
-  return {};
+  RedisKey r;
+  r.type = RedisKey::Type::topk;
+  r.k = static_cast<std::uint64_t>(*k);
+  r.width = static_cast<std::uint64_t>(width);
+  r.depth = static_cast<std::uint64_t>(depth);
+  r.decay = decay;
+  return create_key(c, key, w.str(), r, "TopK: key already exists");
 }
 
 // The state the cache names, as the namespace is now.
@@ -192,15 +189,8 @@ bool may_have_changed(const engine::Namespace& ns, const ListCache& before, std:
 // for each the item it pushed out of the top-K list, if any (nil when none).
 Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<double> weights) {
   const std::string key(c.args[1]);
+  check_items(items);
   require_topk(c, key);
-  std::vector<engine::Event> events;
-  std::vector<std::size_t> position;  // the item each event is
-  events.reserve(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (weights[i] == 0) continue;  // INCRBY x 0: nothing to count
-    events.push_back({items[i], c.received_at, weights[i]});
-    position.push_back(i);
-  }
   // The list before and after the batch, under the namespace's lock: the
   // one TOPK.ADD left last time when nothing else was counted since; after,
   // the same list unless the batch may have changed it.
@@ -208,13 +198,8 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
   ListCache before, after;
   bool observed = false;
   service::Commit commit;
-  if (!events.empty()) {
-    std::vector<std::string_view> namespaces(events.size(), key);
-    service::IngestRequest req;
-    req.events = events;
-    req.namespaces = namespaces;
-    req.received_at = c.received_at;
-    req.observe = [&](const engine::Namespace& ns, bool counted) {
+  try {
+    commit = ingest_items(c, key, items, weights, [&](const engine::Namespace& ns, bool counted) {
       if (!counted) {
         {
           std::lock_guard lock(caches.mu);
@@ -232,13 +217,10 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
       if (caches.by_key.size() >= Commands::ListCaches::kMaxKeys && !caches.by_key.contains(key)) caches.by_key.clear();
       caches.by_key[key] = after;
       observed = true;
-    };
-    try {
-      commit = c.commands.service().ingest(req);
-    } catch (const service::ServiceError& e) {
-      if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));  // deleted meanwhile
-      throw;
-    }
+    });
+  } catch (const service::ServiceError& e) {
+    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));  // deleted meanwhile
+    throw;
   }
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
@@ -252,11 +234,11 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
   std::vector<std::optional<std::string_view>> answer(items.size());
   std::vector<std::string_view> named;
   std::size_t next = 0;
-  for (std::size_t e = 0; e < position.size() && next < expelled.size(); ++e) {
-    const auto item = items[position[e]];
-    if (before.list != after.list && listed(after, item) && !listed(before, item) && std::find(named.begin(), named.end(), item) == named.end()) {
+  for (std::size_t i = 0; i < items.size() && next < expelled.size(); ++i) {
+    const auto item = items[i];
+    if (weights[i] > 0 && listed(after, item) && !listed(before, item) && std::find(named.begin(), named.end(), item) == named.end()) {
       named.push_back(item);
-      answer[position[e]] = expelled[next++];
+      answer[i] = expelled[next++];
     }
   }
   c.reply.array(items.size());
@@ -264,7 +246,7 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
     if (a) c.reply.bulk(*a);
     else c.reply.null();
   }
-  return {commit};
+  return {commit, {}};
 }
 
 Outcome add(Context& c) {
@@ -385,12 +367,12 @@ Outcome info(Context& c) {
     r.decay = 1;
   }
   std::vector<std::string> views;
-  if (config.all_time) views.push_back("all");
-  for (double h : config.half_lives) views.push_back("half_life " + format_duration(h));
+  if (config.all_time) views.push_back("all");  // (the namespace's order: LIST's default view is the first)
   for (double w : config.windows) views.push_back("window " + format_duration(w));
+  for (double h : config.half_lives) views.push_back("half_life " + format_duration(h));
   c.reply.map(9);
   c.reply.bulk("k");
-  c.reply.integer(static_cast<long long>(r.k));
+  c.reply.integer(static_cast<long long>(config.k));  // (PATCH may have changed it since RESERVE)
   c.reply.bulk("width");
   c.reply.integer(static_cast<long long>(r.width));
   c.reply.bulk("depth");

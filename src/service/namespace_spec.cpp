@@ -205,6 +205,9 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     if (field == "name") {
       c.name = get_string(value, field);
       if (const auto problem = engine::namespace_name_problem(c.name)) bad("name", *problem);
+      // URL parsers resolve these path segments (even as %2E), so no client
+      // could reach /namespaces/.. (a stored one, from before, still loads).
+      if (!stored && (c.name == "." || c.name == "..")) bad("name", "must not be '.' or '..' (URLs resolve them as path segments)");
       has_name = true;
     } else if (field == "k") {
       c.k = static_cast<std::uint32_t>(get_uint(value, field, 1, engine::NamespaceConfig::kMaxK));
@@ -234,6 +237,9 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
         c.half_lives.push_back(half_life);
       }
     } else if (field == "redis") {
+      // Set by the Redis protocol's TOPK.RESERVE / CMS.INITBY*, kept with the
+      // namespace; a request cannot claim it (INFO would echo a forgery).
+      if (!stored) bad("redis", "is set by TOPK.RESERVE and CMS.INITBYDIM / INITBYPROB over the Redis protocol, not in a request");
       spec.redis = get_redis_key(value);
     } else if (field == "memory") {
       if (value.is_string()) {

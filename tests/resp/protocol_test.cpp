@@ -61,7 +61,7 @@ TEST(RespReader, LimitsAndMalformedFramingAreProtocolErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"*4\r\n", "Protocol error: invalid multibulk length"},
       {"*x\r\n", "Protocol error: invalid multibulk length"},
-      {"*1\r\n$5\r\n", "Protocol error: bulk length 5 is over the limit of 4 bytes"},
+      {"*1\r\n$5\r\n", "Protocol error: invalid bulk length (5 bytes; the limit is 4)"},
       {"*1\r\n$-1\r\n", "Protocol error: invalid bulk length"},
       {"*1\r\n$ab\r\n", "Protocol error: invalid bulk length"},
       {"*1\r\n:1\r\n", "Protocol error: expected '$', got ':'"},

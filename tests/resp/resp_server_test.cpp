@@ -114,19 +114,23 @@ TEST_F(Resp, BadArgumentsGetRedisBloomsErrorsAndChangeNothing) {
       {{"TOPK.LIST", "t", "WITHCOUNT", "WITHCOUNT"}, "(error) WITHCOUNT keyword expected\n"},
       {{"TOPK.LIST", "t", "HALFLIFE", "5m"}, "(error) ERR half_life: namespace 't' keeps no half-life 5m view (it keeps: all-time)\n"},
       {{"TOPK.INFO", "t", "x"}, "(error) ERR wrong number of arguments for 'topk.info' command\n"},
+      {{"TOPK.ADD", "t", "a", ""}, "(error) ERR item 2: must not be empty\n"},
+      {{"TOPK.ADD", "t", "a", "b\xff"}, "(error) ERR item 2: must be UTF-8 text (byte 1 is not)\n"},
+      {{"TOPK.INCRBY", "t", "a", "0", "b", "1", std::string(1025, 'x'), "1"}, "(error) ERR item 3: is 1025 bytes, longer than the limit of 1024\n"},
+      {{"TOPK.RESERVE", "k\xff", "3"}, "(error) ERR name: must be UTF-8 text (byte 1 is not)\n"},
+      {{"TOPK.RESERVE", "a\tb", "3"}, "(error) ERR name: must not hold control characters (byte 1 starts one)\n"},
       {{"TOPK.INFO", "nokey"}, "(error) TopK: key does not exist\n"},
       {{"FOO", "bar", "baz"}, "(error) ERR unknown command 'FOO', with args beginning with: 'bar' 'baz' \n"},
       {{"SELECT", "1"}, "(error) ERR DB index is out of range\n"},
       {{"SELECT", "x"}, "(error) ERR value is not an integer or out of range\n"},
       {{"AUTH", "sometoken"},
        "(error) ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\n"},
-      {{"HELLO", "4"}, "(error) NOPROTO unsupported protocol version\n"},
+      {{"HELLO", "4"}, "(error) NOPROTO sorry, this protocol version is not supported\n"},
   };
   for (const auto& [args, error] : cases) EXPECT_EQ(run(args), error) << args[0] << " " << (args.size() > 1 ? args[1] : "");
   // Nothing of a refused INCRBY was counted (RedisBloom counts the pairs before the bad one).
   EXPECT_EQ(run({"TOPK.COUNT", "t", "a", "b"}), "1) (integer) 0\n2) (integer) 0\n");
   EXPECT_EQ(run({"EXISTS", "u"}), "(integer) 0\n");
-  // Types: a CMS key is not a top-K (and the reverse).
   EXPECT_EQ(run({"TYPE", "nokey"}), "none\n");
 }
 
@@ -184,7 +188,10 @@ TEST_F(Resp, ConnectionAndKeyspaceCommands) {
   EXPECT_EQ(run({"CLIENT", "SETNAME", "me"}), "OK\n");
   EXPECT_EQ(run3({"HELLO", "3"}).substr(0, 92), "1# \"server\" => \"ebb\"\n2# \"version\" => \"0.1.0\"\n3# \"proto\" => (integer) 3\n4# \"id\" => (integer) ");
   EXPECT_NE(run({"INFO"}).find("redis_version:7.0.0"), std::string::npos);
-  EXPECT_NE(run({"COMMAND", "COUNT"}).find("(integer) "), std::string::npos);
+  EXPECT_EQ(run({"COMMAND", "COUNT"}), "(integer) 26\n");  // 10 connection, 4 keyspace, 7 TOPK, 5 CMS commands
+  EXPECT_EQ(run({"COMMAND", "INFO", "topk.list", "nope"}),
+            "1)  1) \"topk.list\"\n    2) (integer) -2\n    3) 1) readonly\n    4) (integer) 1\n    5) (integer) 1\n    6) (integer) 1\n"
+            "    7) (empty array)\n    8) (empty array)\n    9) (empty array)\n   10) (empty array)\n2) (nil)\n");
   ASSERT_EQ(run({"TOPK.RESERVE", "a", "5"}), "OK\n");
   ASSERT_EQ(run({"TOPK.RESERVE", "b", "5"}), "OK\n");
   EXPECT_EQ(run({"DBSIZE"}), "(integer) 2\n");
@@ -204,6 +211,33 @@ TEST_F(Resp, ConnectionAndKeyspaceCommands) {
   EXPECT_NE(http.request("GET", "/top-k?namespace=b").body.find(R"("item_id":"q")"), std::string::npos);
 }
 
+TEST_F(Resp, TimeDecayAndWindowsQuitAndReset) {
+  ASSERT_EQ(run({"TOPK.RESERVE", "d", "2", "HALFLIFE", "1h", "WINDOW", "1m"}), "OK\n");
+  ASSERT_EQ(run({"TOPK.INCRBY", "d", "a", "4", "b", "2"}), "1) (nil)\n2) (nil)\n");
+  EXPECT_EQ(run({"TOPK.LIST", "d", "WINDOW", "1m", "WITHCOUNT"}), "1) \"a\"\n2) (integer) 4\n3) \"b\"\n4) (integer) 2\n");
+  // Decayed counts are fractional, a hair under 4 by now: the count is their upper bound rounded up.
+  EXPECT_EQ(run({"TOPK.LIST", "d", "HALFLIFE", "1h", "WITHCOUNT"}), "1) \"a\"\n2) (integer) 4\n3) \"b\"\n4) (integer) 2\n");
+  EXPECT_EQ(run({"TOPK.LIST", "d", "ALLTIME"}), "(error) ERR window: namespace 'd' keeps no all-time view (it keeps: window 1m, half-life 1h)\n");
+  const auto info = run({"TOPK.INFO", "d"});
+  EXPECT_NE(info.find("\"ebb_views\"\n18) 1) \"window 1m\"\n    2) \"half_life 1h\"\n"), std::string::npos) << info;
+  // PATCH k shows in INFO (RedisBloom's k is the list's length).
+  HttpClient http(server_->port());
+  ASSERT_EQ(http.request("PATCH", "/namespaces/d", R"({"k":1})").status, 200);
+  EXPECT_EQ(run({"TOPK.INFO", "d"}).substr(0, 24), " 1) \"k\"\n 2) (integer) 1\n");
+  EXPECT_EQ(run({"TOPK.LIST", "d"}), "1) \"a\"\n");
+  // RESP3 nulls; QUIT ends the connection after its OK; RESET goes back to RESP2.
+  RawConnection c(port_);
+  ASSERT_TRUE(c.send(command({"HELLO", "3"})));
+  const auto hello = c.read_bytes(9);
+  EXPECT_EQ(hello, "%7\r\n$6\r\ns");
+  c.read_until_close(300);
+  ASSERT_TRUE(c.send(command({"TOPK.ADD", "d", "a"}) + command({"RESET"}) + command({"TOPK.ADD", "d", "a"}) + "*-1\r\n" +
+                     command({"QUIT"}) + command({"TOPK.ADD", "d", "never"})));
+  EXPECT_EQ(c.read_until_close(), "*1\r\n_\r\n+RESET\r\n*1\r\n$-1\r\n+OK\r\n");
+  EXPECT_TRUE(c.eof());
+  EXPECT_EQ(run({"TOPK.COUNT", "d", "never"}), "1) (integer) 0\n");
+}
+
 TEST_F(Resp, PipelinesInlineCommandsAndFramingErrors) {
   ASSERT_EQ(run({"TOPK.RESERVE", "p", "10"}), "OK\n");
   RawConnection c(port_);
@@ -217,6 +251,11 @@ TEST_F(Resp, PipelinesInlineCommandsAndFramingErrors) {
   expected += "*3\r\n:667\r\n:667\r\n:666\r\n";
   ASSERT_TRUE(c.send(batch));
   EXPECT_EQ(c.read_bytes(expected.size()), expected);
+  // Admin commands run off the event loop, yet a pipeline still runs in order.
+  ASSERT_TRUE(c.send(command({"TOPK.RESERVE", "q", "3"}) + command({"TOPK.ADD", "q", "a"}) + command({"DEL", "q", "q"}) +
+                     command({"TOPK.ADD", "q", "a"}) + command({"CMS.INITBYDIM", "q", "8", "2"}) + command({"CMS.INCRBY", "q", "a", "2"})));
+  const std::string admin = "+OK\r\n*1\r\n$-1\r\n:1\r\n-TopK: key does not exist\r\n+OK\r\n*1\r\n:2\r\n";
+  EXPECT_EQ(c.read_bytes(admin.size()), admin);
   // One command of 100000 items (a large multi-bulk), then an inline one.
   std::vector<std::string> many = {"TOPK.ADD", "p"};
   for (int i = 0; i < 100000; ++i) many.push_back("m");
@@ -245,7 +284,7 @@ TEST(RespLimits, ArgumentsAndBulkLengthAreEnforced) {
   {
     RawConnection c(port);
     ASSERT_TRUE(c.send(command({"TOPK.ADD", "l", std::string(17, 'x')})));
-    EXPECT_EQ(c.read_until_close(), "-ERR Protocol error: bulk length 17 is over the limit of 16 bytes\r\n");
+    EXPECT_EQ(c.read_until_close(), "-ERR Protocol error: invalid bulk length (17 bytes; the limit is 16)\r\n");
   }
   // The service's limits apply as they do over HTTP.
   EXPECT_EQ(cli(port, {"TOPK.ADD", "l", "a", "b", "c"}), "(error) ERR events: more than 2 events in one batch (--max-batch-events)\n");
@@ -281,6 +320,10 @@ TEST(RespAuth, WritesNeedTheTokenReadsDoNotUnlessProtected) {
     EXPECT_EQ(cli(port, {"TOPK.LIST", "a"}), "(error) NOAUTH Authentication required.\n");
     EXPECT_EQ(cli(port, {"TOPK.LIST", "a"}, {"-a", "resp-token-0123456789abcdef", "--no-auth-warning"}), "1) \"x\"\n2) \"y\"\n");
     EXPECT_EQ(cli(port, {"PING"}), "PONG\n");
+    // Before AUTH, a connection may send only small commands (Redis 7's limits).
+    RawConnection c(port);
+    ASSERT_TRUE(c.send(command({"TOPK.ADD", "a", "1", "2", "3", "4", "5", "6", "7", "8", "9"})));
+    EXPECT_EQ(c.read_until_close(), "-ERR Protocol error: invalid multibulk length\r\n");
     EXPECT_EQ(server.stop(), 0);
   }
   std::filesystem::remove_all(dir);

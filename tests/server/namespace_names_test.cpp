@@ -39,7 +39,7 @@ std::string fire256() {
 }
 
 const std::vector<std::string>& names() {
-  static const std::vector<std::string> n = {"topk:user:42", "hashtags/de", "a b?c&d=e#f%", "q\"\\", "\xE8\xB6\x8B\xE5\x8A\xBF", ".", "..", fire256()};
+  static const std::vector<std::string> n = {"topk:user:42", "hashtags/de", "a b?c&d=e#f%", "q\"\\", "\xE8\xB6\x8B\xE5\x8A\xBF", "...", ".a", fire256()};
   return n;
 }
 
@@ -141,6 +141,9 @@ TEST(NamespaceNames, BadNamesAreRefusedByReason) {
       {R"({"name":"a\u0001b"})", "name: must not hold control characters (byte 1 starts one)"},
       {R"({"name":"a\u0085"})", "name: must not hold control characters (byte 1 starts one)"},
       {R"({"name":"tab\there"})", "name: must not hold control characters (byte 3 starts one)"},
+      {R"({"name":".."})", "name: must not be '.' or '..' (URLs resolve them as path segments)"},
+      {R"({"name":"."})", "name: must not be '.' or '..' (URLs resolve them as path segments)"},
+      {R"({"name":"x","redis":{"type":"cms","width":10,"depth":5}})", "redis: is set by TOPK.RESERVE and CMS.INITBYDIM / INITBYPROB over the Redis protocol, not in a request"},
   };
   for (const auto& [body, message] : cases) {
     const auto r = c.request("POST", "/namespaces", body);

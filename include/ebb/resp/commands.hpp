@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,10 +27,13 @@ struct ClientState {
   bool quit = false;           // QUIT: close once the reply is written
 };
 
-// What a command left to do once its reply is written: a write waits until
-// its log record is durable (--fsync), then its reply goes out.
+// What a command left to do. A write's reply waits until its log record
+// is durable (--fsync). An admin command (RESERVE, INITBY*, DEL: it
+// allocates and waits for the disk) runs `deferred` off the event loop,
+// which writes the reply; the connection runs nothing else meanwhile.
 struct Outcome {
   service::Commit commit;
+  std::function<void(std::string& reply)> deferred;
 };
 
 // Figures INFO reports that the transport keeps.

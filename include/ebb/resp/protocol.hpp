@@ -7,6 +7,7 @@
 // send). The reader is resumable: a large command arriving in many reads is
 // scanned once, not once per read. Limits are checked as soon as a header
 // states a size, before its bytes are buffered.
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -21,11 +22,24 @@ struct ProtocolLimits {
   std::size_t max_command_bytes = 64u << 20;   // of one command, headers included
 };
 
+// What a connection may send before it authenticates, when every command
+// needs a token (--auth-reads): as Redis 7, at most 10 arguments of 16 KiB,
+// so that a client without the token cannot make the server buffer much.
+inline ProtocolLimits unauthenticated(ProtocolLimits l) noexcept {
+  l.max_arguments = std::min<std::size_t>(l.max_arguments, 10);
+  l.max_bulk_bytes = std::min<std::size_t>(l.max_bulk_bytes, 16u << 10);
+  l.max_inline_bytes = std::min<std::size_t>(l.max_inline_bytes, 16u << 10);
+  l.max_command_bytes = std::min<std::size_t>(l.max_command_bytes, 64u << 10);
+  return l;
+}
+
 class CommandReader {
  public:
   enum class Status { complete, incomplete, error };
 
   explicit CommandReader(ProtocolLimits limits) : limits_(limits) {}
+  // Between commands only (a connection that authenticates gets larger ones).
+  void set_limits(const ProtocolLimits& limits) noexcept { limits_ = limits; }
 
   // Reads the next command from data (the bytes not yet consumed, which may
   // have moved since the last call, but keep their contents). complete:
