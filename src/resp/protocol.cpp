@@ -44,6 +44,7 @@ CommandReader::Status CommandReader::read(std::string_view data) {
       if (data.size() > 32) return fail("too big mbulk count string");
       return Status::incomplete;
     }
+    if (eol > 32) return fail("too big mbulk count string");  // (as when the line's end is still to come)
     long long n = 0;
     if (!parse_length(data.substr(1, eol - 1), n) || n > static_cast<long long>(limits_.max_arguments)) {
       return fail("invalid multibulk length");
