@@ -239,6 +239,7 @@ if [[ $sections == *b* ]]; then
   if [[ $sections != *a* ]]; then  # the same data as after a
     "$load" ingest --port "$port" --namespace hot --events "$events" --skew "$skew" --connections 4 >/dev/null 2>&1
     if ((have_redis)); then pipe_resp "$tmp/topk.resp"; fi
+    pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
   fi
   target='/top-k?namespace=hot&k=100'
   items=$(curl -sf "localhost:$port$target" | grep -o '"rank":' | wc -l)
@@ -260,11 +261,13 @@ if [[ $sections == *b* ]]; then
     q_p50=$(grep -o 'p50 [0-9.]*' <<<"$out" | cut -d' ' -f2)
     q_p99=$(grep -o 'p99 [0-9.]*' <<<"$out" | cut -d' ' -f2)
   }
+  # TOPK.LIST WITHCOUNT through redis-benchmark: to Redis, or to ebb's
+  # RESP port (redis_query PORT PID KEY).
   redis_query() {
-    local c0 c1 s e out
-    c0=$(cpu_snap "$rserver"); s=$(ns)
-    out=$(redis-benchmark -p "$rport" -c 4 -n "$queries" --csv TOPK.LIST hot WITHCOUNT | tail -1)
-    e=$(ns); c1=$(cpu_snap "$rserver")
+    local c0 c1 s e out to=${1:-$rport} pid=${2:-$rserver} key=${3:-hot}
+    c0=$(cpu_snap "$pid"); s=$(ns)
+    out=$(redis-benchmark -p "$to" -c 4 -n "$queries" --csv TOPK.LIST "$key" WITHCOUNT | tail -1)
+    e=$(ns); c1=$(cpu_snap "$pid")
     # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
     [[ $out == '"TOPK.LIST'* ]] || { echo "redis-benchmark: $out" >&2; exit 1; }
     q_cpu=$(cpu_used "$c0" "$c1")
@@ -321,11 +324,14 @@ if [[ $sections == *b* ]]; then
     q_us_all=$q_us  # the whole window's CPU, ingest included
     q_us=$(calc %.3f "($q_cpu - $per_event * $q_ingest * 1e6 * $q_secs) / $queries * 1e6")
   }
-  : >"$tmp/b.ebb.idle"; : >"$tmp/b.redis.idle"; : >"$tmp/b.ebb.load"; : >"$tmp/b.redis.load"
+  : >"$tmp/b.ebb.idle"; : >"$tmp/b.ebbresp.idle"; : >"$tmp/b.redis.idle"; : >"$tmp/b.ebb.load"; : >"$tmp/b.redis.load"
   for r in $(seq "$runs"); do
     ebb_query
     echo "$q_us $q_p50 $q_p99" >>"$tmp/b.ebb.idle"
     line="run $r: idle: ebb $q_us us CPU/req, p50 $q_p50 p99 $q_p99 ms"
+    redis_query "$resp_port" "$server" hotr
+    echo "$q_us $q_p50 $q_p99" >>"$tmp/b.ebbresp.idle"
+    line+="; ebb RESP TOPK.LIST $q_us us, p50 $q_p50 p99 $q_p99 ms"
     if ((have_redis)); then
       redis_query
       echo "$q_us $q_p50 $q_p99" >>"$tmp/b.redis.idle"
@@ -354,6 +360,7 @@ if [[ $sections == *b* ]]; then
     row "$(printf '   %-44s %13.1f us %6.3f ms %6.3f ms %14s %18s' "$1" "$(col "$2" 1)" "$(col "$2" 2)" "$(col "$2" 3)" "$ing" "$all")"
   }
   brow 'ebb GET /top-k k=100, idle' "$tmp/b.ebb.idle" 0
+  brow 'ebb RESP TOPK.LIST WITHCOUNT, idle' "$tmp/b.ebbresp.idle" 0
   ((have_redis)) && brow 'TOPK.LIST WITHCOUNT (redis-benchmark), idle' "$tmp/b.redis.idle" 0
   brow 'ebb GET /top-k k=100, under ingest' "$tmp/b.ebb.load" 1
   ((have_redis)) && brow 'TOPK.LIST WITHCOUNT, under TOPK.ADD ingest' "$tmp/b.redis.load" 1
