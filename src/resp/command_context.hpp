@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "ebb/core/ascii_case.hpp"
 #include "ebb/resp/commands.hpp"
 #include "ebb/resp/reply.hpp"
 
@@ -71,12 +72,10 @@ std::span<const CommandSpec> topk_commands();
 std::span<const CommandSpec> cms_commands();
 
 // Helpers shared by the handlers.
-std::string lower(std::string_view s);
 std::string wrong_arity(std::string_view command_name);  // "ERR wrong number of arguments for 'topk.add' command"
 // A decimal integer as Redis reads one (no spaces, no '+'); nullopt otherwise.
 std::optional<long long> parse_integer(std::string_view s);
 std::optional<double> parse_double(std::string_view s);
-bool equals_ignoring_case(std::string_view a, std::string_view b);
 // A count as an integer reply: the upper bound rounded up (a decayed count
 // is fractional; a count is never under-stated).
 long long whole_count(double upper);

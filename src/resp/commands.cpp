@@ -10,22 +10,8 @@
 
 namespace ebb::resp {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
-
 std::string wrong_arity(std::string_view command_name) {
-  return "ERR wrong number of arguments for '" + lower(command_name) + "' command";
+  return "ERR wrong number of arguments for '" + ascii_lower(command_name) + "' command";
 }
 
 std::optional<long long> parse_integer(std::string_view s) {
@@ -175,7 +161,7 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
   const std::size_t mark = out.size();
   try {
     const auto& t = table();
-    const auto it = t.find(lower(args[0]));
+    const auto it = t.find(ascii_lower(args[0]));
     if (it == t.end()) refuse(unknown_command(args));
     const CommandSpec& spec = *it->second;
     const auto n = static_cast<long long>(args.size());

@@ -101,7 +101,7 @@ Outcome hello(Context& c) {
 
 // CLIENT SETNAME / GETNAME / ID / SETINFO / INFO
 Outcome client(Context& c) {
-  const std::string sub = lower(c.args[1]);
+  const std::string sub = ascii_lower(c.args[1]);
   if (sub == "setname" && c.args.size() == 3) {
     check_client_name(c.args[2]);
     c.client.name = c.args[2];
@@ -163,7 +163,7 @@ constexpr std::array kCommands{
 
 std::string info_text(Context& c, std::string_view section) {
   auto& f = c.commands.figures();
-  const std::string s = lower(section);
+  const std::string s = ascii_lower(section);
   const bool all = s.empty() || s == "all" || s == "everything" || s == "default";
   std::string out;
   if (all || s == "server") {
@@ -221,7 +221,7 @@ std::vector<const CommandSpec*> all_specs() {
 
 Outcome command(Context& c) {
   const auto specs = all_specs();
-  const std::string sub = c.args.size() > 1 ? lower(c.args[1]) : "";
+  const std::string sub = c.args.size() > 1 ? ascii_lower(c.args[1]) : "";
   if (sub.empty()) {
     c.reply.array(specs.size());
     for (const auto* s : specs) write_info(c.reply, *s);
@@ -235,7 +235,7 @@ Outcome command(Context& c) {
   } else if (sub == "info") {
     c.reply.array(c.args.size() - 2);
     for (std::size_t i = 2; i < c.args.size(); ++i) {
-      const std::string name = lower(c.args[i]);
+      const std::string name = ascii_lower(c.args[i]);
       const CommandSpec* found = nullptr;
       for (const auto* s : specs) {
         if (s->name == name) found = s;

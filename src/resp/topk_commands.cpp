@@ -57,7 +57,7 @@ std::optional<engine::ViewSpec> view_option(Context& c, std::size_t& i) {
   try {
     seconds = parse_duration(c.args[i + 1]);
   } catch (const std::exception&) {
-    refuse("ERR " + lower(word) + ": bad duration '" + std::string(c.args[i + 1].substr(0, 64)) + "'");
+    refuse("ERR " + ascii_lower(word) + ": bad duration '" + std::string(c.args[i + 1].substr(0, 64)) + "'");
   }
   ++i;
   return equals_ignoring_case(word, "HALFLIFE") ? engine::ViewSpec::decayed(seconds) : engine::ViewSpec::sliding(seconds);

@@ -1,6 +1,6 @@
-#include <cctype>
-
 #include "ebb/server/api.hpp"
+
+#include "ebb/core/ascii_case.hpp"
 
 namespace ebb::server {
 namespace {
@@ -9,14 +9,6 @@ Response refuse(const std::string& code, const std::string& message, const std::
   Response r = error_response(401, code, message);
   r.headers.emplace_back("WWW-Authenticate", challenge);
   return r;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -29,7 +21,7 @@ std::optional<Response> authorize(const service::AccessTokens& tokens, const Req
     // RFC 6750: "Bearer" (any case), one or more spaces, the token.
     const std::string_view h = *header;
     const auto space = h.find(' ');
-    if (space == std::string_view::npos || !iequals(h.substr(0, space), "Bearer")) {
+    if (space == std::string_view::npos || !equals_ignoring_case(h.substr(0, space), "Bearer")) {
       return refuse("invalid_request", "Authorization: only the Bearer scheme is accepted (Authorization: Bearer <token>)",
                     kChallenge + R"(, error="invalid_request")");
     }
