@@ -19,17 +19,7 @@ using service::Access;
 using service::RedisKey;
 
 constexpr std::string_view kNoKey = "CMS: key does not exist";
-constexpr std::string_view kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-void require_cms(Context& c, const std::string& key) {
-  try {
-    const auto r = c.commands.service().redis_key(key);
-    if (r && r->type != RedisKey::Type::cms) refuse(std::string(kWrongType));
-  } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
-    throw;
-  }
-}
+void require_cms(Context& c, const std::string& key) { require_key(c, key, RedisKey::Type::cms, kNoKey); }
 
 // A CMS key is a namespace with one all-time view of that sketch (and a
 // small candidate heap: a CMS answers points, not lists).
@@ -90,21 +80,12 @@ Outcome incrby(Context& c) {
   check_items(views);
   require_cms(c, key);
   std::vector<double> after;
-  service::Commit commit;
-  try {
-    commit = ingest_items(c, key, views, weights, [&](const engine::Namespace& ns, bool counted) {
-      if (!counted) return;
-      for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
-    });
-  } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
-    throw;
-  }
-  if (after.size() != items.size()) {  // the observer failed (out of memory): read the counts now
-    after.clear();
-    engine::TopKAnswer view;
-    for (const auto& a : c.commands.service().counts(key, items, std::nullopt, view)) after.push_back(a.item.upper);
-  }
+  const service::Commit commit = ingest_items(c, key, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
+    if (!counted) return;
+    for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
+  });
+  // No counts from the observer (every increment 0, or it failed): read them now.
+  if (after.size() != items.size()) after = upper_counts(c, key, items);
   std::unordered_map<std::string_view, double> later;  // what the pairs after this one added to its item
   std::vector<long long> reply(items.size());
   for (std::size_t i = items.size(); i-- > 0;) {
@@ -120,11 +101,10 @@ Outcome incrby(Context& c) {
 Outcome query(Context& c) {
   const std::string key(c.args[1]);
   require_cms(c, key);
-  std::vector<std::string> items(c.args.begin() + 2, c.args.end());
-  engine::TopKAnswer view;
-  const auto answers = c.commands.service().counts(key, items, std::nullopt, view);
-  c.reply.array(answers.size());
-  for (const auto& a : answers) c.reply.integer(whole_count(a.item.upper));
+  const std::vector<std::string> items(c.args.begin() + 2, c.args.end());
+  const auto counts = upper_counts(c, key, items);
+  c.reply.array(counts.size());
+  for (const double upper : counts) c.reply.integer(whole_count(upper));
   return {};
 }
 
@@ -134,13 +114,7 @@ Outcome info(Context& c) {
   require_cms(c, key);
   const auto described = c.commands.service().describe(key);
   const auto& config = described.spec.config;
-  RedisKey r;
-  if (described.spec.redis) {
-    r = *described.spec.redis;
-  } else {
-    r.width = config.sketch.width;
-    r.depth = config.sketch.depth;
-  }
+  const RedisKey r = requested_shape(described.spec);
   c.reply.map(5);
   c.reply.bulk("width");
   c.reply.integer(static_cast<long long>(r.width));

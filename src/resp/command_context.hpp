@@ -85,8 +85,18 @@ void check_items(std::span<const std::string_view> items);
 // Counts items (with their weights; 0: not counted) into the key through
 // the service, `observe` seeing the namespace before and after (see
 // IngestRequest); errors name the item. Commit: wait for it before the reply.
+// `no_key` is the reply when the key is gone (deleted meanwhile).
 service::Commit ingest_items(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
-                             const std::function<void(const engine::Namespace&, bool)>& observe);
+                             std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe);
+// That the key exists (else `no_key`, RedisBloom's text) and answers
+// commands of `type` (a namespace made over HTTP answers both; else
+// WRONGTYPE).
+void require_key(Context& c, const std::string& key, service::RedisKey::Type type, std::string_view no_key);
+// Each item's count in the key's first view: its upper bound.
+std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items);
+// What RESERVE / INITBY* were given, as TOPK.INFO / CMS.INFO echo it; a
+// namespace made over HTTP: its own k, width and depth, decay 1.
+service::RedisKey requested_shape(const service::NamespaceSpec& spec);
 // Creates the namespace a RESERVE / INITBY* command describes (the JSON of
 // POST /namespaces: the service's rules and limits apply), off the event
 // loop; `exists_error` is the reply when the key is taken. The name is

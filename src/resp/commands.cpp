@@ -84,8 +84,35 @@ void check_items(std::span<const std::string_view> items) {
   }
 }
 
+void require_key(Context& c, const std::string& key, service::RedisKey::Type type, std::string_view no_key) {
+  try {
+    const auto r = c.commands.service().redis_key(key);
+    if (r && r->type != type) refuse("WRONGTYPE Operation against a key holding the wrong kind of value");
+  } catch (const service::ServiceError& e) {
+    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
+    throw;
+  }
+}
+
+std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items) {
+  engine::TopKAnswer view;
+  std::vector<double> out;
+  for (const auto& a : c.commands.service().counts(key, items, std::nullopt, view)) out.push_back(a.item.upper);
+  return out;
+}
+
+service::RedisKey requested_shape(const service::NamespaceSpec& spec) {
+  if (spec.redis) return *spec.redis;
+  service::RedisKey r;
+  r.k = spec.config.k;
+  r.width = spec.config.sketch.width;
+  r.depth = spec.config.sketch.depth;
+  r.decay = 1;
+  return r;
+}
+
 service::Commit ingest_items(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
-                             const std::function<void(const engine::Namespace&, bool)>& observe) {
+                             std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe) {
   std::vector<engine::Event> events;
   std::vector<std::size_t> position;  // the item each event is
   std::size_t bytes = 0;
@@ -106,6 +133,7 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
   try {
     return c.commands.service().ingest(req);
   } catch (const service::ServiceError& e) {
+    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
     // The service names events[i]; the client sent items (zero increments
     // were not events): name the item.
     const std::string_view what = e.what();

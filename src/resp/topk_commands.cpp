@@ -24,7 +24,6 @@ using service::Access;
 using service::RedisKey;
 
 constexpr std::string_view kNoKey = "TopK: key does not exist";
-constexpr std::string_view kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
 // RedisBloom's text, spaces and all (a C string continued over two lines).
 constexpr std::string_view kBadIncrement =
     "TopK: increment must be an integer greater or equal to 0                            and smaller or equal to 100,000";
@@ -35,17 +34,7 @@ constexpr std::uint64_t kMinMemory = 128 << 10;
 constexpr std::uint64_t kMemoryPerK = 1311;
 constexpr std::uint64_t kMaxMemory = std::uint64_t{1} << 30;
 
-// The key's Redis type: a TOPK command needs a top-K (or a namespace made
-// over HTTP).
-void require_topk(Context& c, const std::string& key) {
-  try {
-    const auto r = c.commands.service().redis_key(key);
-    if (r && r->type != RedisKey::Type::topk) refuse(std::string(kWrongType));
-  } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
-    throw;
-  }
-}
+void require_topk(Context& c, const std::string& key) { require_key(c, key, RedisKey::Type::topk, kNoKey); }
 
 // A view named by HALFLIFE d / WINDOW d / ALLTIME at args[i]; advances i.
 std::optional<engine::ViewSpec> view_option(Context& c, std::size_t& i) {
@@ -197,9 +186,7 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
   auto& caches = c.commands.list_caches();
   ListCache before, after;
   bool observed = false;
-  service::Commit commit;
-  try {
-    commit = ingest_items(c, key, items, weights, [&](const engine::Namespace& ns, bool counted) {
+  const service::Commit commit = ingest_items(c, key, items, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
       if (!counted) {
         {
           std::lock_guard lock(caches.mu);
@@ -218,10 +205,6 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
       caches.by_key[key] = after;
       observed = true;
     });
-  } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));  // deleted meanwhile
-    throw;
-  }
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
   // each add). Unknown (the observer failed): nothing is named.
@@ -303,11 +286,10 @@ Outcome query(Context& c) {
 Outcome count(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
-  std::vector<std::string> items(c.args.begin() + 2, c.args.end());
-  engine::TopKAnswer view;
-  const auto answers = c.commands.service().counts(key, items, std::nullopt, view);
-  c.reply.array(answers.size());
-  for (const auto& a : answers) c.reply.integer(whole_count(a.item.upper));
+  const std::vector<std::string> items(c.args.begin() + 2, c.args.end());
+  const auto counts = upper_counts(c, key, items);
+  c.reply.array(counts.size());
+  for (const double upper : counts) c.reply.integer(whole_count(upper));
   return {};
 }
 
@@ -357,15 +339,7 @@ Outcome info(Context& c) {
   require_topk(c, key);
   const auto described = c.commands.service().describe(key);
   const auto& config = described.spec.config;
-  RedisKey r;
-  if (described.spec.redis) {
-    r = *described.spec.redis;
-  } else {
-    r.k = config.k;
-    r.width = config.sketch.width;
-    r.depth = config.sketch.depth;
-    r.decay = 1;
-  }
+  const RedisKey r = requested_shape(described.spec);
   std::vector<std::string> views;
   if (config.all_time) views.push_back("all");  // (the namespace's order: LIST's default view is the first)
   for (double w : config.windows) views.push_back("window " + format_duration(w));
