@@ -6,6 +6,7 @@
 #include <deque>
 #include <boost/asio.hpp>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -107,7 +108,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
           server_.commands.figures().protocol_errors.fetch_add(1);
           std::string reply;
           ReplyWriter(reply, client_.protocol).error("ERR " + reader_.error());
-          queue(std::move(reply), true);
+          queue(std::move(reply));
           broken_ = true;
           break;
         }
@@ -119,46 +120,29 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
           // Admin work (it allocates, waits for the disk) runs off the loop;
           // this connection runs nothing else until it is done (a pipelined
           // ADD after a RESERVE needs the key), the others go on.
-          pending_.push_back({{}, false});
-          Pending* slot = &pending_.back();
+          Pending* slot = hold({});
           blocked_ = true;
-          auto guard = std::make_shared<net::executor_work_guard<tcp::socket::executor_type>>(socket_.get_executor());
-          net::post(server_.blocking, [self = shared_from_this(), slot, guard, work = std::move(outcome.deferred)] {
+          net::post(server_.blocking, [self = shared_from_this(), slot, guard = keep_running(), work = std::move(outcome.deferred)] {
             std::string done;
             work(done);
             net::post(self->socket_.get_executor(), [self, slot, guard, done = std::move(done)]() mutable {
-              slot->reply = std::move(done);
-              self->pending_bytes_ += slot->reply.size();
-              slot->ready = true;
               self->blocked_ = false;
-              self->release();
-              self->process();
-              self->pump();
+              self->fill(slot, std::move(done));
             });
           });
           break;
         }
         if (outcome.commit.lsn == 0) {
-          queue(std::move(reply), true);
+          queue(std::move(reply));
           continue;
         }
-        pending_.push_back({std::move(reply), false});
-        pending_bytes_ += pending_.back().reply.size();
-        Pending* slot = &pending_.back();  // (deque: stable while elements are added or removed at the ends)
-        // Keeps run() from returning while a reply is owed.
-        auto guard = std::make_shared<net::executor_work_guard<tcp::socket::executor_type>>(socket_.get_executor());
-        server_.commands.service().when_durable(outcome.commit, [self = shared_from_this(), slot, guard](const std::string& error) {
+        Pending* slot = hold(std::move(reply));
+        server_.commands.service().when_durable(outcome.commit, [self = shared_from_this(), slot, guard = keep_running()](const std::string& error) {
           net::post(self->socket_.get_executor(), [self, slot, error, guard] {
-            if (!error.empty()) {
-              self->pending_bytes_ -= slot->reply.size();
-              slot->reply.clear();
-              ReplyWriter(slot->reply, self->client_.protocol).error("ERR " + error);
-              self->pending_bytes_ += slot->reply.size();
-            }
-            slot->ready = true;
-            self->release();
-            self->process();
-            self->pump();
+            if (error.empty()) return self->fill(slot, std::nullopt);
+            std::string failed;
+            ReplyWriter(failed, self->client_.protocol).error("ERR " + error);
+            self->fill(slot, std::move(failed));
           });
         });
       }
@@ -174,13 +158,40 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  void queue(std::string reply, bool ready) {
-    if (pending_.empty() && ready) {
+  // A reply slot that is not ready yet (deque: its address stays valid
+  // while slots are added and removed at the ends).
+  Pending* hold(std::string reply) {
+    pending_bytes_ += reply.size();
+    pending_.push_back({std::move(reply), false});
+    return &pending_.back();
+  }
+
+  // Keeps run() from returning while a reply is owed.
+  std::shared_ptr<net::executor_work_guard<tcp::socket::executor_type>> keep_running() {
+    return std::make_shared<net::executor_work_guard<tcp::socket::executor_type>>(socket_.get_executor());
+  }
+
+  // On the session's thread: a held reply is ready (replaced, when given),
+  // and what waited behind it may go.
+  void fill(Pending* slot, std::optional<std::string> reply) {
+    if (reply) {
+      pending_bytes_ -= slot->reply.size();
+      slot->reply = std::move(*reply);
+      pending_bytes_ += slot->reply.size();
+    }
+    slot->ready = true;
+    release();
+    process();
+    pump();
+  }
+
+  // A reply that is ready: out at once, unless earlier ones are still held.
+  void queue(std::string reply) {
+    if (pending_.empty()) {
       out_ += reply;
       return;
     }
-    pending_bytes_ += reply.size();
-    pending_.push_back({std::move(reply), ready});
+    hold(std::move(reply))->ready = true;
   }
 
   // Replies ready at the head of the queue move to the output, in order.
