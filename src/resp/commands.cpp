@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <type_traits>
 #include <unordered_map>
 
 #include "command_context.hpp"
@@ -38,21 +39,35 @@ long long whole_count(double upper) {
   return static_cast<long long>(std::min(9.2e18, std::ceil(std::max(0.0, v))));
 }
 
+namespace {
+
+// Runs `work`, which writes its reply to `out` through `reply`. What it
+// throws replaces whatever it wrote with an error reply: a refusal's text,
+// a service error's message (BUSY when overloaded), anything else as ERR.
+template <typename Work>
+std::invoke_result_t<Work> replying(std::string& out, ReplyWriter& reply, Work&& work) {
+  const std::size_t mark = out.size();
+  std::string error;
+  try {
+    return work();
+  } catch (const CommandError& e) {
+    error = e.text;
+  } catch (const service::ServiceError& e) {
+    error = std::string(e.kind() == service::ErrorKind::overloaded ? "BUSY " : "ERR ") + e.what();
+  } catch (const std::exception& e) {
+    error = std::string("ERR ") + e.what();
+  }
+  out.resize(mark);  // a handler refuses before it writes, but never leave half a reply
+  reply.error(error);
+  return std::invoke_result_t<Work>();
+}
+
+}  // namespace
+
 std::function<void(std::string&)> deferred_reply(int protocol, std::function<void(ReplyWriter&)> work) {
   return [protocol, work = std::move(work)](std::string& out) {
     ReplyWriter reply(out, protocol);
-    try {
-      work(reply);
-    } catch (const CommandError& e) {
-      out.clear();
-      reply.error(e.text);
-    } catch (const service::ServiceError& e) {
-      out.clear();
-      reply.error(std::string(e.kind() == service::ErrorKind::overloaded ? "BUSY " : "ERR ") + e.what());
-    } catch (const std::exception& e) {
-      out.clear();
-      reply.error(std::string("ERR ") + e.what());
-    }
+    replying(out, reply, [&] { work(reply); });
   };
 }
 
@@ -186,8 +201,7 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
   ReplyWriter reply(out, client.protocol);
   if (args.empty()) return {};
   figures_.commands_total.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t mark = out.size();
-  try {
+  return replying(out, reply, [&] {
     const auto& t = table();
     const auto it = t.find(ascii_lower(args[0]));
     if (it == t.end()) refuse(unknown_command(args));
@@ -198,17 +212,7 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
     if (spec.access != service::Access::open && !service_.recovered()) refuse("LOADING ebb is recovering its data directory");
     Context ctx{*this, client, args, reply, wall_clock_now()};
     return spec.run(ctx);
-  } catch (const CommandError& e) {
-    out.resize(mark);  // a handler refuses before it writes, but never leave half a reply
-    reply.error(e.text);
-  } catch (const service::ServiceError& e) {
-    out.resize(mark);
-    reply.error(std::string(e.kind() == service::ErrorKind::overloaded ? "BUSY " : "ERR ") + e.what());
-  } catch (const std::exception& e) {
-    out.resize(mark);
-    reply.error(std::string("ERR ") + e.what());
-  }
-  return {};
+  });
 }
 
 }  // namespace ebb::resp
