@@ -387,15 +387,7 @@ std::optional<RedisKey> Service::redis_key(const std::string& name) const {
   return e->spec.redis;
 }
 
-bool Service::exists(const std::string& name) const {
-  try {
-    s_->require(name, "name");
-    return true;
-  } catch (const ServiceError& e) {
-    if (e.kind() == ErrorKind::not_found) return false;
-    throw;
-  }
-}
+bool Service::exists(const std::string& name) const { return s_->find(name) != nullptr; }
 
 NamespaceInfo Service::describe(const std::string& name) const {
   auto e = s_->require(name, "name");
