@@ -77,8 +77,8 @@ Outcome reserve(Context& c) {
   }
   std::vector<std::string> half_lives, windows;
   for (; i < c.args.size(); ++i) {
+    if (!is_keyword(i)) refuse(wrong_arity(c.args[0]));
     const bool half_life = equals_ignoring_case(c.args[i], "HALFLIFE");
-    if (!half_life && !equals_ignoring_case(c.args[i], "WINDOW")) refuse(wrong_arity(c.args[0]));
     if (i + 1 >= c.args.size()) refuse("ERR syntax error: " + std::string(c.args[i]) + " needs a duration such as 5m");
     (half_life ? half_lives : windows).emplace_back(c.args[++i]);
   }
