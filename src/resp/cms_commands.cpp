@@ -2,7 +2,9 @@
 // INITBYPROB create a namespace whose Count-Min sketch is at least the
 // width x depth asked for (width rounded up to a power of two), INCRBY
 // counts through the service (every pair checked first) and answers each
-// item's count after it, QUERY and INFO read. Counts are upper bounds.
+// item's count after it, MERGE sums keys into one, QUERY and INFO read.
+// Counts are upper bounds.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -108,6 +110,56 @@ Outcome query(Context& c) {
   return {};
 }
 
+// CMS.MERGE destination numkeys source [source ...] [WEIGHTS weight ...]:
+// the destination's counts become the weighted sum of the sources' (it may
+// be one of them), as RedisBloom's do; checked in RedisBloom's order, then
+// summed by the service off the event loop. Weights must be 0 or more:
+// conservative-update counters cannot be subtracted (docs/resp.md).
+Outcome merge(Context& c) {
+  const std::string destination(c.args[1]);
+  require_cms(c, destination);
+  const auto numkeys = parse_integer(c.args[2]);
+  if (!numkeys) refuse("CMS: invalid numkeys");
+  if (*numkeys <= 0) refuse("CMS: Number of keys must be positive");
+  const Args rest = c.args.subspan(3);
+  const auto keyword = std::find_if(rest.begin(), rest.end(), [](std::string_view a) { return equals_ignoring_case(a, "weights"); });
+  const auto at = static_cast<std::size_t>(keyword - rest.begin());
+  const auto n = static_cast<std::size_t>(*numkeys);
+  if (keyword == rest.end()) {
+    if (rest.size() != n) refuse("CMS: wrong number of keys");
+  } else if (at != n || rest.size() != 1 + 2 * n) {
+    refuse("CMS: wrong number of keys/weights");
+  }
+  const RedisKey shape = requested_shape(c.commands.service().describe(destination).spec);
+  std::vector<std::string> sources;
+  std::vector<double> weights;
+  for (std::size_t i = 0; i < n; ++i) {
+    long long weight = 1;
+    if (keyword != rest.end()) {
+      const auto w = parse_integer(rest[n + 1 + i]);
+      if (!w) refuse("CMS: invalid weight value");
+      if (*w < 0) refuse("CMS: invalid weight value: ebb cannot subtract counts (a weight must be 0 or more)");
+      weight = *w;
+    }
+    sources.emplace_back(rest[i]);
+    require_cms(c, sources.back());
+    const RedisKey theirs = requested_shape(c.commands.service().describe(sources.back()).spec);
+    if (theirs.width != shape.width || theirs.depth != shape.depth) refuse("CMS: width/depth is not equal");
+    weights.push_back(static_cast<double>(weight));
+  }
+  auto& service = c.commands.service();
+  return {{}, deferred_reply(c.reply.protocol(), [&service, destination, sources = std::move(sources), weights = std::move(weights)](ReplyWriter& reply) {
+            try {
+              service.merge(destination, sources, weights);
+            } catch (const service::ServiceError& e) {
+              if (e.code() == "sum_overflow") refuse("CMS: MERGE overflow");
+              if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));  // deleted meanwhile
+              throw;
+            }
+            reply.simple("OK");
+          })};
+}
+
 // CMS.INFO key: width, depth as created, count (the weight counted), then ebb's shape.
 Outcome info(Context& c) {
   const std::string key(c.args[1]);
@@ -134,6 +186,7 @@ constexpr std::array kCommands{
     CommandSpec{"cms.initbyprob", 4, Access::write, initbyprob},
     CommandSpec{"cms.incrby", -4, Access::write, incrby},
     CommandSpec{"cms.query", -3, Access::read, query},
+    CommandSpec{"cms.merge", -4, Access::write, merge},
     CommandSpec{"cms.info", 2, Access::read, info},
 };
 

@@ -111,15 +111,16 @@ void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r)
 std::string encode_admin(const AdminRecord& r) {
   std::string out;
   put<std::uint8_t>(out, static_cast<std::uint8_t>(r.type));
-  if (r.type == RecordType::patch || r.type == RecordType::remove) put_str(out, r.name);
+  if (r.type == RecordType::patch || r.type == RecordType::remove || r.type == RecordType::state) put_str(out, r.name);
   if (r.type == RecordType::create || r.type == RecordType::patch) put_str(out, r.config_json);
+  if (r.type == RecordType::state) put_str(out, r.state);
   return out;
 }
 
 RecordType record_type(std::string_view payload) {
   if (payload.empty()) throw FormatError("log record: empty");
   const auto t = static_cast<std::uint8_t>(payload[0]);
-  if (t < 1 || t > 5) throw FormatError("log record: unknown type " + std::to_string(t));
+  if (t < 1 || t > 6) throw FormatError("log record: unknown type " + std::to_string(t));
   return static_cast<RecordType>(t);
 }
 
@@ -158,10 +159,11 @@ AdminRecord decode_admin(std::string_view payload) {
   Cursor c(payload);
   AdminRecord r;
   const auto t = c.get<std::uint8_t>();
-  if (t < 2 || t > 4) throw FormatError("log record: not an admin record");
+  if ((t < 2 || t > 4) && t != 6) throw FormatError("log record: not an admin record");
   r.type = static_cast<RecordType>(t);
-  if (r.type == RecordType::patch || r.type == RecordType::remove) r.name = c.str();
+  if (r.type == RecordType::patch || r.type == RecordType::remove || r.type == RecordType::state) r.name = c.str();
   if (r.type == RecordType::create || r.type == RecordType::patch) r.config_json = c.str();
+  if (r.type == RecordType::state) r.state = c.str();
   c.end();
   return r;
 }

@@ -273,7 +273,7 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
     // The allocation (up to --max-namespace-bytes) happens here, outside
     // every lock; front ends call create() off their event loops.
     entry = std::make_shared<NamespaceEntry>(spec, 0, need, s.options.answer_cache_ttl);
-    const std::string payload = encode_admin({RecordType::create, {}, write_namespace_spec(entry->spec, true)});
+    const std::string payload = encode_admin({RecordType::create, {}, write_namespace_spec(entry->spec, true), {}});
     std::uint64_t lsn = 0;
     {
       std::unique_lock lock(s.map_mu);
@@ -321,7 +321,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     const std::uint64_t need = State::planned_bytes(next.config);
     if (need > entry->reserved_bytes) s.reserve(need - entry->reserved_bytes);
     try {
-      lsn = s.append(encode_admin({RecordType::patch, name, write_namespace_spec(next, true)}));
+      lsn = s.append(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
     } catch (...) {
       if (need > entry->reserved_bytes) s.reserved -= need - entry->reserved_bytes;
       throw;
@@ -358,7 +358,7 @@ void Service::remove(const std::string& name) {
     // the delete (where a replay would give it to a new namespace of the
     // same name).
     std::unique_lock ns_lock(entry->mu);
-    lsn = s.append(encode_admin({RecordType::remove, name, {}}));
+    lsn = s.append(encode_admin({RecordType::remove, name, {}, {}}));
     entry->deleted = true;
     s.entries.erase(it);
     s.reserved -= entry->reserved_bytes;

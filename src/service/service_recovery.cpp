@@ -83,6 +83,22 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       if (it != entries.end() && it->second->applied_lsn < lsn) entries.erase(it);
       break;
     }
+    case RecordType::state: {
+      const AdminRecord r = decode_admin(payload);
+      auto it = entries.find(r.name);
+      if (it == entries.end() || it->second->applied_lsn >= lsn) break;
+      auto& e = *it->second;
+      try {
+        e.ns.restore_state(r.state);
+      } catch (const std::exception& err) {
+        // Written from this namespace's own configuration, which cannot
+        // change shape since: a state that no longer fits is damage.
+        ++errors;
+        s.log->error("replay: record {} for namespace '{}' holds a state that does not fit it ({}); skipped", lsn, e.name, err.what());
+      }
+      e.applied_lsn = lsn;
+      break;
+    }
     case RecordType::distribution_incr: {
       const DistributionIncrRecord r = decode_distribution_incr(payload);
       DistributionShard& shard = s.shard_of(r.distribution);

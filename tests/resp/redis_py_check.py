@@ -40,6 +40,9 @@ assert cms.query("py:cms", "a", "b", "zz") == [5, 1, 0]
 cinfo = cms.info("py:cms")
 assert (cinfo.width, cinfo.depth, cinfo.count) == (2000, 5, 6), vars(cinfo)
 assert r.type("py:cms") == "CMSk-TYPE"
+assert cms.initbydim("py:cms2", 2000, 5) is True
+assert cms.merge("py:cms2", 2, ["py:cms", "py:cms"], weights=[1, 2]) is True
+assert cms.query("py:cms2", "a", "b") == [15, 3]
 
 assert r.type("py:list") == "TopK-TYPE"
 assert r.exists("py:list") == 1

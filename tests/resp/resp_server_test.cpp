@@ -180,6 +180,53 @@ TEST_F(Resp, CmsCommandsAnswerAsRedisBloomDoes) {
   EXPECT_EQ(run({"CMS.QUERY", "t", "a"}), wrong);
 }
 
+// CMS.MERGE: the destination becomes the weighted sum (exact here: nothing
+// collides in 128 x 5), a source may be the destination; RedisBloom's
+// error cases (its tests/flow/test_cms.py as a checklist) change nothing.
+TEST_F(Resp, CmsMergeSumsKeysAsRedisBloomDoes) {
+  for (const char* key : {"a", "b", "c"}) ASSERT_EQ(run({"CMS.INITBYDIM", key, "100", "5"}), "OK\n");
+  ASSERT_EQ(run({"CMS.INITBYDIM", "narrow", "50", "5"}), "OK\n");
+  ASSERT_EQ(run({"TOPK.RESERVE", "t", "3"}), "OK\n");
+  ASSERT_EQ(run({"CMS.INCRBY", "a", "x", "5", "y", "3"}), "1) (integer) 5\n2) (integer) 3\n");
+  ASSERT_EQ(run({"CMS.INCRBY", "b", "x", "2", "z", "4"}), "1) (integer) 2\n2) (integer) 4\n");
+  ASSERT_EQ(run({"CMS.INCRBY", "c", "old", "9"}), "1) (integer) 9\n");
+  EXPECT_EQ(run({"CMS.MERGE", "c", "2", "a", "b"}), "OK\n");
+  EXPECT_EQ(run({"CMS.QUERY", "c", "x", "y", "z", "old"}), "1) (integer) 7\n2) (integer) 3\n3) (integer) 4\n4) (integer) 0\n");
+  EXPECT_EQ(run({"CMS.MERGE", "c", "2", "a", "b", "weights", "1", "3"}), "OK\n");
+  EXPECT_EQ(run({"CMS.QUERY", "c", "x", "y", "z"}), "1) (integer) 11\n2) (integer) 3\n3) (integer) 12\n");
+  const auto info = run({"CMS.INFO", "c"});
+  EXPECT_EQ(info.substr(0, info.find(" 7)")), " 1) \"width\"\n 2) (integer) 100\n 3) \"depth\"\n 4) (integer) 5\n 5) \"count\"\n 6) (integer) 26\n");
+  EXPECT_EQ(run({"CMS.MERGE", "a", "2", "a", "b"}), "OK\n");  // into a source
+  EXPECT_EQ(run({"CMS.QUERY", "a", "x", "y", "z"}), "1) (integer) 7\n2) (integer) 3\n3) (integer) 4\n");
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"CMS.MERGE", "nokey", "1", "a"}, "(error) CMS: key does not exist\n"},
+      {{"CMS.MERGE", "c", "1", "nokey"}, "(error) CMS: key does not exist\n"},
+      {{"CMS.MERGE", "c", "2", "a", "nokey"}, "(error) CMS: key does not exist\n"},
+      {{"CMS.MERGE", "c", "2", "a", "narrow"}, "(error) CMS: width/depth is not equal\n"},
+      {{"CMS.MERGE", "c", "1", "t"}, "(error) WRONGTYPE Operation against a key holding the wrong kind of value\n"},
+      {{"CMS.MERGE", "t", "1", "a"}, "(error) WRONGTYPE Operation against a key holding the wrong kind of value\n"},
+      {{"CMS.MERGE", "c", "B", "3", "a"}, "(error) CMS: invalid numkeys\n"},
+      {{"CMS.MERGE", "c", "0", "a"}, "(error) CMS: Number of keys must be positive\n"},
+      {{"CMS.MERGE", "c", "-1", "a", "b"}, "(error) CMS: Number of keys must be positive\n"},
+      {{"CMS.MERGE", "c", "2", "a"}, "(error) CMS: wrong number of keys\n"},
+      {{"CMS.MERGE", "c", "1", "a", "b"}, "(error) CMS: wrong number of keys\n"},
+      {{"CMS.MERGE", "c", "1", "a", "WEIGHTS"}, "(error) CMS: wrong number of keys/weights\n"},
+      {{"CMS.MERGE", "c", "2", "a", "b", "WEIGHTS", "1"}, "(error) CMS: wrong number of keys/weights\n"},
+      {{"CMS.MERGE", "c", "1", "WEIGHTS", "a", "1"}, "(error) CMS: wrong number of keys/weights\n"},
+      {{"CMS.MERGE", "c", "1", "a", "WEIGHTS", "x"}, "(error) CMS: invalid weight value\n"},
+      {{"CMS.MERGE", "c", "1", "a", "WEIGHTS", "1.5"}, "(error) CMS: invalid weight value\n"},
+      {{"CMS.MERGE", "c", "2", "a", "b", "WEIGHTS", "1", "-1"},
+       "(error) CMS: invalid weight value: ebb cannot subtract counts (a weight must be 0 or more)\n"},
+      {{"CMS.MERGE", "c", "1", "a", "WEIGHTS", "2000000000000000"}, "(error) CMS: MERGE overflow\n"},
+      {{"CMS.MERGE", "c", "1"}, "(error) ERR wrong number of arguments for 'cms.merge' command\n"},
+  };
+  for (const auto& [args, error] : cases) EXPECT_EQ(run(args), error) << args[1] << " " << args[2] << " " << args[3];
+  EXPECT_EQ(run({"CMS.QUERY", "c", "x", "y", "z"}), "1) (integer) 11\n2) (integer) 3\n3) (integer) 12\n");  // unchanged
+  EXPECT_EQ(run({"CMS.MERGE", "c", "1", "b", "WEIGHTS", "0"}), "OK\n");
+  EXPECT_EQ(run({"CMS.QUERY", "c", "x", "z"}), "1) (integer) 0\n2) (integer) 0\n");
+}
+
 TEST_F(Resp, ConnectionAndKeyspaceCommands) {
   EXPECT_EQ(run({"PING"}), "PONG\n");
   EXPECT_EQ(run({"PING", "hi"}), "\"hi\"\n");
@@ -188,7 +235,7 @@ TEST_F(Resp, ConnectionAndKeyspaceCommands) {
   EXPECT_EQ(run({"CLIENT", "SETNAME", "me"}), "OK\n");
   EXPECT_EQ(run3({"HELLO", "3"}).substr(0, 92), "1# \"server\" => \"ebb\"\n2# \"version\" => \"0.1.0\"\n3# \"proto\" => (integer) 3\n4# \"id\" => (integer) ");
   EXPECT_NE(run({"INFO"}).find("redis_version:7.0.0"), std::string::npos);
-  EXPECT_EQ(run({"COMMAND", "COUNT"}), "(integer) 26\n");  // 10 connection, 4 keyspace, 7 TOPK, 5 CMS commands
+  EXPECT_EQ(run({"COMMAND", "COUNT"}), "(integer) 27\n");  // 10 connection, 4 keyspace, 7 TOPK, 6 CMS commands
   EXPECT_EQ(run({"COMMAND", "INFO", "topk.list", "nope"}),
             "1)  1) \"topk.list\"\n    2) (integer) -2\n    3) 1) readonly\n    4) (integer) 1\n    5) (integer) 1\n    6) (integer) 1\n"
             "    7) (empty array)\n    8) (empty array)\n    9) (empty array)\n   10) (empty array)\n2) (nil)\n");
@@ -351,6 +398,65 @@ TEST(RespDurability, AcknowledgedAddsAndReserveArgumentsSurviveSigkill) {
   EXPECT_EQ(cli(port, {"TOPK.LIST", "d", "WITHCOUNT"}), "1) \"hot\"\n2) (integer) 1000\n3) \"cold\"\n4) (integer) 500\n");
   const auto info = cli(port, {"TOPK.INFO", "d"});
   EXPECT_EQ(info.substr(0, info.find(" 9)")), " 1) \"k\"\n 2) (integer) 4\n 3) \"width\"\n 4) (integer) 2000\n 5) \"depth\"\n 6) (integer) 7\n 7) \"decay\"\n 8) \"0.925\"\n");
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A merge is logged as the destination's new state: it survives a crash
+// before any checkpoint, and one after a checkpoint that holds a source's
+// later counts (a replay cannot recompute it from the sources).
+TEST(RespDurability, AcknowledgedMergesSurviveSigkill) {
+  const auto dir = testing::make_temp_dir("ebb-resp");
+  {
+    EbbServer server(dir, {"--resp-port", "0", "--checkpoint-interval", "1h"});
+    const auto port = server.resp_port();
+    ASSERT_EQ(cli(port, {"CMS.INITBYDIM", "s", "64", "3"}), "OK\n");
+    ASSERT_EQ(cli(port, {"CMS.INITBYDIM", "d", "64", "3"}), "OK\n");
+    ASSERT_EQ(cli(port, {"CMS.INCRBY", "s", "x", "5"}), "1) (integer) 5\n");
+    ASSERT_EQ(cli(port, {"CMS.MERGE", "d", "1", "s", "WEIGHTS", "3"}), "OK\n");
+    server.stop_hard();
+  }
+  {
+    EbbServer server(dir, {"--resp-port", "0", "--checkpoint-interval", "1h"});
+    const auto port = server.resp_port();
+    EXPECT_EQ(cli(port, {"CMS.QUERY", "d", "x"}), "1) (integer) 15\n");
+    ASSERT_EQ(cli(port, {"CMS.INCRBY", "s", "x", "1"}), "1) (integer) 6\n");
+    ASSERT_EQ(cli(port, {"CMS.MERGE", "d", "2", "d", "s"}), "OK\n");  // 15 + 6
+    ASSERT_EQ(cli(port, {"CMS.INCRBY", "s", "x", "100"}), "1) (integer) 106\n");
+    EXPECT_EQ(server.stop(), 0);  // a checkpoint: s at 106, d at 21
+  }
+  {
+    EbbServer server(dir, {"--resp-port", "0", "--checkpoint-interval", "1h"});
+    const auto port = server.resp_port();
+    ASSERT_EQ(cli(port, {"CMS.MERGE", "d", "2", "d", "s", "WEIGHTS", "1", "2"}), "OK\n");  // 21 + 212
+    server.stop_hard();
+  }
+  EbbServer server(dir, {"--resp-port", "0"});
+  const auto port = server.resp_port();
+  EXPECT_EQ(cli(port, {"CMS.QUERY", "d", "x"}), "1) (integer) 233\n");
+  EXPECT_EQ(cli(port, {"CMS.QUERY", "s", "x"}), "1) (integer) 106\n");
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A data directory with CMS keys (specs with their "redis" arguments) and a
+// state record (type 6), checked in: written by
+//   CMS.INITBYDIM g 64 2; CMS.INCRBY g a 5 b 3; CMS.INITBYDIM h 64 2;
+//   CMS.INCRBY h a 1; SIGTERM (checkpoint: records 1-4); restart;
+//   CMS.MERGE h 2 g h WEIGHTS 2 1; SIGKILL (record 5 in the log only).
+TEST(RespDurability, ADataDirectoryWithAMergedCmsKeyLoads) {
+  const auto dir = testing::make_temp_dir("ebb-golden-v8");
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v8", dir, std::filesystem::copy_options::recursive);
+  EbbServer server(dir, {"--resp-port", "0", "--checkpoint-interval", "1h"});
+  const auto port = server.resp_port();
+  EXPECT_EQ(cli(port, {"CMS.QUERY", "h", "a", "b", "c"}), "1) (integer) 11\n2) (integer) 6\n3) (integer) 0\n");
+  EXPECT_EQ(cli(port, {"CMS.QUERY", "g", "a", "b"}), "1) (integer) 5\n2) (integer) 3\n");
+  EXPECT_EQ(cli(port, {"CMS.INFO", "h"}), " 1) \"width\"\n 2) (integer) 64\n 3) \"depth\"\n 4) (integer) 2\n 5) \"count\"\n 6) (integer) 17\n"
+                                          " 7) \"ebb_sketch_width\"\n 8) (integer) 64\n 9) \"ebb_sketch_depth\"\n10) (integer) 2\n");
+  EXPECT_EQ(cli(port, {"TYPE", "h"}), "CMSk-TYPE\n");
+  HttpClient c(server.port());
+  const auto metrics = c.request("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("\nebb_recovery_records_replayed 1\n"), std::string::npos) << metrics;
   EXPECT_EQ(server.stop(), 0);
   std::filesystem::remove_all(dir);
 }

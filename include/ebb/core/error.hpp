@@ -41,6 +41,13 @@ class BatchError : public InvalidArgument {
   std::string message_;
 };
 
+// A sum of counts (a merge) would pass what the counters hold exactly;
+// nothing was changed. Its own type: RESP answers it with its own text.
+class CountOverflow : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
 // Text from the input (a JSON field name) quoted in an error message: each
 // NUL byte is written as the two characters "\0", since what() ends the
 // message at the first NUL (a field named "\u0000..." left it empty).

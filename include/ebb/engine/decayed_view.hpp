@@ -9,6 +9,7 @@
 // outside the sketch), or Space-Saving beside a sketch that counts every
 // event (config "summary": "space_saving").
 #include <cstdint>
+#include <span>
 #include <variant>
 #include <vector>
 
@@ -52,6 +53,14 @@ class DecayedView final : public View {
   std::size_t memory_bytes() const noexcept override;
   void serialize_state_into(BinaryWriter& w) const override;
   void restore_state(std::string_view blob) override;
+
+  // Makes this view, empty (logic_error otherwise), the weighted sum of
+  // other views' counts (CMS.MERGE; weights finite, >= 0). All-time views
+  // only (no time to reconcile), of this sketch's shape and policy, with
+  // the augmented heap: InvalidArgument otherwise, and nothing changes.
+  // Bounds stay honest (decayed_view_merge.cpp says how); where nothing
+  // collides the sum is exact.
+  void add_weighted(std::span<const DecayedView* const> sources, std::span<const double> weights);
 
   const ForwardDecay& clock() const noexcept { return clock_; }
   std::uint64_t rebases() const noexcept { return rebases_; }

@@ -137,6 +137,20 @@ class Namespace {
   // releasing it for the same bytes.
   std::function<std::string()> freeze_state() const;
 
+  // CMS.MERGE: the state this namespace would have (its configuration; its
+  // batches + 1, so caches see a change) holding the weighted sum of the
+  // sources' counts instead of its own, as restore_state() takes it: the
+  // caller logs it, then restores it. A source may be this namespace.
+  // Every namespace must keep one all-time view only, counted with a sketch
+  // and the augmented heap, of one sketch shape (DecayedView::add_weighted);
+  // weights finite and >= 0; no hot-key detection here (its rates could
+  // not be summed). Throws
+  // InvalidArgument ("sources: ...", "weights: ...") otherwise, and
+  // CountOverflow when the summed weight passes kMaxSummedWeight.
+  std::string summed_state(std::span<const Namespace* const> sources, std::span<const double> weights) const;
+  // Where a double stops counting unit events exactly (2^53).
+  static constexpr double kMaxSummedWeight = 9007199254740992.0;
+
   // "Now": the wall clock, or in event-clock mode the newest event time seen.
   double now() const;
 

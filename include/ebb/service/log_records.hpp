@@ -14,6 +14,10 @@
 //   5 distribution increment: f64 received_at, str distribution, f64 n,
 //             f64 rate (of the distribution if this creates it), u32 fields, fields x str field,
 //             [u8 decay: 1 Poisson (likewise); absent: exact]
+//   6 state:  str name, str state (the namespace's whole new counting state,
+//             Namespace::serialize_state(): CMS.MERGE, whose result depends
+//             on other namespaces' states at the time, which a replay from
+//             per-namespace checkpoints cannot rebuild)
 //   (str = u32 length + bytes)
 #include <cstdint>
 #include <optional>
@@ -27,7 +31,7 @@
 
 namespace ebb::service {
 
-enum class RecordType : std::uint8_t { batch = 1, create = 2, patch = 3, remove = 4, distribution_incr = 5 };
+enum class RecordType : std::uint8_t { batch = 1, create = 2, patch = 3, remove = 4, distribution_incr = 5, state = 6 };
 
 struct BatchGroup {
   std::string_view ns;
@@ -47,8 +51,9 @@ struct BatchRecord {
 
 struct AdminRecord {
   RecordType type = RecordType::create;
-  std::string_view name;         // patch, remove
+  std::string_view name;         // patch, remove, state
   std::string_view config_json;  // create, patch
+  std::string_view state;        // state
 };
 
 // GET /incr: n added to each field of a distribution at received_at.

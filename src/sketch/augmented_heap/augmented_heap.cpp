@@ -99,22 +99,34 @@ void AugmentedHeap::apply(CountMin& sketch, const std::string_view* keys, const 
 }
 
 void AugmentedHeap::offer(CountMin& sketch, std::string_view key, std::uint64_t hash, double weight, double estimate) {
-  auto slot = heap_.find(key, hash);
+  const auto slot = heap_.find(key, hash);
   if (slot != KeyedMinHeap::kNone) {  // came in earlier in this batch
     const auto& e = heap_.at(slot);
     heap_.raise(slot, e.value + weight, e.aux + weight);
     return;
   }
+  place(sketch, key, hash, estimate, weight);
+}
+
+void AugmentedHeap::admit(CountMin& sketch, std::string_view key, std::uint64_t hash, double lower) {
+  if (heap_.find(key, hash) != KeyedMinHeap::kNone) throw std::logic_error("AugmentedHeap::admit: the key is held");
+  noise_ = -1;  // the sketch changed since the last probe
+  const double upper = sketch.estimate(hash);
+  place(sketch, key, hash, upper, std::clamp(lower, 0.0, upper));
+}
+
+void AugmentedHeap::place(CountMin& sketch, std::string_view key, std::uint64_t hash, double estimate, double exact) {
+  std::uint32_t slot = KeyedMinHeap::kNone;
   const bool room = key_bytes_ + heap_bytes_max(key.size()) <= key_budget_;
   if (!heap_.full() && room) {
-    const double before = before_entry(sketch, std::max(0.0, estimate - weight));
-    slot = heap_.insert(key, hash, estimate, weight);
+    const double before = before_entry(sketch, std::max(0.0, estimate - exact));
+    slot = heap_.insert(key, hash, estimate, exact);
     base_.push_back(before);
     key_bytes_ += heap_bytes(heap_.at(slot).key);
   } else if (!heap_.empty() && estimate > heap_.min().value) {
-    const double before = before_entry(sketch, std::max(0.0, estimate - weight));
+    const double before = before_entry(sketch, std::max(0.0, estimate - exact));
     let_go(sketch, heap_.min());
-    slot = heap_.replace_min(key, hash, estimate, weight);
+    slot = heap_.replace_min(key, hash, estimate, exact);
     base_[slot] = before;
     key_bytes_ += heap_bytes(heap_.at(slot).key);
     // A long key may need more than the one it replaced: the minimum

@@ -77,6 +77,15 @@ class AugmentedHeap {
   // bound).
   void apply(CountMin& sketch, const std::string_view* keys, const std::uint64_t* hashes, const double* weights, std::size_t n);
 
+  // A merge's way in (DecayedView::add_weighted): a key not held, whose
+  // whole count is already in `sketch` (its estimate there is the upper
+  // bound) and `lower` of it known exactly, competes for a place as an
+  // event's key would, without counting anything.
+  void admit(CountMin& sketch, std::string_view key, std::uint64_t hash, double lower);
+  // Weight a merge brought that the sketch's total lacks (the sources'
+  // held keys' counts since entry): total = sketch total + absorbed().
+  void absorb(double weight) noexcept { absorbed_ += weight; }
+
   std::optional<CountedItem> find(std::string_view key, std::uint64_t hash) const;
   // A held key's estimate (what top() ranks by), without building its
   // answer; nullopt when the key is not held.
@@ -89,6 +98,10 @@ class AugmentedHeap {
   std::uint64_t evictions() const noexcept { return evictions_; }
   // Every key not held has true count <= this.
   double threshold() const noexcept { return heap_.bound_outside(floor_); }
+  // Keys not held may count up to `extra` more than threshold() says (a
+  // merge added counts this heap was not offered: other summaries' tails),
+  // so the bound on them becomes threshold() + extra.
+  void widen_threshold(double extra) noexcept { floor_ = threshold() + extra; }
   // The k best by estimate (ties by key), and the bound on every other key.
   RankedList top(std::size_t k) const;
 
@@ -107,6 +120,9 @@ class AugmentedHeap {
 
  private:
   void offer(CountMin& sketch, std::string_view key, std::uint64_t hash, double weight, double estimate);
+  // A key not held, of upper bound `estimate` with `exact` of it known
+  // exactly: held if there is room or it beats the minimum, else kept out.
+  void place(CountMin& sketch, std::string_view key, std::uint64_t hash, double estimate, double exact);
   double before_entry(const CountMin& sketch, double upper);
   void let_go(CountMin& sketch, const KeyedMinHeap::Entry& out);
   void evict_min(CountMin& sketch);

@@ -1,0 +1,88 @@
+// Summing all-time views (CMS.MERGE): DecayedView::add_weighted.
+//
+// Why not just add the sketches: with the augmented heap a held key's
+// count since it came in lives in the heap, not in the sketch. So each
+// source's sketch is copied with its held keys' cells raised to their upper
+// bounds (as an eviction would write them back), the copies are summed
+// cell by cell (a sum of sketches that never under-count never
+// under-counts), and the held keys then compete for the sum's heap with
+// the sum of their exact parts as lower bounds. Every bound stays honest;
+// where nothing collides the sum is exact.
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
+#include "ebb/engine/decayed_view.hpp"
+
+namespace ebb::engine {
+
+void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std::span<const double> weights) {
+  if (sources.size() != weights.size()) throw std::logic_error("add_weighted: one weight per source");
+  auto* heap = std::get_if<AugmentedHeap>(&summary_);
+  auto refuse = [](const std::string& why) { throw InvalidArgument("sources: " + why); };
+  if (clock_.decays()) refuse("only all-time views can be summed (a decayed view's counts live on its own time scale)");
+  if (!heap) refuse("a view with a Space-Saving summary cannot be summed");
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const DecayedView& s = *sources[i];
+    if (s.clock_.decays()) refuse("only all-time views can be summed");
+    if (!std::holds_alternative<AugmentedHeap>(s.summary_)) refuse("a view with a Space-Saving summary cannot be summed");
+    if (s.sketch_.shape() != sketch_.shape() || s.sketch_.policy() != sketch_.policy()) {
+      refuse("the sketches differ in shape (" + std::to_string(s.sketch_.shape().width) + " x " + std::to_string(s.sketch_.shape().depth) +
+             " and " + std::to_string(sketch_.shape().width) + " x " + std::to_string(sketch_.shape().depth) + ") or update policy");
+    }
+    if (!(weights[i] >= 0 && weights[i] < INFINITY)) refuse("weights must be finite and not negative");
+  }
+
+  if (total() != 0 || heap->size() != 0) throw std::logic_error("add_weighted: the view must be empty");
+
+  // Read every source before anything here changes (a source may be this view).
+  struct Summed {
+    std::string_view key;  // into the source's list, alive below
+    std::uint64_t hash;
+    double lower;  // the weighted sum of its lower bounds where held
+  };
+  std::vector<std::vector<CountedItem>> held(sources.size());
+  std::vector<Summed> keys;
+  std::unordered_map<std::string_view, std::size_t> index;
+  double outside = 0;   // what bounds a key no source holds, weighted
+  double absorbed = 0;  // the sources' held counts the sketches' totals lack, weighted
+  CountMin sum(sketch_.shape(), sketch_.policy());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (weights[i] == 0) continue;
+    const DecayedView& s = *sources[i];
+    const auto& theirs = std::get<AugmentedHeap>(s.summary_);
+    held[i] = theirs.top(theirs.size()).items;
+    CountMin flat = s.sketch_;
+    for (const auto& item : held[i]) {
+      const std::uint64_t hash = hash_key(item.key);
+      flat.raise_to(hash, item.upper);
+      const auto [it, added] = index.emplace(item.key, keys.size());
+      if (added) keys.push_back({item.key, hash, 0});
+      keys[it->second].lower += weights[i] * item.lower;
+    }
+    if (weights[i] != 1) flat.scale(weights[i]);
+    sum.merge(flat);
+    outside += weights[i] * theirs.threshold();
+    absorbed += weights[i] * theirs.absorbed();
+  }
+
+  // Nothing below can fail: change this view.
+  sketch_ = std::move(sum);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (weights[i] == 0 || !sources[i]->clock_.anchored()) continue;
+    const double first = sources[i]->first_time_;
+    if (!clock_.anchored()) {
+      clock_.anchor(first);
+      first_time_ = first;
+    }
+    first_time_ = std::min(first_time_, first);
+  }
+  for (const auto& k : keys) heap->admit(sketch_, k.key, k.hash, k.lower);
+  heap->absorb(absorbed);
+  heap->widen_threshold(outside);
+}
+
+}  // namespace ebb::engine

@@ -1,0 +1,52 @@
+// Service::merge (CMS.MERGE): a namespace's counts replaced by a weighted
+// sum of namespaces' counts, logged as its new state.
+//
+// Why a state record and not "merge a and b into c": each namespace's
+// checkpoint has its own log position, so a replay may start with a source
+// already past the merge. The record carries the result instead.
+#include <map>
+
+#include "ebb/core/error.hpp"
+#include "ebb/service/log_records.hpp"
+#include "service_state.hpp"
+
+namespace ebb::service {
+
+void Service::merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights) {
+  State& s = *s_;
+  if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (sources.size() != weights.size()) throw std::logic_error("merge: one weight per source");
+  // Every namespace once, in name order: the lock order.
+  std::map<std::string_view, EntryPtr> involved;
+  involved.emplace(destination, s.require(destination, "destination"));
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (!involved.contains(sources[i])) involved.emplace(sources[i], s.require(sources[i], "sources[" + std::to_string(i) + "]"));
+  }
+  std::vector<std::unique_lock<std::shared_mutex>> writing;
+  std::vector<std::shared_lock<std::shared_mutex>> reading;
+  for (auto& [name, entry] : involved) {
+    if (name == destination) writing.emplace_back(entry->mu);
+    else reading.emplace_back(entry->mu);
+    if (entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + entry->name + "' was deleted");
+  }
+  NamespaceEntry& dest = *involved.at(destination);
+  std::vector<const engine::Namespace*> from;
+  for (const auto& name : sources) from.push_back(&involved.at(name)->ns);
+  std::string state;
+  try {
+    state = dest.ns.summed_state(from, weights);
+  } catch (const CountOverflow& e) {
+    throw invalid("sum_overflow", e.what());
+  } catch (const InvalidArgument& e) {
+    throw invalid("not_summable", e.what());
+  }
+  const std::uint64_t lsn = s.append(encode_admin({RecordType::state, destination, {}, state}));
+  dest.ns.restore_state(state);
+  dest.applied_lsn = lsn;
+  dest.changed();
+  writing.clear();
+  reading.clear();
+  s.wait(lsn);
+}
+
+}  // namespace ebb::service
