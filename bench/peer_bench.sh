@@ -7,6 +7,8 @@
 #     connections (bench/http_load ingest), against RedisBloom TOPK.ADD with
 #     100 items a command and CMS.INCRBY with 100 item/increment pairs a
 #     command, through `redis-cli --pipe` (Redis without persistence).
+#     Single-item TOPK.ADD through redis-benchmark -P 32 (4 connections,
+#     events/5 commands, keys uniform over 1M) to both.
 #     Wall events/s and events per server CPU-second (the CPU time of every
 #     thread of the server process over the run: /proc/PID/task/*/schedstat,
 #     checked against utime+stime of /proc/PID/stat), median of 5.
@@ -154,6 +156,20 @@ pipe_resp() {
   p_cpu=$(cpu_used "$c0" "$c1")
 }
 
+# Single-item TOPK.ADD through redis-benchmark -P 32 (4 connections, keys
+# uniform over 1M: redis-benchmark's __rand_int__), $single commands: sets
+# $p_secs and $p_cpu like pipe_resp.
+single=$((events / 5))
+bench_single() {
+  local c0 c1 s e out to=${1:-$rport} pid=${2:-$rserver} key=${3:-hot}
+  c0=$(cpu_snap "$pid"); s=$(ns)
+  out=$(redis-benchmark -p "$to" -c 4 -n "$single" -P 32 -r 1000000 --csv TOPK.ADD "$key" 'item:__rand_int__' 2>&1 | tail -1)
+  e=$(ns); c1=$(cpu_snap "$pid")
+  [[ $out == '"TOPK.ADD'* ]] || { echo "redis-benchmark: $out" >&2; exit 1; }
+  p_secs=$(calc %.6f "($e - $s) / 1e9")
+  p_cpu=$(cpu_used "$c0" "$c1")
+}
+
 need_servers=0
 [[ $sections == *[ab]* ]] && need_servers=1
 if ((need_servers)); then
@@ -176,7 +192,7 @@ if [[ $sections == *a* ]]; then
   "$load" ingest --port "$port" --namespace hot --events "$events" --skew "$skew" --connections 4 >/dev/null 2>&1  # warm-up
   pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
   if ((have_redis)); then for v in topk topkd cms; do pipe_resp "$tmp/$v.resp"; done; fi
-  : >"$tmp/a.ebb"; : >"$tmp/a.ebbresp"; : >"$tmp/a.topk"; : >"$tmp/a.topkd"; : >"$tmp/a.cms"
+  : >"$tmp/a.ebb"; : >"$tmp/a.ebbresp"; : >"$tmp/a.topk"; : >"$tmp/a.topkd"; : >"$tmp/a.cms"; : >"$tmp/a.ebb1"; : >"$tmp/a.topk1"
   for r in $(seq "$runs"); do
     c0=$(cpu_snap "$server")
     out=$("$load" ingest --port "$port" --namespace hot --events "$events" --skew "$skew" --connections 4 2>/dev/null)
@@ -189,6 +205,14 @@ if [[ $sections == *a* ]]; then
     pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
     echo "$p_secs $p_cpu" >>"$tmp/a.ebbresp"
     line+="; ebb RESP $(calc %.2f "$events / $p_secs / 1e6") M/s, $(calc %.2f "$events / $p_cpu / 1e6") M/CPU-s"
+    bench_single "$resp_port" "$server" hotr
+    echo "$p_secs $p_cpu" >>"$tmp/a.ebb1"
+    line+="; ebb RESP x1 -P 32 $(calc %.2f "$single / $p_secs / 1e6") M/s, $(calc %.2f "$single / $p_cpu / 1e6") M/CPU-s"
+    if ((have_redis)); then
+      bench_single
+      echo "$p_secs $p_cpu" >>"$tmp/a.topk1"
+      line+="; topk x1 -P 32 $(calc %.2f "$single / $p_secs / 1e6") M/s, $(calc %.2f "$single / $p_cpu / 1e6") M/CPU-s"
+    fi
     if ((have_redis)); then
       for v in topk topkd cms; do
         pipe_resp "$tmp/$v.resp"
@@ -199,10 +223,10 @@ if [[ $sections == *a* ]]; then
     echo "$line"
   done
   # Medians: wall events/s, events per server CPU-second, server CPU-s a run.
-  a_stats() {  # file -> "wall_M cpu_M cpu_s"
-    local w c s
-    w=$(awk -v n="$events" '{print n / $1 / 1e6}' "$1" | median)
-    c=$(awk -v n="$events" '{print ($2 > 0 ? n / $2 / 1e6 : "inf")}' "$1" | median)
+  a_stats() {  # file [events] -> "wall_M cpu_M cpu_s"
+    local w c s n=${2:-$events}
+    w=$(awk -v n="$n" '{print n / $1 / 1e6}' "$1" | median)
+    c=$(awk -v n="$n" '{print ($2 > 0 ? n / $2 / 1e6 : "inf")}' "$1" | median)
     s=$(awk '{print $2}' "$1" | median)
     echo "$w $c $s"
   }
@@ -212,6 +236,8 @@ if [[ $sections == *a* ]]; then
   row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'ebb serve --fsync off, HTTP JSON 1000/batch, 4 conns' "$ebb_w" "$ebb_c" "$ebb_s")"
   read -r er_w er_c er_s <<<"$(a_stats "$tmp/a.ebbresp")"
   row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'ebb --resp-port TOPK.ADD x100 (hotr), redis-cli --pipe' "$er_w" "$er_c" "$er_s")"
+  read -r e1_w e1_c e1_s <<<"$(a_stats "$tmp/a.ebb1" "$single")"
+  row "$(printf '   %-52s %12.2f %16.2f %14.3f' "ebb --resp-port TOPK.ADD x1, redis-benchmark -P 32 ($single)" "$e1_w" "$e1_c" "$e1_s")"
   if ((have_redis)); then
     declare -A a_w a_c names=([topk]='RedisBloom TOPK.ADD x100 (65536x4), redis-cli --pipe' [topkd]='RedisBloom TOPK.ADD x100 (default 8x7), --pipe' [cms]='RedisBloom CMS.INCRBY x100 (65536x4), --pipe')
     for v in topk topkd cms; do
@@ -224,6 +250,10 @@ if [[ $sections == *a* ]]; then
       "$(calc %.4f "$ebb_w / ${a_w[topk]}")" "$(calc %.4f "$ebb_c / ${a_c[topk]}")")"
     row "$(printf '   ebb RESP / TOPK.ADD:      %.2fx wall, %.2fx per server CPU-second (issue 12 goal: 3x per CPU-second)' \
       "$(calc %.4f "$er_w / ${a_w[topk]}")" "$(calc %.4f "$er_c / ${a_c[topk]}")")"
+    read -r t1_w t1_c t1_s <<<"$(a_stats "$tmp/a.topk1" "$single")"
+    row "$(printf '   %-52s %12.2f %16.2f %14.3f' "RedisBloom TOPK.ADD x1 (65536x4), -P 32 ($single)" "$t1_w" "$t1_c" "$t1_s")"
+    row "$(printf '   ebb RESP x1 / TOPK.ADD x1: %.2fx wall, %.2fx per server CPU-second' \
+      "$(calc %.4f "$e1_w / $t1_w")" "$(calc %.4f "$e1_c / $t1_c")")"
     row "$(printf '   ebb / CMS.INCRBY:         %.2fx wall, %.2fx per server CPU-second' \
       "$(calc %.4f "$ebb_w / ${a_w[cms]}")" "$(calc %.4f "$ebb_c / ${a_c[cms]}")")"
   else

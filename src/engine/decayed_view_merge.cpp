@@ -7,8 +7,13 @@
 // cell by cell (a sum of sketches that never under-count never
 // under-counts), and the held keys then compete for the sum's heap with
 // the sum of their exact parts as lower bounds. Every bound stays honest;
-// where nothing collides the sum is exact.
+// where nothing collides the sum is exact. The bound on keys left out:
+// one some source held was offered to the sum's heap, which raises its
+// floor to the key's summed estimate when it keeps the key out or lets it
+// go; one no source held counts at most the sources' thresholds, weighted
+// and summed.
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -33,12 +38,12 @@ void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std:
       refuse("the sketches differ in shape (" + std::to_string(s.sketch_.shape().width) + " x " + std::to_string(s.sketch_.shape().depth) +
              " and " + std::to_string(sketch_.shape().width) + " x " + std::to_string(sketch_.shape().depth) + ") or update policy");
     }
-    if (!(weights[i] >= 0 && weights[i] < INFINITY)) refuse("weights must be finite and not negative");
+    if (!(weights[i] >= 0 && std::isfinite(weights[i]))) refuse("weights must be finite and not negative");
   }
 
   if (total() != 0 || heap->size() != 0) throw std::logic_error("add_weighted: the view must be empty");
 
-  // Read every source before anything here changes (a source may be this view).
+  // A source may be this view only while it is empty (it adds nothing).
   struct Summed {
     std::string_view key;  // into the source's list, alive below
     std::uint64_t hash;
@@ -49,7 +54,9 @@ void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std:
   std::unordered_map<std::string_view, std::size_t> index;
   double outside = 0;   // what bounds a key no source holds, weighted
   double absorbed = 0;  // the sources' held counts the sketches' totals lack, weighted
-  CountMin sum(sketch_.shape(), sketch_.policy());
+  // Summed straight into this (empty) view's sketch, to hold one sketch
+  // less: every check that can fail is behind, and the view is scratch
+  // (Namespace::summed) should an allocation fail below.
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (weights[i] == 0) continue;
     const DecayedView& s = *sources[i];
@@ -64,13 +71,11 @@ void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std:
       keys[it->second].lower += weights[i] * item.lower;
     }
     if (weights[i] != 1) flat.scale(weights[i]);
-    sum.merge(flat);
+    sketch_.merge(flat);
     outside += weights[i] * theirs.threshold();
     absorbed += weights[i] * theirs.absorbed();
   }
 
-  // Nothing below can fail: change this view.
-  sketch_ = std::move(sum);
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (weights[i] == 0 || !sources[i]->clock_.anchored()) continue;
     const double first = sources[i]->first_time_;
@@ -82,7 +87,7 @@ void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std:
   }
   for (const auto& k : keys) heap->admit(sketch_, k.key, k.hash, k.lower);
   heap->absorb(absorbed);
-  heap->widen_threshold(outside);
+  heap->raise_floor(outside);
 }
 
 }  // namespace ebb::engine

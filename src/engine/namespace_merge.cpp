@@ -1,8 +1,9 @@
-// Namespace::summed_state (CMS.MERGE): a fresh namespace of this
-// configuration takes the weighted sum of the sources' views, and its state
-// is what the caller logs and restores. Built aside, so that a failure
+// Namespace::summed (CMS.MERGE): a fresh namespace of this configuration
+// takes the weighted sum of the sources' views; the caller logs its state
+// and adopt()s it. Built aside, so that a failure (bad_alloc included)
 // changes nothing and a source may be this namespace.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "ebb/core/error.hpp"
@@ -14,13 +15,13 @@ namespace ebb::engine {
 namespace {
 
 // The one all-time view a summable namespace keeps; InvalidArgument naming
-// the namespace otherwise.
-const DecayedView& summable_view(const Namespace& ns) {
+// the namespace (as `role`) otherwise.
+const DecayedView& summable_view(const Namespace& ns, const char* role) {
   const auto& c = ns.config();
   const bool one_all_time = c.counting == Counting::sketch && ns.views().size() == 1 && ns.views().front()->spec().kind == ViewSpec::Kind::all_time;
   const auto* view = one_all_time ? dynamic_cast<const DecayedView*>(ns.views().front().get()) : nullptr;
   if (!view) {
-    throw InvalidArgument("sources: namespace '" + c.name +
+    throw InvalidArgument(std::string(role) + ": namespace '" + c.name +
                           "' cannot be summed: only a namespace with one all-time view (no half-lives, no windows, not exact) can");
   }
   return *view;
@@ -28,20 +29,19 @@ const DecayedView& summable_view(const Namespace& ns) {
 
 }  // namespace
 
-std::string Namespace::summed_state(std::span<const Namespace* const> sources, std::span<const double> weights) const {
-  if (sources.size() != weights.size()) throw std::logic_error("summed_state: one weight per source");
-  (void)summable_view(*this);
+Namespace Namespace::summed(std::span<const Namespace* const> sources, std::span<const double> weights) const {
+  if (sources.size() != weights.size()) throw std::logic_error("summed: one weight per source");
+  (void)summable_view(*this, "destination");
   if (hot_keys_) throw InvalidArgument("destination: namespace '" + config_.name + "' detects hot keys, whose rates a sum cannot carry");
   std::vector<const DecayedView*> views;
   double weight = 0;
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    views.push_back(&summable_view(*sources[i]));
-    if (!(weights[i] >= 0 && weights[i] < INFINITY)) throw InvalidArgument("weights: must be finite and not negative");
+    views.push_back(&summable_view(*sources[i], "sources"));
+    if (!(weights[i] >= 0 && std::isfinite(weights[i]))) throw InvalidArgument("weights: must be finite and not negative");
     weight += weights[i] * sources[i]->stats_.weight;
   }
   if (!(weight <= kMaxSummedWeight)) {
-    throw CountOverflow("weights: the summed count, " + number_text(weight) +
-                          ", would pass 2^53, where counts stop being exact");
+    throw CountOverflow("weights: the summed count, " + number_text(weight) + ", would pass 2^53, where counts stop being exact");
   }
 
   Namespace sum(config_, wall_clock_);
@@ -55,7 +55,15 @@ std::string Namespace::summed_state(std::span<const Namespace* const> sources, s
     sum.stats_.newest_time = sum.seen_event_ ? std::max(sum.stats_.newest_time, s.stats_.newest_time) : s.stats_.newest_time;
     sum.seen_event_ = true;
   }
-  return sum.serialize_state();
+  return sum;
+}
+
+void Namespace::adopt(Namespace&& other) noexcept {
+  views_.swap(other.views_);
+  hot_keys_.swap(other.hot_keys_);
+  stats_ = other.stats_;
+  seen_event_ = other.seen_event_;
+  staged_ = 0;
 }
 
 }  // namespace ebb::engine

@@ -23,6 +23,20 @@ using service::RedisKey;
 constexpr std::string_view kNoKey = "CMS: key does not exist";
 void require_cms(Context& c, const std::string& key) { require_key(c, key, RedisKey::Type::cms, kNoKey); }
 
+// A CMS key's width and depth as created (a namespace made over HTTP: its
+// own), in one lookup; RedisBloom's errors when it is missing or a top-K.
+RedisKey cms_shape(Context& c, const std::string& key) {
+  service::NamespaceInfo info;
+  try {
+    info = c.commands.service().describe(key);
+  } catch (const service::ServiceError& e) {
+    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
+    throw;
+  }
+  if (info.spec.redis && info.spec.redis->type != RedisKey::Type::cms) refuse(std::string(kWrongType));
+  return requested_shape(info.spec);
+}
+
 // A CMS key is a namespace with one all-time view of that sketch (and a
 // small candidate heap: a CMS answers points, not lists).
 Outcome create(Context& c, long long width, long long depth) {
@@ -117,7 +131,7 @@ Outcome query(Context& c) {
 // conservative-update counters cannot be subtracted (docs/resp.md).
 Outcome merge(Context& c) {
   const std::string destination(c.args[1]);
-  require_cms(c, destination);
+  const RedisKey shape = cms_shape(c, destination);
   const auto numkeys = parse_integer(c.args[2]);
   if (!numkeys) refuse("CMS: invalid numkeys");
   if (*numkeys <= 0) refuse("CMS: Number of keys must be positive");
@@ -130,7 +144,6 @@ Outcome merge(Context& c) {
   } else if (at != n || rest.size() != 1 + 2 * n) {
     refuse("CMS: wrong number of keys/weights");
   }
-  const RedisKey shape = requested_shape(c.commands.service().describe(destination).spec);
   std::vector<std::string> sources;
   std::vector<double> weights;
   for (std::size_t i = 0; i < n; ++i) {
@@ -142,8 +155,7 @@ Outcome merge(Context& c) {
       weight = *w;
     }
     sources.emplace_back(rest[i]);
-    require_cms(c, sources.back());
-    const RedisKey theirs = requested_shape(c.commands.service().describe(sources.back()).spec);
+    const RedisKey theirs = cms_shape(c, sources.back());
     if (theirs.width != shape.width || theirs.depth != shape.depth) refuse("CMS: width/depth is not equal");
     weights.push_back(static_cast<double>(weight));
   }

@@ -48,6 +48,7 @@ struct CommandError {
 };
 
 [[noreturn]] inline void refuse(std::string text) { throw CommandError{std::move(text)}; }
+inline constexpr std::string_view kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 struct Context {
   Commands& commands;
@@ -69,7 +70,10 @@ struct CommandSpec {
 std::span<const CommandSpec> connection_commands();
 std::span<const CommandSpec> keyspace_commands();
 std::span<const CommandSpec> topk_commands();
+std::span<const CommandSpec> signal_commands();  // TOPK.HOTKEYS, TOPK.TRENDING: ebb's own
 std::span<const CommandSpec> cms_commands();
+// Every command of the tables above, in that order (COMMAND lists them so).
+std::vector<const CommandSpec*> all_command_specs();
 
 // Helpers shared by the handlers.
 std::string wrong_arity(std::string_view command_name);  // "ERR wrong number of arguments for 'topk.add' command"

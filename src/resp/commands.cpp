@@ -102,7 +102,7 @@ void check_items(std::span<const std::string_view> items) {
 void require_key(Context& c, const std::string& key, service::RedisKey::Type type, std::string_view no_key) {
   try {
     const auto r = c.commands.service().redis_key(key);
-    if (r && r->type != type) refuse("WRONGTYPE Operation against a key holding the wrong kind of value");
+    if (r && r->type != type) refuse(std::string(kWrongType));
   } catch (const service::ServiceError& e) {
     if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
     throw;
@@ -162,6 +162,14 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
   }
 }
 
+std::vector<const CommandSpec*> all_command_specs() {
+  std::vector<const CommandSpec*> out;
+  for (const auto group : {connection_commands(), keyspace_commands(), topk_commands(), signal_commands(), cms_commands()}) {
+    for (const auto& s : group) out.push_back(&s);
+  }
+  return out;
+}
+
 namespace {
 
 using Table = std::unordered_map<std::string, const CommandSpec*>;
@@ -169,9 +177,7 @@ using Table = std::unordered_map<std::string, const CommandSpec*>;
 const Table& table() {
   static const Table t = [] {
     Table out;
-    for (const auto group : {connection_commands(), keyspace_commands(), topk_commands(), cms_commands()}) {
-      for (const auto& spec : group) out.emplace(std::string(spec.name), &spec);
-    }
+    for (const CommandSpec* spec : all_command_specs()) out.emplace(std::string(spec->name), spec);
     return out;
   }();
   return t;

@@ -211,16 +211,8 @@ void write_info(ReplyWriter& r, const CommandSpec& s) {
   r.array(0);  // subcommands
 }
 
-std::vector<const CommandSpec*> all_specs() {
-  std::vector<const CommandSpec*> out;
-  for (const auto group : {connection_commands(), keyspace_commands(), topk_commands(), cms_commands()}) {
-    for (const auto& s : group) out.push_back(&s);
-  }
-  return out;
-}
-
 Outcome command(Context& c) {
-  const auto specs = all_specs();
+  const auto specs = all_command_specs();
   const std::string sub = c.args.size() > 1 ? ascii_lower(c.args[1]) : "";
   if (sub.empty()) {
     c.reply.array(specs.size());

@@ -53,6 +53,7 @@ std::optional<engine::ViewSpec> view_option(Context& c, std::size_t& i) {
 }
 
 // TOPK.RESERVE key k [width depth decay] [HALFLIFE d]... [WINDOW d]...
+//              [HOTKEYS rate [d]]
 Outcome reserve(Context& c) {
   const std::string key(c.args[1]);
   const auto k = parse_integer(c.args[2]);
@@ -61,7 +62,8 @@ Outcome reserve(Context& c) {
   double decay = 0.9;
   std::size_t i = 3;
   const auto is_keyword = [&](std::size_t at) {
-    return at < c.args.size() && (equals_ignoring_case(c.args[at], "HALFLIFE") || equals_ignoring_case(c.args[at], "WINDOW"));
+    return at < c.args.size() && (equals_ignoring_case(c.args[at], "HALFLIFE") || equals_ignoring_case(c.args[at], "WINDOW") ||
+                                  equals_ignoring_case(c.args[at], "HOTKEYS"));
   };
   if (i < c.args.size() && !is_keyword(i)) {
     if (i + 3 > c.args.size() || is_keyword(i + 1) || is_keyword(i + 2)) refuse(wrong_arity(c.args[0]));
@@ -76,8 +78,20 @@ Outcome reserve(Context& c) {
     i = 6;
   }
   std::vector<std::string> half_lives, windows;
+  std::optional<double> hot_key_threshold;
+  std::optional<std::string> hot_key_half_life;
   for (; i < c.args.size(); ++i) {
     if (!is_keyword(i)) refuse(wrong_arity(c.args[0]));
+    if (equals_ignoring_case(c.args[i], "HOTKEYS")) {
+      // HOTKEYS rate [d]: the detector's threshold (events/s) and, unless
+      // a keyword follows, its half-life.
+      const auto rate = i + 1 < c.args.size() ? parse_double(c.args[i + 1]) : std::nullopt;
+      if (!rate || !(*rate > 0 && *rate < INFINITY)) refuse("ERR hotkeys: needs a rate in events/s, a number > 0");
+      hot_key_threshold = *rate;
+      ++i;
+      if (i + 1 < c.args.size() && !is_keyword(i + 1)) hot_key_half_life = std::string(c.args[++i]);
+      continue;
+    }
     const bool half_life = equals_ignoring_case(c.args[i], "HALFLIFE");
     if (i + 1 >= c.args.size()) refuse("ERR syntax error: " + std::string(c.args[i]) + " needs a duration such as 5m");
     (half_life ? half_lives : windows).emplace_back(c.args[++i]);
@@ -101,6 +115,8 @@ Outcome reserve(Context& c) {
     for (const auto& x : windows) w.value(x);
     w.end_array();
   }
+  if (hot_key_threshold) w.key("hot_key_threshold").value(*hot_key_threshold);
+  if (hot_key_half_life) w.key("hot_key_half_life").value(*hot_key_half_life);
   if (windows.empty() || !half_lives.empty()) {
     const std::uint64_t asked = static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(depth) * 8;
     w.key("memory").value(std::min(kMaxMemory, std::max({kMinMemory, static_cast<std::uint64_t>(*k) * kMemoryPerK, asked})));

@@ -11,10 +11,6 @@
 namespace ebb::server {
 namespace {
 
-// GET /trending's default support: an item needs this many events (its
-// short half-life's decayed count, lower bound) to be listed.
-constexpr double kDefaultTrendingMinCount = 5;
-
 // Points in one GET /history answer, at most (the answer says "truncated").
 constexpr std::size_t kMaxHistoryPoints = 10000;
 
@@ -54,7 +50,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/trending", "/trending", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));
-    const double min_count = non_negative_from(req.param("min_count"), "min_count", "a number >= 0").value_or(kDefaultTrendingMinCount);
+    const double min_count = non_negative_from(req.param("min_count"), "min_count", "a number >= 0").value_or(engine::kDefaultTrendingMinCount);
     const auto answer = ctx.service.trending(name, duration_from(req.param("short"), "short"), duration_from(req.param("long"), "long"), k,
                                               min_count);
     io::JsonWriter w;

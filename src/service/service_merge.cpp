@@ -5,9 +5,11 @@
 // checkpoint has its own log position, so a replay may start with a source
 // already past the merge. The record carries the result instead.
 #include <map>
+#include <optional>
 
 #include "ebb/core/error.hpp"
 #include "ebb/service/log_records.hpp"
+#include "ebb/storage/segment_format.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
@@ -32,16 +34,23 @@ void Service::merge(const std::string& destination, std::span<const std::string>
   NamespaceEntry& dest = *involved.at(destination);
   std::vector<const engine::Namespace*> from;
   for (const auto& name : sources) from.push_back(&involved.at(name)->ns);
-  std::string state;
+  // Built aside (what can fail, fails here and changes nothing), logged,
+  // then adopted: the log never holds a merge the namespace did not take.
+  std::optional<engine::Namespace> sum;
   try {
-    state = dest.ns.summed_state(from, weights);
+    sum.emplace(dest.ns.summed(from, weights));
   } catch (const CountOverflow& e) {
     throw invalid("sum_overflow", e.what());
   } catch (const InvalidArgument& e) {
     throw invalid("not_summable", e.what());
   }
-  const std::uint64_t lsn = s.append(encode_admin({RecordType::state, destination, {}, state}));
-  dest.ns.restore_state(state);
+  const std::string payload = encode_admin({RecordType::state, destination, {}, sum->serialize_state()});
+  if (payload.size() > storage::kMaxRecordBytes) {
+    throw invalid("state_too_large", "destination: its state, " + std::to_string(payload.size()) +
+                                         " bytes, is more than one log record holds (1 GiB): a merge logs the whole sketch");
+  }
+  const std::uint64_t lsn = s.append(payload);
+  dest.ns.adopt(std::move(*sum));
   dest.applied_lsn = lsn;
   dest.changed();
   writing.clear();

@@ -90,7 +90,7 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       auto& e = *it->second;
       try {
         e.ns.restore_state(r.state);
-      } catch (const std::exception& err) {
+      } catch (const FormatError& err) {
         // Written from this namespace's own configuration, which cannot
         // change shape since: a state that no longer fits is damage.
         ++errors;

@@ -175,7 +175,8 @@ struct Service::State {
   // Takes `need` bytes of the --max-memory budget, or throws ServiceError
   // insufficient_storage; give them back with `reserved -= need`.
   void reserve(std::uint64_t need);
-  // Appends an admin record and waits until it is durable (ServiceError).
+  // Appends a record without waiting for the disk (ServiceError
+  // unavailable): callers release their locks, then wait(lsn).
   std::uint64_t append(std::string_view payload);
   void wait(std::uint64_t lsn);
 };

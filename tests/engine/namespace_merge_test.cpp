@@ -25,37 +25,47 @@ NamespaceConfig all_time_config(std::uint32_t width = 1024, std::uint32_t candid
 
 void add(Namespace& ns, const std::vector<Event>& events) { ns.apply(events); }
 
-// The summed state, restored into the destination (what the service does
-// after logging it).
+// The sum, adopted by the destination (what the service does after logging
+// its state).
 void merge_into(Namespace& dest, const std::vector<const Namespace*>& sources, const std::vector<double>& weights) {
-  dest.restore_state(dest.summed_state(sources, weights));
+  dest.adopt(dest.summed(sources, weights));
 }
 
 TEST(NamespaceMerge, SumsCountsExactlyWhereNothingCollides) {
   Namespace a(all_time_config()), b(all_time_config()), c(all_time_config());
   add(a, {{"x", 1000, 5}, {"y", 1000, 3}});
+  add(a, {{"x", 1001, 3}});  // x is held now: counted in the heap, not the sketch
   add(b, {{"x", 1010, 2}, {"z", 1020, 4}});
   add(c, {{"old", 1000, 9}});
+  const std::uint64_t id = c.instance_id();
   merge_into(c, {&a, &b}, {1, 2});
-  // Held keys keep exact bounds: x = 5 + 2 x 2.
+  EXPECT_EQ(c.instance_id(), id);
+  // Held keys keep exact bounds: x = 5 + 3 + 2 x 2.
   const auto top = c.top();
   ASSERT_EQ(top.items.size(), 3u);
   EXPECT_EQ(top.items[0].key, "x");
-  EXPECT_EQ(top.items[0].lower, 9);
-  EXPECT_EQ(top.items[0].upper, 9);
+  EXPECT_EQ(top.items[0].lower, 12);
+  EXPECT_EQ(top.items[0].upper, 12);
   EXPECT_EQ(top.items[1].key, "z");
   EXPECT_EQ(top.items[1].upper, 8);
   EXPECT_EQ(top.items[2].key, "y");
   EXPECT_EQ(top.items[2].upper, 3);
-  EXPECT_EQ(top.total, 20);
+  EXPECT_EQ(top.total, 23);
   EXPECT_EQ(c.count("old").item.upper, 0);  // the destination's own counts are replaced
   const auto stats = c.stats();
-  EXPECT_EQ(stats.weight, 20);
-  EXPECT_EQ(stats.events, 4u);
+  EXPECT_EQ(stats.weight, 23);
+  EXPECT_EQ(stats.events, 5u);
   EXPECT_EQ(stats.batches, 2u);  // its own batch, then the merge
   EXPECT_EQ(stats.newest_time, 1020);
   EXPECT_EQ(c.now(), 1020);
   EXPECT_EQ(top.window_start, 1000);
+  // Its state is what a replay restores: the same answers.
+  Namespace replayed(all_time_config());
+  replayed.restore_state(c.serialize_state());
+  EXPECT_EQ(replayed.top().items, top.items);
+  // It counts on from there.
+  add(c, {{"z", 1030, 1}});
+  EXPECT_EQ(c.count("z").item.upper, 9);
 }
 
 TEST(NamespaceMerge, ASourceMayBeTheDestinationAndWeightZeroEmpties) {
@@ -72,63 +82,81 @@ TEST(NamespaceMerge, ASourceMayBeTheDestinationAndWeightZeroEmpties) {
 }
 
 // Random weighted streams into three small namespaces (collisions in the
-// sketch, evictions from 16 candidates), summed with random weights: every
+// sketch, evictions from 16 candidates; plain update on odd seeds), summed
+// into one of them with random weights, one source named twice: every
 // item's bounds hold the true weighted sum, every item left out of the list
-// is below its unlisted bound, the total is the weighted total.
+// is under its unlisted bound, the total is the weighted total; and so
+// after more events counted into the sum.
+void expect_bounds_hold(const Namespace& ns, const std::map<std::string, double>& truth, double total, const std::string& where) {
+  const auto top = ns.top(std::nullopt, 16);
+  EXPECT_NEAR(ns.stats().weight, total, 1e-9 * total) << where;
+  EXPECT_GE(top.total, total * (1 - 1e-12)) << where;
+  std::map<std::string, const CountedItem*> listed;
+  for (const auto& item : top.items) listed[item.key] = &item;
+  for (const auto& [key, n] : truth) {
+    const auto point = ns.count(key);
+    EXPECT_GE(point.item.upper, n * (1 - 1e-12)) << where << " " << key;
+    EXPECT_LE(point.item.lower, n * (1 + 1e-12)) << where << " " << key;
+    if (auto it = listed.find(key); it != listed.end()) {
+      EXPECT_GE(it->second->upper, n * (1 - 1e-12)) << where << " " << key;
+      EXPECT_LE(it->second->lower, n * (1 + 1e-12)) << where << " " << key;
+    } else {
+      EXPECT_LE(n, top.unlisted_upper * (1 + 1e-12)) << where << " " << key;
+    }
+  }
+}
+
 TEST(NamespaceMerge, BoundsHoldTheWeightedSumOnRandomStreams) {
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     std::mt19937_64 rng(seed);
+    auto config = all_time_config(64, 16);
+    if (seed % 2 == 1) config.update = UpdatePolicy::plain;
     std::vector<std::unique_ptr<Namespace>> sources;
-    std::vector<testing::ExactModel> models(3);
-    for (int s = 0; s < 3; ++s) {
-      sources.push_back(std::make_unique<Namespace>(all_time_config(64, 16)));
+    std::vector<std::map<std::string, double>> counts(3);
+    std::vector<double> totals(3);
+    auto feed = [&](Namespace& ns, std::map<std::string, double>& count, double& total, std::uint64_t stream_seed, std::size_t events) {
       testing::StreamSpec spec;
-      spec.events = 3000;
+      spec.events = events;
       spec.universe = 400;
       spec.jitter = 5;
-      spec.integer_weights = seed % 2 == 0;
-      const auto stream = testing::random_stream(spec, seed * 10 + static_cast<std::uint64_t>(s));
+      spec.integer_weights = seed % 4 < 2;
+      const auto stream = testing::random_stream(spec, stream_seed);
       for (std::size_t begin = 0; begin < stream.size(); begin += 100) {
         std::vector<Event> batch;
         for (std::size_t i = begin; i < std::min(stream.size(), begin + 100); ++i) {
           batch.push_back({stream[i].key, stream[i].time, stream[i].weight});
-          models[s].add(stream[i].key, stream[i].time, stream[i].weight);
+          count[stream[i].key] += stream[i].weight;
+          total += stream[i].weight;
         }
-        sources[s]->apply(batch);
+        ns.apply(batch);
       }
+    };
+    for (int s = 0; s < 3; ++s) {
+      sources.push_back(std::make_unique<Namespace>(config));
+      feed(*sources.back(), counts[s], totals[s], seed * 10 + static_cast<std::uint64_t>(s), 3000);
     }
     std::uniform_int_distribution<int> weight(0, 3);
-    const std::vector<double> weights = {double(weight(rng)), double(weight(rng)) + 1, double(weight(rng))};
+    // Sources 0, 1, 2 and 0 again; the sum goes into source 1.
+    const std::vector<int> picks = {0, 1, 2, 0};
+    std::vector<double> weights;
     std::map<std::string, double> truth;
     double total = 0;
-    for (int s = 0; s < 3; ++s) {
-      for (const auto& [key, n] : models[s].counts(0, 0)) truth[key] += weights[s] * n;
-      total += weights[s] * models[s].total(0, 0);
+    for (const int s : picks) {
+      weights.push_back(double(weight(rng)));
+      for (const auto& [key, n] : counts[s]) truth[key] += weights.back() * n;
+      total += weights.back() * totals[s];
     }
-    Namespace dest(all_time_config(64, 16));
-    merge_into(dest, {sources[0].get(), sources[1].get(), sources[2].get()}, weights);
-    const auto top = dest.top(std::nullopt, 16);
-    EXPECT_NEAR(dest.stats().weight, total, 1e-9 * total) << seed;
-    EXPECT_GE(top.total, total * (1 - 1e-12)) << seed;
-    std::map<std::string, const CountedItem*> listed;
-    for (const auto& item : top.items) listed[item.key] = &item;
-    for (const auto& [key, n] : truth) {
-      const auto point = dest.count(key);
-      EXPECT_GE(point.item.upper, n * (1 - 1e-12)) << seed << " " << key;
-      EXPECT_LE(point.item.lower, n * (1 + 1e-12)) << seed << " " << key;
-      if (auto it = listed.find(key); it != listed.end()) {
-        EXPECT_GE(it->second->upper, n * (1 - 1e-12)) << seed << " " << key;
-        EXPECT_LE(it->second->lower, n * (1 + 1e-12)) << seed << " " << key;
-      } else {
-        EXPECT_LE(n, top.unlisted_upper * (1 + 1e-12)) << seed << " " << key;
-      }
-    }
+    Namespace& dest = *sources[1];
+    merge_into(dest, {sources[0].get(), sources[1].get(), sources[2].get(), sources[0].get()}, weights);
+    expect_bounds_hold(dest, truth, total, "seed " + std::to_string(seed) + " merged");
+    feed(dest, truth, total, seed * 10 + 7, 400);
+    expect_bounds_hold(dest, truth, total, "seed " + std::to_string(seed) + " counted on");
   }
 }
 
 // t is held by neither source (kept out below each one's minimum of 10),
 // yet counts 18 in the sum, more than any held key's count: the unlisted
-// bound must cover it (each source's threshold, summed, on top).
+// bound must cover it (the sources' thresholds, summed).
 TEST(NamespaceMerge, AKeyNoSourceHeldStaysUnderTheUnlistedBound) {
   Namespace a(all_time_config(1024, 2)), b(all_time_config(1024, 2)), sum(all_time_config(1024, 2));
   add(a, {{"a", 1000, 10}, {"b", 1000, 10}, {"t", 1000, 9}});
@@ -139,7 +167,7 @@ TEST(NamespaceMerge, AKeyNoSourceHeldStaysUnderTheUnlistedBound) {
   ASSERT_EQ(top.items.size(), 2u);
   EXPECT_EQ(top.items[0].key, "a");
   EXPECT_EQ(top.items[1].key, "b");
-  EXPECT_EQ(top.unlisted_upper, 30);  // 10 (c and d, kept out) + 10 + 10
+  EXPECT_EQ(top.unlisted_upper, 20);  // the sources' thresholds, 10 + 10: c and d, kept out at 10, are under it
   EXPECT_EQ(sum.count("t").item.upper, 18);
   EXPECT_EQ(sum.count("c").item.upper, 10);
 }
@@ -153,10 +181,9 @@ TEST(NamespaceMerge, RefusalsNameTheProblemAndChangeNothing) {
   auto hot_config = all_time_config();
   hot_config.hot_key_threshold = 10;
   Namespace hot(hot_config);
-  const std::string before = a.serialize_state();
   auto message = [&](const std::vector<const Namespace*>& sources, const std::vector<double>& weights) -> std::string {
     try {
-      (void)a.summed_state(sources, weights);
+      (void)a.summed(sources, weights);
     } catch (const CountOverflow& e) {
       return std::string("overflow: ") + e.what();
     } catch (const InvalidArgument& e) {
@@ -172,12 +199,18 @@ TEST(NamespaceMerge, RefusalsNameTheProblemAndChangeNothing) {
   EXPECT_EQ(message({&a}, {1e15}), "");
   try {
     const std::vector<const Namespace*> sources = {&a};
-    (void)hot.summed_state(sources, std::vector<double>{1});
+    (void)hot.summed(sources, std::vector<double>{1});
     ADD_FAILURE() << "a destination with hot-key detection was summed into";
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "destination: namespace 'm' detects hot keys, whose rates a sum cannot carry");
   }
-  EXPECT_EQ(a.serialize_state(), before);
+  try {
+    const std::vector<const Namespace*> sources = {&a};
+    (void)decayed.summed(sources, std::vector<double>{1});
+    ADD_FAILURE() << "a decayed destination was summed into";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()).substr(0, 39), "destination: namespace 'm' cannot be su");
+  }
 }
 
 }  // namespace

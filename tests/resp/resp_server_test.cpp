@@ -6,6 +6,7 @@
 // view (tests/resp/redis_py_check.py).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -235,7 +236,7 @@ TEST_F(Resp, ConnectionAndKeyspaceCommands) {
   EXPECT_EQ(run({"CLIENT", "SETNAME", "me"}), "OK\n");
   EXPECT_EQ(run3({"HELLO", "3"}).substr(0, 92), "1# \"server\" => \"ebb\"\n2# \"version\" => \"0.1.0\"\n3# \"proto\" => (integer) 3\n4# \"id\" => (integer) ");
   EXPECT_NE(run({"INFO"}).find("redis_version:7.0.0"), std::string::npos);
-  EXPECT_EQ(run({"COMMAND", "COUNT"}), "(integer) 27\n");  // 10 connection, 4 keyspace, 7 TOPK, 6 CMS commands
+  EXPECT_EQ(run({"COMMAND", "COUNT"}), "(integer) 29\n");  // 10 connection, 4 keyspace, 9 TOPK, 6 CMS commands
   EXPECT_EQ(run({"COMMAND", "INFO", "topk.list", "nope"}),
             "1)  1) \"topk.list\"\n    2) (integer) -2\n    3) 1) readonly\n    4) (integer) 1\n    5) (integer) 1\n    6) (integer) 1\n"
             "    7) (empty array)\n    8) (empty array)\n    9) (empty array)\n   10) (empty array)\n2) (nil)\n");
@@ -283,6 +284,61 @@ TEST_F(Resp, TimeDecayAndWindowsQuitAndReset) {
   EXPECT_EQ(c.read_until_close(), "*1\r\n_\r\n+RESET\r\n*1\r\n$-1\r\n+OK\r\n");
   EXPECT_TRUE(c.eof());
   EXPECT_EQ(run({"TOPK.COUNT", "d", "never"}), "1) (integer) 0\n");
+}
+
+// ebb's own answers: hot keys over a threshold set by RESERVE ... HOTKEYS,
+// and trending items, the same as GET /hot-keys and GET /trending give.
+TEST_F(Resp, HotKeysAndTrendingAnswerAsTheHttpApiDoes) {
+  ASSERT_EQ(run({"TOPK.RESERVE", "h", "5", "HOTKEYS", "1", "10s", "HALFLIFE", "1m"}), "OK\n");
+  ASSERT_EQ(run({"TOPK.INCRBY", "h", "hot", "1000", "cold", "1"}), "1) (nil)\n2) (nil)\n");
+  HttpClient http(server_->port());
+  const auto config = http.request("GET", "/namespaces/h").body;
+  EXPECT_NE(config.find(R"("hot_key_threshold":1,"hot_key_half_life":"10s")"), std::string::npos) << config;
+  EXPECT_NE(config.find(R"("half_lives":["1m"])"), std::string::npos) << config;
+  // hot: 1000 events a moment ago, a rate of at most 1000 ln 2 / 10 s = 69.3/s; cold is under 1/s.
+  const auto hot = run3({"TOPK.HOTKEYS", "h"});
+  const std::string head = "1) 1) \"hot\"\n   2) (double) ";
+  ASSERT_EQ(hot.substr(0, head.size()), head) << hot;
+  const double rate = std::stod(hot.substr(head.size()));
+  EXPECT_GT(rate, 1);
+  EXPECT_LE(rate, 1000 * std::log(2.0) / 10);
+  EXPECT_EQ(hot.find("cold"), std::string::npos) << hot;
+  EXPECT_EQ(hot.find("2) 1)"), std::string::npos) << hot;
+
+  // Trending on a namespace of two half-lives with the event clock (made
+  // over HTTP): the scores GET /trending gives, to the last bit.
+  ASSERT_EQ(http.request("POST", "/namespaces", R"({"name":"tags","clock":"event","half_lives":["5m","1h"]})").status, 201);
+  std::string body = R"({"namespace":"tags","events":[)";
+  for (int i = 0; i < 3600; ++i) body += std::string(i ? "," : "") + R"({"item_id":"steady","timestamp":)" + std::to_string(1700000000 + i) + "}";
+  for (int i = 0; i < 60; ++i) body += R"(,{"item_id":"new","timestamp":)" + std::to_string(1700003540 + i) + "}";
+  ASSERT_EQ(http.request("POST", "/events", body + "]}").status, 204);
+  const auto json = http.request("GET", "/trending?namespace=tags&k=5&min_count=2").body;
+  const std::string new_score = R"("item_id":"new","rank":1,"score":)";
+  const auto score_at = json.find(new_score);
+  ASSERT_NE(score_at, std::string::npos) << json;
+  const double score = std::stod(json.substr(score_at + new_score.size()));
+  const auto trending = run({"TOPK.TRENDING", "tags", "K", "5", "MINCOUNT", "2"});
+  ASSERT_EQ(trending.substr(0, 18), "1) 1) \"new\"\n   2) ") << trending;
+  EXPECT_EQ(std::stod(trending.substr(trending.find("2) \"") + 4)), score) << trending;
+  EXPECT_EQ(run({"TOPK.TRENDING", "tags", "SHORT", "5m", "LONG", "1h", "K", "1"}).substr(0, 18), "1) 1) \"new\"\n   2) ");
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"TOPK.HOTKEYS", "nokey"}, "(error) TopK: key does not exist\n"},
+      {{"TOPK.HOTKEYS", "tags"},
+       "(error) ERR hot keys: key 'tags' has no hot-key threshold (TOPK.RESERVE key k HOTKEYS rate, or PATCH /namespaces/{name})\n"},
+      {{"TOPK.TRENDING", "nokey"}, "(error) TopK: key does not exist\n"},
+      {{"TOPK.TRENDING", "h"},
+       "(error) ERR short: trending compares two half-lives; namespace 'h' keeps 1 (add half_lives to a namespace, e.g. [\"5m\", \"1h\"])\n"},
+      {{"TOPK.TRENDING", "tags", "K", "0"}, "(error) ERR k: must be a positive integer\n"},
+      {{"TOPK.TRENDING", "tags", "K"}, "(error) ERR syntax error: K needs a value\n"},
+      {{"TOPK.TRENDING", "tags", "SOON", "1"}, "(error) ERR syntax error: 'SOON' is not K, SHORT, LONG or MINCOUNT\n"},
+      {{"TOPK.TRENDING", "tags", "SHORT", "soon"}, "(error) ERR short: bad duration 'soon'\n"},
+      {{"TOPK.TRENDING", "tags", "MINCOUNT", "-1"}, "(error) ERR mincount: must be a number >= 0\n"},
+      {{"TOPK.RESERVE", "x", "5", "HOTKEYS"}, "(error) ERR hotkeys: needs a rate in events/s, a number > 0\n"},
+      {{"TOPK.RESERVE", "x", "5", "HOTKEYS", "0"}, "(error) ERR hotkeys: needs a rate in events/s, a number > 0\n"},
+  };
+  for (const auto& [args, error] : cases) EXPECT_EQ(run(args), error) << args[0] << " " << args[1];
+  EXPECT_EQ(run({"EXISTS", "x"}), "(integer) 0\n");
 }
 
 TEST_F(Resp, PipelinesInlineCommandsAndFramingErrors) {
@@ -403,8 +459,8 @@ TEST(RespDurability, AcknowledgedAddsAndReserveArgumentsSurviveSigkill) {
 }
 
 // A merge is logged as the destination's new state: it survives a crash
-// before any checkpoint, and one after a checkpoint that holds a source's
-// later counts (a replay cannot recompute it from the sources).
+// before any checkpoint, and one after a checkpoint, with the counts
+// before and after it in order.
 TEST(RespDurability, AcknowledgedMergesSurviveSigkill) {
   const auto dir = testing::make_temp_dir("ebb-resp");
   {

@@ -137,17 +137,21 @@ class Namespace {
   // releasing it for the same bytes.
   std::function<std::string()> freeze_state() const;
 
-  // CMS.MERGE: the state this namespace would have (its configuration; its
-  // batches + 1, so caches see a change) holding the weighted sum of the
-  // sources' counts instead of its own, as restore_state() takes it: the
-  // caller logs it, then restores it. A source may be this namespace.
-  // Every namespace must keep one all-time view only, counted with a sketch
-  // and the augmented heap, of one sketch shape (DecayedView::add_weighted);
-  // weights finite and >= 0; no hot-key detection here (its rates could
-  // not be summed). Throws
-  // InvalidArgument ("sources: ...", "weights: ...") otherwise, and
-  // CountOverflow when the summed weight passes kMaxSummedWeight.
-  std::string summed_state(std::span<const Namespace* const> sources, std::span<const double> weights) const;
+  // CMS.MERGE: a namespace of this configuration (its batch count this
+  // one's + 1, so caches see a change) holding the weighted sum of the
+  // sources' counts instead of this one's, built aside: the caller logs its
+  // state, then adopt()s it. A source may be this namespace. Every
+  // namespace must keep one all-time view only, counted with a sketch and
+  // the augmented heap, of one sketch shape (DecayedView::add_weighted);
+  // weights finite and >= 0; no hot-key detection here (its rates could not
+  // be summed). Throws InvalidArgument ("destination: ...", "sources:
+  // ...", "weights: ...") otherwise, and CountOverflow when the summed
+  // weight passes kMaxSummedWeight; nothing changes then.
+  Namespace summed(std::span<const Namespace* const> sources, std::span<const double> weights) const;
+  // Takes over `other`'s counting state (views, detector, stats), keeping
+  // this object's identity, configuration and clock. `other` must have
+  // been built from this configuration (summed() builds one). Cannot fail.
+  void adopt(Namespace&& other) noexcept;
   // Where a double stops counting unit events exactly (2^53).
   static constexpr double kMaxSummedWeight = 9007199254740992.0;
 

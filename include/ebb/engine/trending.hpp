@@ -32,6 +32,10 @@
 
 namespace ebb::engine {
 
+// The support an item needs by default to be listed: this many events
+// (its short half-life's decayed count, lower bound). Front ends share it.
+inline constexpr double kDefaultTrendingMinCount = 5;
+
 struct TrendingItem {
   std::string key;
   double score = 0;

@@ -161,12 +161,13 @@ class Service {
   NamespaceSpec patch(const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
   void remove(const std::string& name);
   // CMS.MERGE: replaces what `destination` counted by the weighted sum of
-  // the sources' counts (engine Namespace::summed_state: one all-time view
-  // each, one sketch shape; a source may be the destination, or come
-  // twice), logged as the destination's new state under every namespace's
+  // the sources' counts (engine Namespace::summed: one all-time view each,
+  // one sketch shape; a source may be the destination, or come twice),
+  // logged as the destination's whole new state under every namespace's
   // lock; returns once the record is durable. ServiceError not_found
   // (names the namespace), invalid "not_summable" (what cannot be summed,
-  // named), invalid "sum_overflow" (the summed weight passes 2^53).
+  // named), "sum_overflow" (the summed weight passes 2^53),
+  // "state_too_large" (the state is more than a log record holds).
   void merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights);
   NamespaceInfo describe(const std::string& name) const;
   // What RESP needs of a namespace on every command, without copying its

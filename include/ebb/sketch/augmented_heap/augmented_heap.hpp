@@ -34,6 +34,7 @@
 // of keys never counted, probed at fixed hashes), within [0, e - w]. Ranks
 // follow the estimate; hot-key detection and anything else that must never
 // under-count uses the upper bound.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -98,10 +99,9 @@ class AugmentedHeap {
   std::uint64_t evictions() const noexcept { return evictions_; }
   // Every key not held has true count <= this.
   double threshold() const noexcept { return heap_.bound_outside(floor_); }
-  // Keys not held may count up to `extra` more than threshold() says (a
-  // merge added counts this heap was not offered: other summaries' tails),
-  // so the bound on them becomes threshold() + extra.
-  void widen_threshold(double extra) noexcept { floor_ = threshold() + extra; }
+  // Known from outside (a merge: the keys no merged summary held): every
+  // key not held counts at most `bound`, or what threshold() says already.
+  void raise_floor(double bound) noexcept { floor_ = std::max(floor_, bound); }
   // The k best by estimate (ties by key), and the bound on every other key.
   RankedList top(std::size_t k) const;
 
