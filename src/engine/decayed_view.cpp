@@ -192,6 +192,11 @@ View::HeldScore DecayedView::held_score(std::string_view item, std::uint64_t has
   return {};
 }
 
+std::optional<double> DecayedView::evicted_bound() const noexcept {
+  if (const auto* h = std::get_if<AugmentedHeap>(&summary_)) return h->floor();
+  return std::nullopt;
+}
+
 std::uint64_t DecayedView::evictions() const noexcept {
   if (const auto* h = std::get_if<AugmentedHeap>(&summary_)) return h->evictions();
   return 0;

@@ -33,6 +33,9 @@ Namespace Namespace::summed(std::span<const Namespace* const> sources, std::span
   if (sources.size() != weights.size()) throw std::logic_error("summed: one weight per source");
   (void)summable_view(*this, "destination");
   if (hot_keys_) throw InvalidArgument("destination: namespace '" + config_.name + "' detects hot keys, whose rates a sum cannot carry");
+  if (!config_.exclude.empty()) {
+    throw InvalidArgument("destination: namespace '" + config_.name + "' excludes items, which the sources' sketches may hold: a sum cannot leave them out");
+  }
   std::vector<const DecayedView*> views;
   double weight = 0;
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -40,8 +43,9 @@ Namespace Namespace::summed(std::span<const Namespace* const> sources, std::span
     if (!(weights[i] >= 0 && std::isfinite(weights[i]))) throw InvalidArgument("weights: must be finite and not negative");
     weight += weights[i] * sources[i]->stats_.weight;
   }
-  if (!(weight <= kMaxSummedWeight)) {
-    throw CountOverflow("weights: the summed count, " + number_text(weight) + ", would pass 2^53, where counts stop being exact");
+  // Below 2^53, strictly: a product or sum past it can round down to it.
+  if (!(weight < kMaxSummedWeight)) {
+    throw CountOverflow("weights: the summed count, " + number_text(weight) + ", would reach 2^53, where counts stop being exact");
   }
 
   Namespace sum(config_, wall_clock_);

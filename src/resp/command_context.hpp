@@ -3,6 +3,7 @@
 // the connection, its arguments and the reply writer. A handler refuses a
 // command by throwing CommandError with the error reply's text; it checks
 // every argument before it changes anything.
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,11 @@ struct ListCache {
   std::uint64_t instance = 0, batches = 0, evictions = 0;
   std::size_t k = 0;
   std::shared_ptr<const ListKeys> list;  // shared: an unchanged list is not copied
+  // The lowest score of a listed key when it was read (NaN: not read), in
+  // the view's scale of `rescales`: listed keys' scores only rise, so it
+  // stays a floor on the lowest one while no rescale comes between.
+  double lowest = NAN;
+  std::uint64_t rescales = 0;
 };
 
 struct Commands::ListCaches {
@@ -89,9 +95,11 @@ void check_items(std::span<const std::string_view> items);
 // Counts items (with their weights; 0: not counted) into the key through
 // the service, `observe` seeing the namespace before and after (see
 // IngestRequest); errors name the item. Commit: wait for it before the reply.
-// `no_key` is the reply when the key is gone (deleted meanwhile).
+// `no_key` is the reply when the key is gone (deleted meanwhile). `hashes`:
+// hash_key() of each item when the caller has them (empty: the service's job).
 service::Commit ingest_items(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
-                             std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe);
+                             std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe,
+                             std::span<const std::uint64_t> hashes = {});
 // That the key exists (else `no_key`, RedisBloom's text) and answers
 // commands of `type` (a namespace made over HTTP answers both; else
 // WRONGTYPE).

@@ -33,9 +33,13 @@ std::optional<double> parse_double(std::string_view s) {
 
 long long whole_count(double upper) {
   // A few ulps of slack, so that a sum of integer weights that lands a hair
-  // above its integer is not rounded up past it.
+  // above its integer is not rounded up past it; only below 2^50, where 4
+  // ulps are less than one count (above, the slack would cut whole counts
+  // and under-state: from 2^52 on every double is an integer anyway).
   double v = upper;
-  for (int i = 0; i < 4; ++i) v = std::nextafter(v, 0.0);
+  if (v < 0x1p50) {
+    for (int i = 0; i < 4; ++i) v = std::nextafter(v, 0.0);
+  }
   return static_cast<long long>(std::min(9.2e18, std::ceil(std::max(0.0, v))));
 }
 
@@ -127,15 +131,18 @@ service::RedisKey requested_shape(const service::NamespaceSpec& spec) {
 }
 
 service::Commit ingest_items(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
-                             std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe) {
+                             std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe,
+                             std::span<const std::uint64_t> hashes) {
   std::vector<engine::Event> events;
   std::vector<std::size_t> position;  // the item each event is
+  std::vector<std::uint64_t> event_hashes;
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     bytes += items[i].size();
     if (weights[i] == 0) continue;  // an increment of 0: nothing to count
     events.push_back({items[i], c.received_at, weights[i]});
     position.push_back(i);
+    if (!hashes.empty()) event_hashes.push_back(hashes[i]);
   }
   if (events.empty()) return {};
   std::vector<std::string_view> namespaces(events.size(), key);
@@ -144,6 +151,7 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
   req.namespaces = namespaces;
   req.received_at = c.received_at;
   req.body_bytes = bytes;
+  req.hashes = event_hashes;
   req.observe = observe;
   try {
     return c.commands.service().ingest(req);

@@ -131,9 +131,23 @@ Outcome reserve(Context& c) {
   return create_key(c, key, w.str(), r, "TopK: key already exists");
 }
 
-// The state the cache names, as the namespace is now.
-ListCache stamp(const engine::Namespace& ns, std::shared_ptr<const ListKeys> list) {
-  return {ns.instance_id(), ns.batches(), ns.view(std::nullopt).evictions(), ns.config().k, std::move(list)};
+// The state the cache names, as the namespace is now; `lowest`: the lowest
+// listed score read now, if it was.
+ListCache stamp(const engine::Namespace& ns, std::shared_ptr<const ListKeys> list, double lowest = NAN) {
+  const auto& view = ns.view(std::nullopt);
+  return {ns.instance_id(), ns.batches(), view.evictions(), ns.config().k, std::move(list), lowest, view.rescales()};
+}
+
+// The lowest score of the listed keys now; NaN when one is not held (let go
+// of) or the view cannot say.
+double lowest_listed(const engine::View& view, const ListKeys& list) {
+  double lowest = INFINITY;
+  for (const auto& key : list.keys) {
+    const auto held = view.held_score(key, hash_key(key));
+    if (!held.known || !held.score) return NAN;
+    lowest = std::min(lowest, *held.score);
+  }
+  return lowest;
 }
 
 ListCache list_of(const engine::Namespace& ns) {
@@ -147,7 +161,8 @@ ListCache list_of(const engine::Namespace& ns) {
     while (list->table[at].second != 0) at = (at + 1) & mask;
     list->table[at] = {hash, i + 1};
   }
-  return stamp(ns, std::move(list));
+  const double lowest = lowest_listed(ns.view(std::nullopt), *list);
+  return stamp(ns, std::move(list), lowest);
 }
 
 bool listed(const ListCache& cache, std::string_view key, std::uint64_t hash) {
@@ -160,34 +175,41 @@ bool listed(const ListCache& cache, std::string_view key, std::uint64_t hash) {
 }
 bool listed(const ListCache& cache, std::string_view key) { return listed(cache, key, hash_key(key)); }
 
-// Whether counting `items` may have changed the list `before` (true when
-// unsure). The list is the view's top k by score, and a batch only raises
-// the scores of its own items (a rescale moves every score alike): it can
-// change only if an item not listed is now held with a score at least the
-// lowest listed one, or a listed key was let go of.
-bool may_have_changed(const engine::Namespace& ns, const ListCache& before, std::span<const std::string_view> items) {
+// The list after counting `items` (hashes[i] = hash_key(items[i])) into a
+// namespace whose list was `before`: `before`'s, restamped, unless the
+// batch may have changed it (then computed anew). The list is the view's
+// top k by score, and a batch only raises the scores of its own items (a
+// rescale moves every score alike): it can change only if an item not
+// listed is now held with a score at least the lowest listed one, or a
+// listed key was let go of.
+ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::span<const std::string_view> items,
+                     std::span<const std::uint64_t> hashes) {
   const auto& view = ns.view(std::nullopt);
   double best_outsider = -INFINITY;
   bool outsider = false;
-  for (const auto item : items) {
-    const std::uint64_t hash = hash_key(item);
-    if (listed(before, item, hash)) continue;
-    const auto held = view.held_score(item, hash);
-    if (!held.known) return true;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (listed(before, items[i], hashes[i])) continue;
+    const auto held = view.held_score(items[i], hashes[i]);
+    if (!held.known) return list_of(ns);
     if (held.score) {
       outsider = true;
       best_outsider = std::max(best_outsider, *held.score);
     }
   }
-  if (outsider && before.list->keys.size() < before.k) return true;  // room in the list
-  if (!outsider && view.evictions() == before.evictions) return false;
-  double lowest = INFINITY;
-  for (const auto& key : before.list->keys) {
-    const auto held = view.held_score(key, hash_key(key));
-    if (!held.known || !held.score) return true;  // let go of
-    lowest = std::min(lowest, *held.score);
+  if (outsider && before.list->keys.size() < before.k) return list_of(ns);  // room in the list
+  const bool none_left = view.evictions() == before.evictions;
+  if (!outsider && none_left) return stamp(ns, before.list, before.lowest);
+  // The cheap way: the lowest listed score then is a floor on the lowest
+  // now (same scale), and no listed key was let go of if every key let go
+  // of had a bound below it.
+  if (!std::isnan(before.lowest) && view.rescales() == before.rescales && best_outsider < before.lowest) {
+    const auto evicted = view.evicted_bound();
+    if (none_left || (evicted && *evicted < before.lowest)) return stamp(ns, before.list, before.lowest);
   }
-  return outsider && best_outsider >= lowest;
+  // Else read every listed key's score now.
+  const double lowest = lowest_listed(view, *before.list);
+  if (std::isnan(lowest) || (outsider && best_outsider >= lowest)) return list_of(ns);
+  return stamp(ns, before.list, lowest);
 }
 
 // ADD and INCRBY: the items (with their weights) counted as one batch, and
@@ -196,6 +218,8 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
   const std::string key(c.args[1]);
   check_items(items);
   require_topk(c, key);
+  std::vector<std::uint64_t> hashes(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = hash_key(items[i]);
   // The list before and after the batch, under the namespace's lock: the
   // one TOPK.ADD left last time when nothing else was counted since; after,
   // the same list unless the batch may have changed it.
@@ -215,12 +239,12 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
         if (before.instance == 0) before = list_of(ns);
         return;
       }
-      after = may_have_changed(ns, before, items) ? list_of(ns) : stamp(ns, before.list);
+      after = list_after(ns, before, items, hashes);
       std::lock_guard lock(caches.mu);
       if (caches.by_key.size() >= Commands::ListCaches::kMaxKeys && !caches.by_key.contains(key)) caches.by_key.clear();
       caches.by_key[key] = after;
       observed = true;
-    });
+    }, hashes);
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
   // each add). Unknown (the observer failed): nothing is named.

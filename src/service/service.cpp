@@ -184,6 +184,10 @@ Commit Service::ingest(const IngestRequest& req) {
   // namespace wait for each other less).
   for (auto& t : targets) {
     const auto events = events_of(t);
+    if (single && req.hashes.size() == req.events.size()) {
+      t.hashes.assign(req.hashes.begin(), req.hashes.end());
+      continue;
+    }
     t.hashes.resize(events.size());
     for (std::size_t i = 0; i < events.size(); ++i) t.hashes[i] = hash_key(events[i].item);
   }

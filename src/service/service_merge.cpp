@@ -44,6 +44,8 @@ void Service::merge(const std::string& destination, std::span<const std::string>
   } catch (const InvalidArgument& e) {
     throw invalid("not_summable", e.what());
   }
+  // The sources are read: their writers need not wait for the log.
+  reading.clear();
   const std::string payload = encode_admin({RecordType::state, destination, {}, sum->serialize_state()});
   if (payload.size() > storage::kMaxRecordBytes) {
     throw invalid("state_too_large", "destination: its state, " + std::to_string(payload.size()) +
@@ -54,7 +56,6 @@ void Service::merge(const std::string& destination, std::span<const std::string>
   dest.applied_lsn = lsn;
   dest.changed();
   writing.clear();
-  reading.clear();
   s.wait(lsn);
 }
 

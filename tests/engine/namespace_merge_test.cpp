@@ -195,7 +195,7 @@ TEST(NamespaceMerge, RefusalsNameTheProblemAndChangeNothing) {
   EXPECT_EQ(message({&decayed}, {1}),
             "sources: namespace 'm' cannot be summed: only a namespace with one all-time view (no half-lives, no windows, not exact) can");
   EXPECT_EQ(message({&a}, {-1}), "weights: must be finite and not negative");
-  EXPECT_EQ(message({&a}, {2e15}), "overflow: weights: the summed count, 10000000000000000, would pass 2^53, where counts stop being exact");
+  EXPECT_EQ(message({&a}, {2e15}), "overflow: weights: the summed count, 10000000000000000, would reach 2^53, where counts stop being exact");
   EXPECT_EQ(message({&a}, {1e15}), "");
   try {
     const std::vector<const Namespace*> sources = {&a};
@@ -204,6 +204,20 @@ TEST(NamespaceMerge, RefusalsNameTheProblemAndChangeNothing) {
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "destination: namespace 'm' detects hot keys, whose rates a sum cannot carry");
   }
+  auto exclude_config = all_time_config();
+  exclude_config.exclude = {"x"};
+  try {
+    const std::vector<const Namespace*> sources = {&a};
+    (void)Namespace(exclude_config).summed(sources, std::vector<double>{1});
+    ADD_FAILURE() << "a destination with an exclusion list was summed into";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "destination: namespace 'm' excludes items, which the sources' sketches may hold: a sum cannot leave them out");
+  }
+  // 2^53 + 1 in doubles is 2^53: the sum must stay below it.
+  Namespace one(all_time_config());
+  add(one, {{"x", 1000, 1}});
+  EXPECT_EQ(message({&one}, {9007199254740992.0}).substr(0, 10), "overflow: ");
+  EXPECT_EQ(message({&one}, {9007199254740991.0}), "");
   try {
     const std::vector<const Namespace*> sources = {&a};
     (void)decayed.summed(sources, std::vector<double>{1});

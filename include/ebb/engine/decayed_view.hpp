@@ -50,6 +50,8 @@ class DecayedView final : public View {
   PointAnswer point(std::string_view item, std::uint64_t hash, double now) const override;
   HeldScore held_score(std::string_view item, std::uint64_t hash) const noexcept override;
   std::uint64_t evictions() const noexcept override;
+  std::optional<double> evicted_bound() const noexcept override;
+  std::uint64_t rescales() const noexcept override { return rebases_; }
   std::size_t memory_bytes() const noexcept override;
   void serialize_state_into(BinaryWriter& w) const override;
   void restore_state(std::string_view blob) override;

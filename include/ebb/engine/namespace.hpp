@@ -143,10 +143,10 @@ class Namespace {
   // state, then adopt()s it. A source may be this namespace. Every
   // namespace must keep one all-time view only, counted with a sketch and
   // the augmented heap, of one sketch shape (DecayedView::add_weighted);
-  // weights finite and >= 0; no hot-key detection here (its rates could not
-  // be summed). Throws InvalidArgument ("destination: ...", "sources:
+  // weights finite and >= 0; no hot-key detection and no exclusion list
+  // here (neither survives a sum). Throws InvalidArgument ("destination: ...", "sources:
   // ...", "weights: ...") otherwise, and CountOverflow when the summed
-  // weight passes kMaxSummedWeight; nothing changes then.
+  // weight reaches kMaxSummedWeight; nothing changes then.
   Namespace summed(std::span<const Namespace* const> sources, std::span<const double> weights) const;
   // Takes over `other`'s counting state (views, detector, stats), keeping
   // this object's identity, configuration and clock. `other` must have

@@ -52,6 +52,13 @@ class View {
   // How many keys the view's summary has let go of so far: a listed key
   // can leave the list without being outranked only when this grows.
   virtual std::uint64_t evictions() const noexcept { return 0; }
+  // At least the upper bound every key let go of had when it left (in the
+  // current scale; nullopt: cannot tell). A key whose score was above it
+  // once, and that was held then, was not let go of since.
+  virtual std::optional<double> evicted_bound() const noexcept { return std::nullopt; }
+  // How many times every score was rescaled (a decayed view's rebase):
+  // scores read across a rescale are in different units.
+  virtual std::uint64_t rescales() const noexcept { return 0; }
 
   // The answer as it was at `as_of` (at or before now), from the view's own
   // memory; nullopt when it keeps nothing that old (decayed and all-time

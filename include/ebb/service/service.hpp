@@ -75,6 +75,7 @@ struct IngestRequest {
   std::span<const engine::Event> events;
   std::span<const std::string_view> namespaces;  // one per event
   std::span<const std::size_t> lines;            // optional: each event's input line, named in errors
+  std::span<const std::uint64_t> hashes;         // optional: hash_key() of each event's item, when the caller has them
   double received_at = 0;                        // wall clock; also the default event time
   std::optional<std::string_view> idempotency_key;
   std::uint64_t body_hash = 0;  // what the key must keep naming (same bytes)

@@ -99,6 +99,8 @@ class AugmentedHeap {
   std::uint64_t evictions() const noexcept { return evictions_; }
   // Every key not held has true count <= this.
   double threshold() const noexcept { return heap_.bound_outside(floor_); }
+  // At least the upper bound of every key let go of (or kept out), when it was.
+  double floor() const noexcept { return floor_; }
   // Known from outside (a merge: the keys no merged summary held): every
   // key not held counts at most `bound`, or what threshold() says already.
   void raise_floor(double bound) noexcept { floor_ = std::max(floor_, bound); }
