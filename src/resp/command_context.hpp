@@ -104,6 +104,12 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
 // commands of `type` (a namespace made over HTTP answers both; else
 // WRONGTYPE).
 void require_key(Context& c, const std::string& key, service::RedisKey::Type type, std::string_view no_key);
+// The TOPK commands' (RedisBloom's) text for a missing key, and their check.
+inline constexpr std::string_view kTopKNoKey = "TopK: key does not exist";
+inline void require_topk(Context& c, const std::string& key) { require_key(c, key, service::RedisKey::Type::topk, kTopKNoKey); }
+// The duration at args[at] (5m, 1h...), for the option named at args[at - 1];
+// CommandError "ERR <option>: bad duration '...'" otherwise.
+double duration_argument(Args args, std::size_t at);
 // Each item's count in the key's first view: its upper bound.
 std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items);
 // What RESERVE / INITBY* were given, as TOPK.INFO / CMS.INFO echo it; a

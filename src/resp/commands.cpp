@@ -7,6 +7,7 @@
 
 #include "command_context.hpp"
 #include "ebb/core/clock.hpp"
+#include "ebb/core/duration.hpp"
 #include "ebb/core/utf8.hpp"
 
 namespace ebb::resp {
@@ -110,6 +111,14 @@ void require_key(Context& c, const std::string& key, service::RedisKey::Type typ
   } catch (const service::ServiceError& e) {
     if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
     throw;
+  }
+}
+
+double duration_argument(Args args, std::size_t at) {
+  try {
+    return parse_duration(args[at]);
+  } catch (const std::exception&) {
+    refuse("ERR " + ascii_lower(args[at - 1]) + ": bad duration '" + std::string(args[at].substr(0, 64)) + "'");
   }
 }
 

@@ -6,21 +6,17 @@
 #include <array>
 
 #include "command_context.hpp"
-#include "ebb/core/duration.hpp"
 
 namespace ebb::resp {
 namespace {
 
 using service::Access;
-using service::RedisKey;
-
-constexpr std::string_view kNoKey = "TopK: key does not exist";
 
 // TOPK.HOTKEYS key: one [item, rate (events/s), since (Unix seconds)] per
 // hot key, highest rate first, as of the last evaluation.
 Outcome hot_keys(Context& c) {
   const std::string key(c.args[1]);
-  require_key(c, key, RedisKey::Type::topk, kNoKey);
+  require_topk(c, key);
   service::HotKeysAnswer answer;
   try {
     answer = c.commands.service().hot_keys(key);
@@ -36,14 +32,6 @@ Outcome hot_keys(Context& c) {
     c.reply.number(item.since);
   }
   return {};
-}
-
-double duration_argument(Context& c, std::size_t at) {
-  try {
-    return parse_duration(c.args[at]);
-  } catch (const std::exception&) {
-    refuse("ERR " + ascii_lower(c.args[at - 1]) + ": bad duration '" + std::string(c.args[at].substr(0, 64)) + "'");
-  }
 }
 
 // TOPK.TRENDING key [K n] [SHORT d] [LONG d] [MINCOUNT x]: one [item,
@@ -69,10 +57,10 @@ Outcome trending(Context& c) {
       if (!x || !(*x >= 0 && *x < INFINITY)) refuse("ERR mincount: must be a number >= 0");
       min_count = *x;
     } else {
-      (option == "short" ? short_half_life : long_half_life) = duration_argument(c, i + 1);
+      (option == "short" ? short_half_life : long_half_life) = duration_argument(c.args, i + 1);
     }
   }
-  require_key(c, key, RedisKey::Type::topk, kNoKey);
+  require_topk(c, key);
   const auto answer = c.commands.service().trending(key, short_half_life, long_half_life, k, min_count);
   c.reply.array(answer.items.size());
   for (const auto& item : answer.items) {

@@ -23,7 +23,6 @@ namespace {
 using service::Access;
 using service::RedisKey;
 
-constexpr std::string_view kNoKey = "TopK: key does not exist";
 // RedisBloom's text, spaces and all (a C string continued over two lines).
 constexpr std::string_view kBadIncrement =
     "TopK: increment must be an integer greater or equal to 0                            and smaller or equal to 100,000";
@@ -34,21 +33,13 @@ constexpr std::uint64_t kMinMemory = 128 << 10;
 constexpr std::uint64_t kMemoryPerK = 1311;
 constexpr std::uint64_t kMaxMemory = std::uint64_t{1} << 30;
 
-void require_topk(Context& c, const std::string& key) { require_key(c, key, RedisKey::Type::topk, kNoKey); }
-
 // A view named by HALFLIFE d / WINDOW d / ALLTIME at args[i]; advances i.
 std::optional<engine::ViewSpec> view_option(Context& c, std::size_t& i) {
   const auto word = c.args[i];
   if (equals_ignoring_case(word, "ALLTIME")) return engine::ViewSpec::all_time();
   if (!equals_ignoring_case(word, "HALFLIFE") && !equals_ignoring_case(word, "WINDOW")) return std::nullopt;
   if (i + 1 >= c.args.size()) refuse("ERR syntax error: " + std::string(word) + " needs a duration such as 5m");
-  double seconds = 0;
-  try {
-    seconds = parse_duration(c.args[i + 1]);
-  } catch (const std::exception&) {
-    refuse("ERR " + ascii_lower(word) + ": bad duration '" + std::string(c.args[i + 1].substr(0, 64)) + "'");
-  }
-  ++i;
+  const double seconds = duration_argument(c.args, ++i);
   return equals_ignoring_case(word, "HALFLIFE") ? engine::ViewSpec::decayed(seconds) : engine::ViewSpec::sliding(seconds);
 }
 
@@ -139,11 +130,13 @@ ListCache stamp(const engine::Namespace& ns, std::shared_ptr<const ListKeys> lis
 }
 
 // The lowest score of the listed keys now; NaN when one is not held (let go
-// of) or the view cannot say.
+// of) or the view cannot say. (Through the membership table, which holds
+// each key's hash.)
 double lowest_listed(const engine::View& view, const ListKeys& list) {
   double lowest = INFINITY;
-  for (const auto& key : list.keys) {
-    const auto held = view.held_score(key, hash_key(key));
+  for (const auto& [hash, index] : list.table) {
+    if (index == 0) continue;
+    const auto held = view.held_score(list.keys[index - 1], hash);
     if (!held.known || !held.score) return NAN;
     lowest = std::min(lowest, *held.score);
   }
@@ -226,7 +219,7 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
   auto& caches = c.commands.list_caches();
   ListCache before, after;
   bool observed = false;
-  const service::Commit commit = ingest_items(c, key, items, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
+  const service::Commit commit = ingest_items(c, key, items, weights, kTopKNoKey, [&](const engine::Namespace& ns, bool counted) {
       if (!counted) {
         {
           std::lock_guard lock(caches.mu);
@@ -247,9 +240,10 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
     }, hashes);
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
-  // each add). Unknown (the observer failed): nothing is named.
+  // each add). Unknown (the observer failed): nothing is named. The same
+  // list (most commands): nobody left.
   std::vector<std::string_view> expelled;
-  if (observed) {
+  if (observed && after.list != before.list) {
     for (const auto& k : before.list->keys) {
       if (!listed(after, k)) expelled.push_back(k);
     }
@@ -259,7 +253,8 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
   std::size_t next = 0;
   for (std::size_t i = 0; i < items.size() && next < expelled.size(); ++i) {
     const auto item = items[i];
-    if (weights[i] > 0 && listed(after, item) && !listed(before, item) && std::find(named.begin(), named.end(), item) == named.end()) {
+    if (weights[i] > 0 && listed(after, item, hashes[i]) && !listed(before, item, hashes[i]) &&
+        std::find(named.begin(), named.end(), item) == named.end()) {
       named.push_back(item);
       answer[i] = expelled[next++];
     }
