@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else {
       const service::AdminRecord r = service::decode_admin(payload);
       FUZZ_CHECK(r.type == type);
-      FUZZ_CHECK(inside(r.name, payload) && inside(r.config_json, payload));
+      FUZZ_CHECK(inside(r.name, payload) && inside(r.config_json, payload) && inside(r.state, payload));
       FUZZ_CHECK(service::encode_admin(r) == payload);
     }
   } catch (const FormatError&) {

@@ -53,9 +53,10 @@ std::vector<std::string> log_records() {
   service::encode_batch(out.back(), empty);
 
   const std::string config = R"({"name":"tags","k":3,"windows":["all"],"half_lives":["5m"],"sketch_width":16,"sketch_depth":2})";
-  out.push_back(service::encode_admin({service::RecordType::create, "", config}));
-  out.push_back(service::encode_admin({service::RecordType::patch, "tags", R"({"name":"tags","k":5})"}));
-  out.push_back(service::encode_admin({service::RecordType::remove, "tags", ""}));
+  out.push_back(service::encode_admin({service::RecordType::create, "", config, ""}));
+  out.push_back(service::encode_admin({service::RecordType::patch, "tags", R"({"name":"tags","k":5})", ""}));
+  out.push_back(service::encode_admin({service::RecordType::remove, "tags", "", ""}));
+  out.push_back(service::encode_admin({service::RecordType::state, "tags", "", "a namespace's state blob"}));
   return out;
 }
 
