@@ -414,6 +414,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     request.content_type = media_type(sv(req[http::field::content_type]));
     if (auto key = req.find("Idempotency-Key"); key != req.end()) request.headers.emplace("idempotency-key", std::string(sv(key->value())));
     if (auto auth = req.find(http::field::authorization); auth != req.end()) request.headers.emplace("authorization", std::string(sv(auth->value())));
+    if (auto tag = req.find(http::field::if_none_match); tag != req.end()) request.headers.emplace("if-none-match", std::string(sv(tag->value())));
     request.body = std::move(req.body());
     auto result = server_.router.dispatch(request);
     if (result.response.deferred) {

@@ -34,6 +34,8 @@ void add_query_routes(Router& router, ApiContext& ctx);
 void add_ops_routes(Router& router, ApiContext& ctx);
 void add_hot_key_routes(Router& router, ApiContext& ctx);
 void add_distribution_routes(Router& router, ApiContext& ctx);
+// GET / (the dashboard) and its files: open to all, the page holds no data.
+void add_dashboard_routes(Router& router, ApiContext& ctx);
 
 inline void add_api_routes(Router& router, ApiContext& ctx) {
   router.set_auth([&ctx](const Request& request, service::Access access) { return authorize(ctx.tokens, request, access); });
@@ -47,6 +49,7 @@ inline void add_api_routes(Router& router, ApiContext& ctx) {
   add_ops_routes(router, ctx);
   add_hot_key_routes(router, ctx);
   add_distribution_routes(router, ctx);
+  add_dashboard_routes(router, ctx);
 }
 
 // Runs `work` with ctx.run_blocking and answers with what it returns.
