@@ -37,8 +37,21 @@ std::string base(const EbbServer& server) { return "http://127.0.0.1:" + std::to
 constexpr const char* kRows =
     "[...document.querySelectorAll('#top-list li[data-item]')].map(li => li.dataset.item + '=' + li.querySelector('.count').textContent).join(',')";
 
-TEST(Dashboard, ServesThePageAndItsFilesWithoutAToken) {
-  const auto dir = testing::make_temp_dir("ebb-dash");
+// Each test's data directory (and token file) goes when the test ends.
+class WithTempDir : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::make_temp_dir("ebb-dash"); }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::filesystem::path dir_;
+};
+class Dashboard : public WithTempDir {};
+class DashboardBrowser : public WithTempDir {};
+
+TEST_F(Dashboard, ServesThePageAndItsFilesWithoutAToken) {
+  const auto& dir = dir_;
   const auto tokens = dir / "tokens";
   std::ofstream(tokens) << "s3cret-token-value\n";
   std::filesystem::permissions(tokens, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
@@ -74,12 +87,6 @@ TEST(Dashboard, ServesThePageAndItsFilesWithoutAToken) {
   EXPECT_EQ(missing.body, R"json({"error":{"code":"not_found","message":"the dashboard has no file 'missing.js' (GET / is the page)"}})json");
   EXPECT_EQ(client.request("POST", "/", "{}").status, 405);
 }
-
-class DashboardBrowser : public ::testing::Test {
- protected:
-  void SetUp() override { dir_ = testing::make_temp_dir("ebb-dash"); }
-  std::filesystem::path dir_;
-};
 
 TEST_F(DashboardBrowser, OpensOnTheBusiestNamespaceAndUpdatesWithoutAReload) {
   EbbServer server(dir_ / "data");

@@ -226,7 +226,7 @@
       const button = list.querySelector(`button[data-name="${CSS.escape(ns.name)}"]`);
       if (!button) continue;
       const rate = state.rates.get(ns.name);
-      const parts = [`${fmt(ns.stats.events)} events`];
+      const parts = [`${fmt(ns.stats.events)} ${ns.stats.events === 1 ? 'event' : 'events'}`];
       if (rate !== undefined) parts.push(`${fmt(rate)}/s`);
       parts.push(fmtBytes(ns.stats.memory_bytes));
       if (ns.counting === 'exact') parts.push('exact');
@@ -435,13 +435,17 @@
         + 'the server records every view\'s top K every --history-interval (10 s by default).';
       return;
     }
-    const W = 600;
-    const H = 200;
-    const pad = { l: 56, r: 8, t: 10, b: 24 };
+    // Drawn at the chart's own size (text keeps its shape); the time axis
+    // starts at the first snapshot when there is less than an hour of them.
+    const W = Math.max(240, Math.round(chart.clientWidth || 600));
+    const H = Math.max(120, Math.round(chart.clientHeight || 200));
+    const pad = { l: 56, r: 12, t: 10, b: 24 };
+    if (points.length > 1 && points[0].t > from) from = Math.max(from, points[0].t - 0.05 * (to - points[0].t));
+    else if (points.length === 1) from = Math.max(from, points[0].t - 60);
     const top = Math.max(...points.map((p) => p.upper_bound)) || 1;
     const x = (t) => pad.l + ((t - from) / (to - from)) * (W - pad.l - pad.r);
     const y = (v) => H - pad.b - (v / top) * (H - pad.t - pad.b);
-    const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', class: 'history-svg' });
+    const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'history-svg' });
     for (const frac of [0, 0.5, 1]) {
       const v = top * frac;
       root.append(svg('line', { x1: pad.l, x2: W - pad.r, y1: y(v), y2: y(v), class: 'gridline' }));
@@ -464,7 +468,7 @@
     }
     chart.replaceChildren(root);
     const last = points[points.length - 1];
-    const summary = `${points.length} snapshots in the last hour; latest ${fmt(last.estimated_count)}`
+    const summary = `${points.length} snapshots; latest ${fmt(last.estimated_count)}`
       + `${last.rank === null ? ' (not listed)' : ` (rank ${last.rank})`} at ${fmtClock(last.t)}`;
     chart.setAttribute('aria-label', summary);
     $('history-hint').textContent = `${summary}. The band is [lower, upper]; hollow points: not in the list then.`;
