@@ -133,6 +133,7 @@ HttpResult HttpClient::request(const std::string& method, const std::string& tar
     buffer.reserve(kReadBytes);
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::uint64_t{1} << 32);
+    parser.skip(method == "HEAD");  // a HEAD's answer has a Content-Length but no body
     impl.stream.expires_after(seconds(impl.options.request_timeout));
     http::async_write(impl.stream, req, [&](boost::system::error_code e, std::size_t n) {
       write_ec = e;

@@ -22,6 +22,21 @@ const DashboardAsset* find_asset(std::string_view name) {
   return nullptr;
 }
 
+// Whether an If-None-Match value names `etag`: "*", or a comma-separated
+// list of entity tags compared weakly (RFC 9110 13.1.2: W/ is ignored).
+bool none_match_names(std::string_view header, std::string_view etag) {
+  while (!header.empty()) {
+    const auto comma = header.find(',');
+    std::string_view tag = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
+    while (!tag.empty() && (tag.front() == ' ' || tag.front() == '\t')) tag.remove_prefix(1);
+    while (!tag.empty() && (tag.back() == ' ' || tag.back() == '\t')) tag.remove_suffix(1);
+    if (tag.starts_with("W/")) tag.remove_prefix(2);
+    if (tag == "*" || tag == etag) return true;
+  }
+  return false;
+}
+
 Response serve(const Request& request, const DashboardAsset& asset) {
   Response r;
   // no-cache: a browser may keep the file but asks each time (a 304 when
@@ -34,7 +49,7 @@ Response serve(const Request& request, const DashboardAsset& asset) {
     r.headers.emplace_back("Content-Security-Policy", kPagePolicy);
     r.headers.emplace_back("X-Frame-Options", "DENY");
   }
-  if (auto match = request.header("if-none-match"); match && match->find(asset.etag) != std::string::npos) {
+  if (auto match = request.header("if-none-match"); match && none_match_names(*match, asset.etag)) {
     r.status = 304;
     return r;
   }
@@ -47,14 +62,18 @@ Response serve(const Request& request, const DashboardAsset& asset) {
 }  // namespace
 
 void add_dashboard_routes(Router& router, ApiContext&) {
-  router.add("GET", "/", "/", Router::Access::open, [](const Request& request, const std::string&) {
-    return serve(request, *find_asset("index.html"));
-  }, false);
-  router.add("GET", "/dashboard/{file}", "/dashboard/{file}", Router::Access::open, [](const Request& request, const std::string& file) {
-    const DashboardAsset* asset = find_asset(file);
-    if (asset == nullptr) throw ApiError(404, "not_found", "the dashboard has no file '" + file + "' (GET / is the page)");
-    return serve(request, *asset);
-  }, false);
+  // HEAD too (the transport sends the head alone): link checkers and
+  // proxies ask it of pages.
+  for (const char* method : {"GET", "HEAD"}) {
+    router.add(method, "/", "/", Router::Access::open, [](const Request& request, const std::string&) {
+      return serve(request, *find_asset("index.html"));
+    }, false);
+    router.add(method, "/dashboard/{file}", "/dashboard/{file}", Router::Access::open, [](const Request& request, const std::string& file) {
+      const DashboardAsset* asset = find_asset(file);
+      if (asset == nullptr) throw ApiError(404, "not_found", "the dashboard has no file '" + file + "' (GET / is the page)");
+      return serve(request, *asset);
+    }, false);
+  }
 }
 
 }  // namespace ebb::server

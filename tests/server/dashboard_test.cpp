@@ -13,6 +13,7 @@
 
 #include "support/ebb_server.hpp"
 #include "support/headless_browser.hpp"
+#include "support/run_process.hpp"
 
 namespace ebb {
 namespace {
@@ -74,13 +75,22 @@ TEST_F(Dashboard, ServesThePageAndItsFilesWithoutAToken) {
     const auto r = client.request("GET", "/dashboard/" + file);
     ASSERT_EQ(r.status, 200) << file;
     EXPECT_EQ(r.headers.at("Content-Type"), type) << file;
-    EXPECT_FALSE(r.body.empty()) << file;
+    EXPECT_TRUE(r.body == testing::slurp(std::string(EBB_SOURCE_DIR) + "/src/server/dashboard/" + file)) << file << ": not the source's bytes";
     // Unchanged: 304 with no body, from the ETag the answer carried.
     const auto again = client.request("GET", "/dashboard/" + file, "", "application/json", {{"If-None-Match", r.headers.at("ETag")}});
     EXPECT_EQ(again.status, 304) << file;
     EXPECT_EQ(again.body, "") << file;
     const auto other = client.request("GET", "/dashboard/" + file, "", "application/json", {{"If-None-Match", "\"something-else\""}});
     EXPECT_EQ(other.status, 200) << file;
+    EXPECT_EQ(client.request("GET", "/dashboard/" + file, "", "application/json", {{"If-None-Match", "*"}}).status, 304) << file;
+    const std::string etag = r.headers.at("ETag");
+    EXPECT_EQ(client.request("GET", "/dashboard/" + file, "", "application/json", {{"If-None-Match", "\"a\", W/" + etag}}).status, 304) << file;
+    EXPECT_EQ(client.request("GET", "/dashboard/" + file, "", "application/json", {{"If-None-Match", "x" + etag + "y"}}).status, 200) << file;
+    // HEAD: the same head, no body.
+    const auto head = client.request("HEAD", "/dashboard/" + file);
+    EXPECT_EQ(head.status, 200) << file;
+    EXPECT_EQ(head.headers.at("Content-Length"), std::to_string(r.body.size())) << file;
+    EXPECT_EQ(head.body, "") << file;
   }
   const auto missing = client.request("GET", "/dashboard/missing.js");
   EXPECT_EQ(missing.status, 404);
@@ -175,6 +185,11 @@ TEST_F(DashboardBrowser, FollowsDeepLinksAndSaysWhenOneDoesNotResolve) {
   ASSERT_TRUE(browser.wait_for("document.querySelector('#top-list li[data-item]')?.dataset.item === 'p/1'", kRows)) << browser.last();
   EXPECT_EQ(browser.evaluate("document.getElementById('view-title').textContent"), "\"topk:user:42\"");
 
+  // The same view however its length is written: 300s is the namespace's 5m.
+  browser.navigate(base(server) + "/?namespace=topk%3Auser%3A42&half_life=300s");
+  ASSERT_TRUE(browser.wait_for("new URLSearchParams(location.search).get('half_life') === '5m'", "location.search")) << browser.last();
+  EXPECT_EQ(browser.evaluate("document.getElementById('banner').hidden"), "true");
+
   // Keyboard: ']' steps to the next view, '[' back.
   browser.evaluate("document.dispatchEvent(new KeyboardEvent('keydown', {key: '['}))");
   ASSERT_TRUE(browser.wait_for("new URLSearchParams(location.search).get('half_life') === '1m'", "location.search")) << browser.last();
@@ -184,6 +199,13 @@ TEST_F(DashboardBrowser, FollowsDeepLinksAndSaysWhenOneDoesNotResolve) {
   ASSERT_TRUE(browser.wait_for(std::string(kRows) + " === 'x=1,y=1,z=1'", kRows)) << browser.last();
   EXPECT_EQ(browser.evaluate("document.getElementById('banner').textContent"),
             "\"There is no namespace 'nope': showing the busiest one instead.\"");
+  // k as a link gives it: at most 100 rows, and a k the menu lacks joins it.
+  browser.navigate(base(server) + "/?namespace=busy&k=1e9");
+  ASSERT_TRUE(browser.wait_for("document.querySelectorAll('#top-list li').length === 100 && document.getElementById('k').value === '100'", "location.search"))
+      << browser.last();
+  browser.navigate(base(server) + "/?namespace=busy&k=7");
+  ASSERT_TRUE(browser.wait_for("document.querySelectorAll('#top-list li').length === 7 && document.getElementById('k').value === '7'", "location.search"))
+      << browser.last();
   // A view the namespace does not keep: its first view.
   browser.navigate(base(server) + "/?namespace=busy&half_life=5m");
   ASSERT_TRUE(browser.wait_for("document.querySelector('#views [aria-selected=true]')?.dataset.name === '1h'", "location.search")) << browser.last();
@@ -213,6 +235,9 @@ TEST_F(DashboardBrowser, DrawsAnItemsHistoryHotKeysAndTrending) {
                                "document.getElementById('history-hint').textContent"))
       << browser.last();
   EXPECT_EQ(browser.evaluate("document.getElementById('history-title').textContent"), "\"History of new\"");
+  // The newest snapshot as the hint reads it: 100 counted, second in the list.
+  EXPECT_NE(browser.evaluate("document.getElementById('history-hint').textContent").find("; latest 100 (rank 2) at "), std::string::npos)
+      << browser.evaluate("document.getElementById('history-hint').textContent");
   EXPECT_EQ(browser.evaluate("new URLSearchParams(location.search).get('item')"), "\"new\"");
   EXPECT_EQ(browser.evaluate("document.querySelector('#top-list li.chosen').dataset.item"), "\"new\"");
 
@@ -230,12 +255,20 @@ TEST_F(DashboardBrowser, DrawsAnItemsHistoryHotKeysAndTrending) {
                                "document.getElementById('trending').innerText"))
       << browser.last();
 
+  // An event-clock namespace replaying 2017: its history is in its own time.
+  create(client, R"({"name": "replay", "windows": ["1h"], "clock": "event", "max_event_age": "100000d"})");
+  send(client, R"({"namespace": "replay", "events": [{"item_id": "r1", "weight": 4, "timestamp": 1500000000}]})");
+  browser.navigate(base(server) + "/?namespace=replay&window=1h&item=r1");
+  ASSERT_TRUE(browser.wait_for("document.getElementById('history-hint').textContent.includes('; latest 4 (rank 1) at 2017-07-14 ')",
+                               "document.getElementById('history-hint').textContent"))
+      << browser.last();
+
   // A namespace without detection or half-lives says why those panels are empty.
   browser.evaluate("document.querySelector('#namespaces button[data-name=\"calm\"]').click()");
   ASSERT_TRUE(browser.wait_for("document.getElementById('hot-summary').textContent.startsWith('Detection is off')",
                                "document.getElementById('hot-summary').textContent"))
       << browser.last();
-  ASSERT_TRUE(browser.wait_for("document.getElementById('trending-summary').textContent.includes('trending compares two half-lives')",
+  ASSERT_TRUE(browser.wait_for("document.getElementById('trending-summary').textContent.startsWith('Trending compares a short and a long half-life; this namespace keeps 0')",
                                "document.getElementById('trending-summary').textContent"))
       << browser.last();
   EXPECT_EQ(browser.evaluate("document.getElementById('history-title').textContent"), "\"History\"");
@@ -286,6 +319,67 @@ TEST_F(DashboardBrowser, FitsAPhoneScreen) {
   EXPECT_EQ(browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "true")
       << browser.evaluate("[document.documentElement.scrollWidth, window.innerWidth]");
   EXPECT_EQ(browser.evaluate("document.querySelector('#top-list li[data-item] .count').textContent"), "\"12,345\"");
+}
+
+// What a user does on the page: arrows on the view tabs, a smaller k, a
+// choice while paused (shown once, then nothing moves), and namespaces
+// deleted under it (the busiest left is shown; with none, nothing stale).
+TEST_F(DashboardBrowser, FollowsTheKeyboardPauseAndDeletions) {
+  EbbServer server(dir_ / "data");
+  HttpClient client(server.port());
+  create(client, R"({"name": "first", "windows": ["1m", "1h"], "half_lives": ["5m"], "hot_key_threshold": 0.001, "hot_key_half_life": "1h"})");
+  create(client, R"({"name": "second", "windows": ["1h"]})");
+  std::string events = R"({"namespace": "first", "events": [)";
+  for (int i = 1; i <= 12; ++i) events += std::string(i > 1 ? "," : "") + R"({"item_id": "f)" + std::to_string(i) + R"(", "weight": )" + std::to_string(100 - i) + "}";
+  send(client, events + "]}");
+  send(client, R"({"namespace": "second", "events": [{"item_id": "s1", "weight": 2}]})");
+
+  HeadlessBrowser browser;
+  browser.navigate(base(server) + "/");
+  ASSERT_TRUE(browser.wait_for("document.querySelectorAll('#top-list li[data-item]').length === 12", kRows)) << browser.last();
+  EXPECT_EQ(browser.evaluate("document.querySelector('#views [aria-selected=true]').dataset.name"), "\"1m\"");
+
+  // Arrow keys move along the tabs (and focus follows), End jumps to the last.
+  browser.evaluate("document.querySelector('#views [aria-selected=true]').focus()");
+  browser.evaluate("document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}))");
+  ASSERT_TRUE(browser.wait_for("document.activeElement.dataset.name === '1h' && document.activeElement.getAttribute('aria-selected') === 'true'",
+                               "location.search")) << browser.last();
+  browser.evaluate("document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key: 'End', bubbles: true}))");
+  ASSERT_TRUE(browser.wait_for("new URLSearchParams(location.search).get('half_life') === '5m'", "location.search")) << browser.last();
+
+  // k = 10: ten rows, the ten heaviest.
+  browser.evaluate("(() => { const k = document.getElementById('k'); k.value = '10'; k.dispatchEvent(new Event('change')); })()");
+  ASSERT_TRUE(browser.wait_for("document.querySelectorAll('#top-list li').length === 10 && "
+                               "[...document.querySelectorAll('#top-list li[data-item]')].map(li => li.dataset.item).join(',') === 'f1,f2,f3,f4,f5,f6,f7,f8,f9,f10'",
+                               kRows)) << browser.last();
+
+  // Paused: a choice still shows what was chosen, and then the page stays still.
+  browser.evaluate("document.getElementById('pause').click()");
+  EXPECT_EQ(browser.evaluate("document.getElementById('status').textContent"), "\"paused\"");
+  browser.evaluate("document.querySelector('#namespaces button[data-name=\"second\"]').click()");
+  ASSERT_TRUE(browser.wait_for(std::string(kRows) + " === 's1=2'", kRows)) << browser.last();
+  const std::string updates = browser.evaluate("document.body.dataset.updates");
+  send(client, R"({"namespace": "second", "events": [{"item_id": "s2", "weight": 5}]})");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // two poll periods in which nothing may change
+  EXPECT_EQ(browser.evaluate(kRows), "\"s1=2\"");
+  EXPECT_EQ(browser.evaluate("document.body.dataset.updates"), updates);
+  browser.evaluate("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'p'}))");  // resume
+  ASSERT_TRUE(browser.wait_for(std::string(kRows) + " === 's2=5,s1=2'", kRows)) << browser.last();
+
+  // The namespace shown is deleted: the page says so and shows the busiest left.
+  ASSERT_EQ(client.request("DELETE", "/namespaces/second").status, 204);
+  ASSERT_TRUE(browser.wait_for("document.getElementById('view-title').textContent === 'first'", "document.getElementById('banner').textContent"))
+      << browser.last();
+  EXPECT_EQ(browser.evaluate("document.getElementById('banner').textContent"), "\"There is no namespace 'second': showing the busiest one instead.\"");
+  EXPECT_EQ(browser.evaluate("document.querySelector('#views [aria-selected=true]').dataset.name"), "\"1m\"");  // its own first view
+  ASSERT_TRUE(browser.wait_for("document.querySelectorAll('#hot-keys li').length > 0", "document.getElementById('hot-summary').textContent"))
+      << browser.last();
+  // None left: no panel keeps what it showed.
+  ASSERT_EQ(client.request("DELETE", "/namespaces/first").status, 204);
+  ASSERT_TRUE(browser.wait_for("!document.getElementById('namespaces-empty').hidden && "
+                               "document.querySelectorAll('#top-list li[data-item], #hot-keys li, #trending li').length === 0",
+                               "document.querySelector('main').innerText"))
+      << browser.last();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // condition until it holds or a generous deadline passes.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,12 +34,14 @@ inline constexpr const char* kChromium = "/usr/bin/chromium";
 
 class HeadlessBrowser {
  public:
-  HeadlessBrowser(int width = 1280, int height = 900) : profile_(make_temp_dir("ebb-chromium")) {
+  HeadlessBrowser(int width = 1280, int height = 900) {
     if (access(kChromium, X_OK) != 0) throw std::runtime_error("no /usr/bin/chromium: run scripts/bootstrap (it installs Debian's chromium)");
+    profile_ = make_temp_dir("ebb-chromium");
     const std::string log = (profile_ / "chromium.log").string();
     pid_ = fork();
     if (pid_ == 0) {
       setpgid(0, 0);  // its own group: the renderers and the zygote go with it
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // and it dies with the test, even a crashed one
       const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(fd, 1);
       dup2(fd, 2);
@@ -71,8 +74,11 @@ class HeadlessBrowser {
   // Opens `url` and waits for its load event (the page's script has run
   // once; what it fetches comes later: wait_for that).
   void navigate(const std::string& url) {
+    // A mark on the page being left: the new one has not got it, so the
+    // wait below cannot be satisfied by the old document.
+    evaluate("window.__ebbLeaving = true");
     call("Page.navigate", "{\"url\":" + json_quote(url) + "}");
-    if (!wait_for("document.readyState === 'complete' && location.href !== 'about:blank'")) {
+    if (!wait_for("document.readyState === 'complete' && !window.__ebbLeaving && location.href !== 'about:blank'")) {
       throw std::runtime_error("the page did not load: " + url);
     }
   }
@@ -96,8 +102,13 @@ class HeadlessBrowser {
   bool wait_for(const std::string& condition, const std::string& describe = "", std::chrono::seconds timeout = std::chrono::seconds(60)) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      const bool holds = evaluate("!!(" + condition + ")") == "true";
-      if (!describe.empty()) last_ = evaluate(describe);
+      bool holds = false;
+      try {
+        holds = evaluate("!!(" + condition + ")") == "true";
+        if (!describe.empty()) last_ = evaluate(describe);
+      } catch (const std::runtime_error& e) {
+        last_ = e.what();  // e.g. the page is between documents: ask again
+      }
       if (holds) return true;
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -142,17 +153,20 @@ class HeadlessBrowser {
     if (port.empty()) throw std::runtime_error("chromium never opened its DevTools port: " + slurp_log());
     // The page it opened (about:blank) is the one to drive.
     HttpClient http(static_cast<std::uint16_t>(std::stoi(port)));
-    const auto list = http.request("GET", "/json/list");
     simdjson::dom::parser parser;
-    std::string path;
-    for (auto target : parser.parse(list.body).get_array()) {
-      if (std::string_view(target["type"].get_string().value()) == "page") {
-        const std::string_view url = target["webSocketDebuggerUrl"].get_string().value();
-        path = std::string(url.substr(url.find('/', std::string_view("ws://").size())));
-        break;
+    std::string path, listed;
+    for (int attempt = 0; attempt < 100 && path.empty(); ++attempt) {  // the tab may register a moment late
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      listed = http.request("GET", "/json/list").body;
+      for (auto target : parser.parse(listed).get_array()) {
+        if (std::string_view(target["type"].get_string().value()) == "page") {
+          const std::string_view url = target["webSocketDebuggerUrl"].get_string().value();
+          path = std::string(url.substr(url.find('/', std::string_view("ws://").size())));
+          break;
+        }
       }
     }
-    if (path.empty()) throw std::runtime_error("chromium lists no page: " + list.body);
+    if (path.empty()) throw std::runtime_error("chromium lists no page: " + listed);
     namespace net = boost::asio;
     net::ip::tcp::resolver resolver(io_);
     ws_ = std::make_unique<boost::beast::websocket::stream<net::ip::tcp::socket>>(io_);
@@ -170,7 +184,7 @@ class HeadlessBrowser {
     simdjson::dom::parser parser;
     for (;;) {
       boost::beast::flat_buffer buffer;
-      ws_->read(buffer);
+      read_within(buffer, std::chrono::seconds(60), method);
       const std::string message = boost::beast::buffers_to_string(buffer.data());
       const simdjson::dom::element doc = parser.parse(message);
       auto got = doc["id"].get_int64();
@@ -178,6 +192,26 @@ class HeadlessBrowser {
       if (doc["error"].error() == simdjson::SUCCESS) throw std::runtime_error(method + " failed: " + std::string(simdjson::minify(doc["error"])));
       return std::string(simdjson::minify(doc["result"]));
     }
+  }
+
+  // One message, or an exception after `limit`: a browser that hangs fails
+  // the test instead of holding it until ctest's timeout.
+  void read_within(boost::beast::flat_buffer& buffer, std::chrono::seconds limit, const std::string& method) {
+    boost::system::error_code ec;
+    bool done = false;
+    ws_->async_read(buffer, [&](boost::system::error_code e, std::size_t) {
+      ec = e;
+      done = true;
+    });
+    io_.restart();
+    io_.run_for(limit);
+    if (!done) {
+      ws_->next_layer().cancel();
+      io_.restart();
+      io_.run();
+      throw std::runtime_error(method + ": chromium did not answer within " + std::to_string(limit.count()) + " s");
+    }
+    if (ec) throw std::runtime_error(method + ": " + ec.message());
   }
 
   static std::string base64_decode(const std::string& in) {

@@ -8,6 +8,7 @@
 (() => {
   const POLL_MS = 1000;           // the live parts
   const HISTORY_POLL_MS = 10000;  // the server snapshots every 10 s by default
+  const HISTORY_RETRY_MS = 2000;  // sooner while there is nothing to draw yet
   const HISTORY_SPAN_S = 3600;    // the chart shows the last hour
   const MAX_K = 100;
 
@@ -18,13 +19,19 @@
   // --auth-reads) is kept for this tab only and taken out of the address
   // bar, so it is not bookmarked or shared by accident.
   let token = page.get('access_token') || sessionStorage.getItem('ebb-token') || '';
-  if (page.has('access_token')) sessionStorage.setItem('ebb-token', token);
+  if (page.has('access_token')) {
+    sessionStorage.setItem('ebb-token', token);
+    page.delete('access_token');
+    history.replaceState(null, '', `${location.pathname}${page.size ? `?${page}` : ''}`);
+  }
 
   const state = {
     namespaces: [],
     ns: page.get('namespace'),  // the chosen namespace's name
     view: page.has('half_life') ? { kind: 'half_life', name: page.get('half_life') }
       : page.has('window') ? { kind: 'window', name: page.get('window') } : null,
+    // A link naming both: the half-life if the namespace keeps it, else the window.
+    altView: page.has('half_life') && page.has('window') ? { kind: 'window', name: page.get('window') } : null,
     k: clampK(page.get('k')),
     item: page.get('item'),
     paused: false,
@@ -33,7 +40,7 @@
     rates: new Map(),        // namespace -> events/s over the last poll
     historyKey: '',          // what the chart shows, and when it was read
     historyAt: 0,
-    hotSince: new Map(),     // hot item -> when this page first saw it
+    clock: { ns: null, offset: 0 },  // a namespace's "now" (its as_of) - this device's clock
     warned: '',              // a deep link that did not resolve, said once
   };
 
@@ -77,10 +84,13 @@
   // ---- formatting -----------------------------------------------------
 
   const numberFormats = [0, 1, 2, 3].map((d) => new Intl.NumberFormat('en-US', { maximumFractionDigits: d }));
+  // From ten billion on, "12.35B" / "3,000T": the columns keep their width.
+  const compactFormat = new Intl.NumberFormat('en-US', { notation: 'compact', maximumSignificantDigits: 4 });
 
   function fmt(x) {
     if (x === null || x === undefined || !Number.isFinite(x)) return '\u2014';
     const a = Math.abs(x);
+    if (a >= 1e10) return compactFormat.format(x);
     return numberFormats[a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3].format(x);
   }
 
@@ -94,8 +104,13 @@
     return `${fmt(n)} ${units[i]}`;
   }
 
+  // A time of day; with its date when that is not today's (an event-clock
+  // namespace replaying old data lives in its own past).
   function fmtClock(t) {
-    return new Date(t * 1000).toLocaleTimeString('en-GB', { hour12: false });
+    const d = new Date(t * 1000);
+    const time = d.toLocaleTimeString('en-GB', { hour12: false });
+    if (Math.abs(t * 1000 - Date.now()) < 12 * 3600 * 1000) return time;
+    return `${d.toISOString().slice(0, 10)} ${time}`;
   }
 
   function fmtAge(seconds) {
@@ -109,9 +124,10 @@
     return view.name === 'all' ? 'all time' : `last ${view.name}`;
   }
 
+  // A positive whole k, at most MAX_K ("1e9" is 1e9, so 100; "abc", "-1": none).
   function clampK(raw) {
-    const k = Number.parseInt(raw, 10);
-    return Number.isFinite(k) && k > 0 ? Math.min(k, MAX_K) : null;
+    const k = raw === null || raw === '' ? NaN : Number(raw);
+    return Number.isFinite(k) && k >= 1 ? Math.min(Math.floor(k), MAX_K) : null;
   }
 
   // ---- what is chosen -------------------------------------------------
@@ -121,8 +137,18 @@
     return views.concat((ns.half_lives || []).map((name) => ({ kind: 'half_life', name })));
   }
 
+  // "5m", "300s", "1.5h" -> seconds ("all" -> Infinity); NaN if not a duration.
+  function seconds(name) {
+    if (name === 'all') return Infinity;
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$/.exec(name);
+    if (!m) return NaN;
+    return Number(m[1]) * { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[m[2]];
+  }
+
+  // The same view, however its length is written (a link's half_life=300s
+  // is the namespace's "5m").
   function sameView(a, b) {
-    return a && b && a.kind === b.kind && a.name === b.name;
+    return !!(a && b && a.kind === b.kind && (a.name === b.name || seconds(a.name) === seconds(b.name)));
   }
 
   function current() {
@@ -141,9 +167,15 @@
       const busiest = state.namespaces.reduce((a, b) => (b.stats.events > a.stats.events ? b : a));
       state.ns = busiest.name;
       state.item = null;
+      state.view = null;  // the linked view was the missing namespace's: no second warning
+      state.altView = null;
     }
     const views = viewsOf(current());
-    if (!views.some((v) => sameView(v, state.view))) {
+    const match = views.find((v) => sameView(v, state.view)) || views.find((v) => sameView(v, state.altView));
+    state.altView = null;
+    if (match) {
+      state.view = match;  // the namespace's own spelling
+    } else {
       if (state.view && state.warned !== `view:${state.ns}:${state.view.name}`) {
         state.warned = `view:${state.ns}:${state.view.name}`;
         banner(`Namespace '${state.ns}' keeps no view '${state.view.name}': showing its first view.`);
@@ -173,7 +205,7 @@
     resolveChoice();
     renderNamespaces();
     renderViews();
-    refreshNow();
+    refreshNow(true);
   }
 
   // ---- status and messages -------------------------------------------
@@ -209,6 +241,11 @@
     // updated in place, so focus and scroll stay where they were.
     if (list.dataset.names !== JSON.stringify(names)) {
       list.dataset.names = JSON.stringify(names);
+      const focused = list.contains(document.activeElement) ? document.activeElement.dataset.name : undefined;
+      queueMicrotask(() => {  // focus stays on the namespace it was on, if it is still there
+        const again = focused === undefined ? null : list.querySelector(`button[data-name="${CSS.escape(focused)}"]`);
+        if (again) again.focus();
+      });
       list.replaceChildren(...state.namespaces.map((ns) => {
         const li = document.createElement('li');
         const button = document.createElement('button');
@@ -250,6 +287,7 @@
         const tab = document.createElement('button');
         tab.type = 'button';
         tab.setAttribute('role', 'tab');
+        tab.setAttribute('aria-controls', 'top-list');
         tab.dataset.kind = view.kind;
         tab.dataset.name = view.name;
         tab.textContent = viewLabel(view);
@@ -258,6 +296,11 @@
           if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
             e.preventDefault();
             stepView(e.key === 'ArrowRight' ? 1 : -1, true);
+          } else if (e.key === 'Home' || e.key === 'End') {
+            e.preventDefault();
+            const all = viewsOf(current());
+            const to = e.key === 'Home' ? all[0] : all[all.length - 1];
+            stepView(all.indexOf(to) - all.findIndex((v) => sameView(v, state.view)), true);
           }
         });
         return tab;
@@ -269,7 +312,14 @@
       tab.tabIndex = selected ? 0 : -1;
     }
     $('view-title').textContent = ns ? ns.name : 'Top items';
-    $('k').value = String(state.k || 20);
+    const k = String(state.k || 20);
+    const select = $('k');
+    if (![...select.options].some((o) => o.value === k)) {
+      const option = new Option(k, k);  // a linked k that is not one of the choices
+      const after = [...select.options].find((o) => Number(o.value) > Number(k));
+      select.add(option, after || null);
+    }
+    select.value = k;
   }
 
   function stepView(step, focus) {
@@ -296,6 +346,7 @@
       list.replaceChildren(...Array.from({ length: k }, (_, i) => {
         const li = document.createElement('li');
         li.className = 'row empty-row';
+        li.setAttribute('aria-hidden', 'true');
         li.innerHTML = '<span class="rank"></span><button type="button" class="item-id" tabindex="-1"></button>'
           + '<span class="meter" aria-hidden="true"><span class="range"></span><span class="fill"></span></span>'
           + '<span class="count"></span><span class="bounds"></span>';
@@ -319,8 +370,11 @@
       const id = row.querySelector('.item-id');
       if (!it) {
         row.className = 'row empty-row';
+        row.setAttribute('aria-hidden', 'true');  // a placeholder, not a row to announce
         delete row.dataset.item;
         id.textContent = '';
+        id.removeAttribute('title');
+        id.disabled = true;
         id.tabIndex = -1;
         id.removeAttribute('aria-label');
         row.querySelector('.count').textContent = '';
@@ -330,7 +384,9 @@
         continue;
       }
       row.className = it.item_id === state.item ? 'row chosen' : 'row';
+      row.removeAttribute('aria-hidden');
       row.dataset.item = it.item_id;
+      id.disabled = false;
       id.textContent = it.item_id;
       id.title = it.item_id;
       id.tabIndex = 0;
@@ -364,22 +420,31 @@
     return parts.join(' \u00b7 ');
   }
 
+  // The namespace's time now, from its last answer's as_of: history is asked
+  // for in the server's clock (a phone whose clock is off would ask for the
+  // wrong hour), or in event time for an event-clock namespace.
+  function namespaceClock(ns) {
+    return Date.now() / 1000 + (state.clock.ns === ns.name ? state.clock.offset : 0);
+  }
+
   async function loadTop(ns, view) {
+    const k = state.k;
     try {
-      const answer = await api('/top-k', { namespace: ns.name, k: String(state.k), ...viewParams(view) });
-      if (!stillChosen(ns, view)) return;
+      const answer = await api('/top-k', { namespace: ns.name, k: String(k), ...viewParams(view) });
+      if (Number.isFinite(answer.as_of)) state.clock = { ns: ns.name, offset: answer.as_of - Date.now() / 1000 };
+      if (!stillChosen(ns, view, k)) return;
       renderTop(answer);
       $('view-summary').textContent = summarise(answer);
     } catch (e) {
       if (e.status === 401 || e.status === 0) throw e;
-      if (!stillChosen(ns, view)) return;
+      if (!stillChosen(ns, view, k)) return;
       renderTop({ items: [] });
       $('view-summary').textContent = `Cannot read this view: ${e.message}`;
     }
   }
 
-  function stillChosen(ns, view) {
-    return state.ns === ns.name && sameView(state.view, view);
+  function stillChosen(ns, view, k) {
+    return state.ns === ns.name && sameView(state.view, view) && (k === undefined || state.k === k);
   }
 
   // ---- history --------------------------------------------------------
@@ -392,15 +457,20 @@
     return el;
   }
 
+  function clearHistory() {
+    const chart = $('history-chart');
+    state.historyKey = '';
+    $('history-title').textContent = 'History';
+    $('history-hint').textContent = 'Choose an item in the top list to see its count over time.';
+    chart.replaceChildren();
+    chart.dataset.points = '0';
+    chart.setAttribute('aria-label', 'No item chosen');
+  }
+
   async function loadHistory(ns, view, force) {
     const chart = $('history-chart');
     if (!state.item) {
-      state.historyKey = '';
-      $('history-title').textContent = 'History';
-      $('history-hint').textContent = 'Choose an item in the top list to see its count over time.';
-      chart.replaceChildren();
-      chart.dataset.points = '0';
-      chart.setAttribute('aria-label', 'No item chosen');
+      clearHistory();
       return;
     }
     const key = JSON.stringify([ns.name, view, state.item]);
@@ -409,23 +479,26 @@
     state.historyKey = key;
     state.historyAt = now;
     $('history-title').textContent = `History of ${state.item}`;
-    const to = now / 1000;
+    const to = namespaceClock(ns);
     try {
       const answer = await api('/history', {
         namespace: ns.name, item_id: state.item, from: String(to - HISTORY_SPAN_S), to: String(to), ...viewParams(view),
       });
       if (state.historyKey !== key) return;
-      drawHistory(answer.points || [], to - HISTORY_SPAN_S, to);
+      const points = answer.points || [];
+      drawHistory(points, to - HISTORY_SPAN_S, to, answer.truncated === true);
+      if (points.length === 0) state.historyAt = now - HISTORY_POLL_MS + HISTORY_RETRY_MS;
     } catch (e) {
       if (e.status === 401 || e.status === 0) throw e;
       if (state.historyKey !== key) return;
+      state.historyAt = now - HISTORY_POLL_MS + HISTORY_RETRY_MS;
       chart.replaceChildren();
       chart.dataset.points = '0';
       $('history-hint').textContent = `No history: ${e.message}`;
     }
   }
 
-  function drawHistory(points, from, to) {
+  function drawHistory(points, from, to, truncated) {
     const chart = $('history-chart');
     chart.dataset.points = String(points.length);
     if (points.length === 0) {
@@ -442,7 +515,12 @@
     const pad = { l: 56, r: 12, t: 10, b: 24 };
     if (points.length > 1 && points[0].t > from) from = Math.max(from, points[0].t - 0.05 * (to - points[0].t));
     else if (points.length === 1) from = Math.max(from, points[0].t - 60);
-    const top = Math.max(...points.map((p) => p.upper_bound)) || 1;
+    // A snapshot where the item was not listed has no estimate: only the
+    // most it can have been (the list's lowest count) and what it surely had.
+    const est = (p) => (Number.isFinite(p.estimated_count) ? p.estimated_count : null);
+    const lo = (p) => (Number.isFinite(p.lower_bound) ? p.lower_bound : 0);
+    const hi = (p) => (Number.isFinite(p.upper_bound) ? p.upper_bound : est(p) ?? lo(p));
+    const top = Math.max(...points.map(hi)) || 1;
     const x = (t) => pad.l + ((t - from) / (to - from)) * (W - pad.l - pad.r);
     const y = (v) => H - pad.b - (v / top) * (H - pad.t - pad.b);
     const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'history-svg' });
@@ -459,19 +537,31 @@
       root.append(label);
     }
     // The band between the bounds, then the estimate over it.
-    const upper = points.map((p) => `${x(p.t)},${y(p.upper_bound)}`);
-    const lower = points.slice().reverse().map((p) => `${x(p.t)},${y(p.lower_bound)}`);
+    const upper = points.map((p) => `${x(p.t)},${y(hi(p))}`);
+    const lower = points.slice().reverse().map((p) => `${x(p.t)},${y(lo(p))}`);
     root.append(svg('polygon', { points: upper.concat(lower).join(' '), class: 'band' }));
-    root.append(svg('polyline', { points: points.map((p) => `${x(p.t)},${y(p.estimated_count)}`).join(' '), class: 'line' }));
+    // The estimate as a line, broken where there was none.
+    let run = [];
+    const flush = () => {
+      if (run.length > 1) root.append(svg('polyline', { points: run.join(' '), class: 'line' }));
+      run = [];
+    };
     for (const p of points) {
-      root.append(svg('circle', { cx: x(p.t), cy: y(p.estimated_count), r: 2.5, class: p.rank === null ? 'dot unlisted' : 'dot' }));
+      if (est(p) === null) flush();
+      else run.push(`${x(p.t)},${y(est(p))}`);
+    }
+    flush();
+    for (const p of points) {
+      const listed = est(p) !== null && p.rank !== null;
+      root.append(svg('circle', { cx: x(p.t), cy: y(est(p) ?? hi(p)), r: 2.5, class: listed ? 'dot' : 'dot unlisted' }));
     }
     chart.replaceChildren(root);
     const last = points[points.length - 1];
     const summary = `${points.length} snapshots; latest ${fmt(last.estimated_count)}`
       + `${last.rank === null ? ' (not listed)' : ` (rank ${last.rank})`} at ${fmtClock(last.t)}`;
     chart.setAttribute('aria-label', summary);
-    $('history-hint').textContent = `${summary}. The band is [lower, upper]; hollow points: not in the list then.`;
+    $('history-hint').textContent = `${summary}${truncated ? ' (the server sent the first points only)' : ''}. `
+      + 'The band is [lower, upper]; hollow points: not in the list then (drawn at the most it can have had).';
   }
 
   // ---- hot keys -------------------------------------------------------
@@ -493,6 +583,7 @@
         ['name', it.item_id], ['value', `${fmt(it.rate)}/s`], ['note', `hot for ${fmtAge(now - it.since)}`]]);
     } catch (e) {
       if (e.status === 401 || e.status === 0) throw e;
+      if (state.ns !== ns.name) return;
       list.replaceChildren();
       $('hot-summary').textContent = e.message;
     }
@@ -502,6 +593,13 @@
 
   async function loadTrending(ns) {
     const list = $('trending');
+    const halfLives = (ns.half_lives || []).length;
+    if (halfLives < 2) {  // nothing to ask the server every second
+      list.replaceChildren();
+      $('trending-summary').textContent = `Trending compares a short and a long half-life; this namespace keeps ${halfLives}: `
+        + 'create one with two, e.g. "half_lives": ["5m", "1h"].';
+      return;
+    }
     try {
       const answer = await api('/trending', { namespace: ns.name, k: '10' });
       if (state.ns !== ns.name) return;
@@ -513,6 +611,7 @@
         ['note', `${fmt(it.short_rate)}/s now, ${fmt(it.long_rate)}/s usually`]]);
     } catch (e) {
       if (e.status === 401 || e.status === 0) throw e;
+      if (state.ns !== ns.name) return;
       list.replaceChildren();
       $('trending-summary').textContent = e.message;
     }
@@ -525,14 +624,15 @@
       if (!li) {
         li = document.createElement('li');
         li.dataset.item = it.item_id;
+        li.dataset.born = String(Date.now());
         li.className = 'fresh';
         for (const [cls] of cells(it)) {
           const span = document.createElement('span');
           span.className = cls;
           li.append(span);
         }
-      } else {
-        li.className = '';
+      } else if (Date.now() - Number(li.dataset.born) > 2000) {
+        li.className = '';  // the arrival's highlight has run its course
       }
       for (const [cls, text] of cells(it)) li.querySelector(`.${cls}`).textContent = text;
       return li;
@@ -544,9 +644,13 @@
 
   let timer = null;
   let running = false;
-  let again = false;
+  let again = false;  // a round asked for while one ran
+  let once = false;   // that round runs even while paused (a choice was made)
 
-  function refreshNow() {
+  // A round now (after the running one, if any). `evenIfPaused`: a choice
+  // made while paused still shows what was chosen, once.
+  function refreshNow(evenIfPaused) {
+    once = once || !!evenIfPaused;
     if (running) {
       again = true;
       return;
@@ -557,12 +661,15 @@
 
   async function tick() {
     running = true;
+    const forced = once;
+    once = false;
     try {
-      if (!state.paused && !document.hidden) {
+      if ((!state.paused || forced) && !document.hidden) {
         await refresh();
         state.updates += 1;
         document.body.dataset.updates = String(state.updates);
-        setStatus('live', `live \u00b7 updated ${fmtClock(Date.now() / 1000)}`);
+        if (!state.paused) setStatus('live', 'live');
+        $('updated').textContent = `updated ${fmtClock(Date.now() / 1000)}`;
         $('auth').hidden = true;
       }
     } catch (e) {
@@ -592,12 +699,20 @@
     renderViews();
     const ns = current();
     if (!ns || !state.view) {
+      // Nothing to show (no namespace left, or one without views): every
+      // panel says so rather than keep what an earlier one showed.
       renderTop({ items: [] });
       $('view-summary').textContent = ns ? 'This namespace keeps no view.' : '\u00a0';
+      for (const id of ['hot-keys', 'trending']) $(id).replaceChildren();
+      $('hot-summary').textContent = '\u00a0';
+      $('trending-summary').textContent = '\u00a0';
+      state.item = null;
+      clearHistory();
       return;
     }
     const view = state.view;
-    await Promise.all([loadTop(ns, view), loadHot(ns), loadTrending(ns), loadHistory(ns, view, false)]);
+    // History after the list: its as_of says what "now" is for this namespace.
+    await Promise.all([loadTop(ns, view).then(() => loadHistory(ns, view, false)), loadHot(ns), loadTrending(ns)]);
   }
 
   // ---- wiring ---------------------------------------------------------
@@ -609,7 +724,7 @@
     $('pause').setAttribute('aria-pressed', String(state.paused));
     $('pause').textContent = state.paused ? 'Resume' : 'Pause';
     if (state.paused) setStatus('paused', 'paused');
-    else refreshNow();
+    else refreshNow(false);
   }
 
   $('k').addEventListener('change', (e) => choose({ k: clampK(e.target.value) }));
@@ -619,7 +734,7 @@
     token = $('auth-token').value.trim();
     sessionStorage.setItem('ebb-token', token);
     $('auth-token').value = '';
-    refreshNow();
+    refreshNow(true);
   });
 
   document.addEventListener('keydown', (e) => {
@@ -632,7 +747,7 @@
   });
 
   document.addEventListener('visibilitychange', () => {
-    if (!document.hidden) refreshNow();
+    if (!document.hidden) refreshNow(false);
   });
 
   topRows(state.k || 20);
