@@ -271,7 +271,10 @@ TEST_F(DashboardBrowser, DrawsAnItemsHistoryHotKeysAndTrending) {
   ASSERT_TRUE(browser.wait_for("document.getElementById('trending-summary').textContent.startsWith('Trending compares a short and a long half-life; this namespace keeps 0')",
                                "document.getElementById('trending-summary').textContent"))
       << browser.last();
+  // The old namespace's item is gone from the history panel at once (the
+  // click clears it; nothing waits for the new list).
   EXPECT_EQ(browser.evaluate("document.getElementById('history-title').textContent"), "\"History\"");
+  EXPECT_EQ(browser.evaluate("new URLSearchParams(location.search).get('item')"), "null");
 }
 
 TEST_F(DashboardBrowser, AsksForATokenWhenReadsNeedOne) {

@@ -201,6 +201,7 @@
   function choose(change) {
     if ('item' in change && change.item !== state.item) state.historyKey = '';  // redrawn now
     Object.assign(state, change);
+    if (!state.item) clearHistory();  // not the old item's chart until the list loads
     banner('');
     resolveChoice();
     renderNamespaces();
