@@ -238,4 +238,38 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
   });
 }
 
+std::optional<std::string_view> Commands::batch_key(std::span<const std::string_view> args) noexcept {
+  if (args.size() < 3 || (!equals_ignoring_case(args[0], "topk.add") && !equals_ignoring_case(args[0], "topk.incrby"))) return std::nullopt;
+  return args[1];
+}
+
+Outcome Commands::execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies) {
+  replies.clear();
+  if (commands.empty()) return {};
+  // What execute() checks before any command holds for all of them alike.
+  if (!(tokens_.required_for(service::Access::write) && !client.authenticated) && service_.recovered()) {
+    std::string unused;
+    ReplyWriter reply(unused, client.protocol);
+    Context ctx{*this, client, commands.front(), reply, wall_clock_now()};
+    std::vector<Args> args(commands.begin(), commands.end());
+    bool counted = false;
+    try {
+      const auto commit = topk_ingest_run(ctx, args, replies, counted);
+      figures_.commands_total.fetch_add(commands.size(), std::memory_order_relaxed);
+      return {commit, {}};
+    } catch (...) {
+      if (counted) throw;  // (out of memory writing the replies) never counted twice
+    }
+    // Nothing was counted: one by one, each command answers for itself.
+  }
+  replies.assign(commands.size(), {});
+  Outcome last;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const Outcome o = execute(client, commands[i], replies[i].text);
+    replies[i].waits = o.commit.lsn != 0;
+    if (o.commit.lsn != 0) last = o;
+  }
+  return last;
+}
+
 }  // namespace ebb::resp

@@ -41,6 +41,12 @@ void ReplyWriter::bulk(std::string_view data) {
 
 void ReplyWriter::null() { out_ += protocol_ >= 3 ? "_\r\n" : "$-1\r\n"; }
 
+void ReplyWriter::nulls(std::size_t n) {
+  const std::string_view one = protocol_ >= 3 ? "_\r\n" : "$-1\r\n";
+  out_.reserve(out_.size() + n * one.size());
+  for (std::size_t i = 0; i < n; ++i) out_.append(one);
+}
+
 void ReplyWriter::array(std::size_t n) { header('*', n); }
 
 void ReplyWriter::map(std::size_t pairs) {

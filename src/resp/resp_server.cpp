@@ -98,8 +98,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   void process() {
     try {
       while (!client_.quit && !broken_ && !closing_ && !blocked_ && backlog() < server_.options.max_reply_backlog) {
-        const bool guarded = server_.commands.tokens().protects_reads() && !client_.authenticated;
-        reader_.set_limits(guarded ? unauthenticated(server_.options.limits) : server_.options.limits);
+        reader_.set_limits(reader_limits());
         const auto status = reader_.read(std::string_view(in_).substr(in_begin_));
         if (status == CommandReader::Status::incomplete) break;
         if (status == CommandReader::Status::error) {
@@ -114,6 +113,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         }
         in_begin_ += reader_.consumed();
         if (reader_.args().empty()) continue;
+        if (const auto key = Commands::batch_key(reader_.args()); key && run_batch(*key)) continue;
         std::string reply;
         Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
         if (outcome.deferred) {
@@ -158,6 +158,65 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // Pipelined TOPK.ADD / INCRBY on `key` (the command just read): the ones
+  // after it already in the buffer join it in one batch (at most
+  // kMaxRunCommands commands and the service's batch size in items).
+  // False when none does: the command runs alone as any other.
+  bool run_batch(std::string_view key) {
+    static constexpr std::size_t kMaxRunCommands = 1024;
+    // Looking ahead reads small commands only: one too large for this is
+    // read again, alone, by the main reader (never scanned twice at length).
+    static constexpr std::size_t kMaxLookAheadBytes = 64u << 10;
+    const std::size_t max_items = server_.commands.service().limits().max_batch_events;
+    std::size_t items = reader_.args().size() - 2;
+    if (items >= max_items) return false;
+    std::vector<std::vector<std::string_view>> run{reader_.args()};
+    auto limits = reader_limits();
+    limits.max_command_bytes = std::min(limits.max_command_bytes, kMaxLookAheadBytes);
+    CommandReader ahead(limits);
+    const std::string_view data(in_);
+    std::size_t at = in_begin_;
+    while (run.size() < kMaxRunCommands && at < data.size() && data[at] == '*') {
+      if (ahead.read(data.substr(at)) != CommandReader::Status::complete) break;
+      const auto next = Commands::batch_key(ahead.args());
+      if (!next || *next != key || items + (ahead.args().size() - 2) > max_items) break;
+      items += ahead.args().size() - 2;
+      run.push_back(ahead.args());
+      at += ahead.consumed();
+    }
+    if (run.size() == 1) return false;
+    in_begin_ = at;
+    std::vector<BatchReply> replies;
+    const Outcome outcome = server_.commands.execute_batch(client_, run, replies);
+    std::vector<Pending*> waiting;
+    for (auto& r : replies) {
+      if (r.waits) waiting.push_back(hold(std::move(r.text)));
+      else queue(std::move(r.text));
+    }
+    if (waiting.empty()) return true;
+    server_.commands.service().when_durable(outcome.commit, [self = shared_from_this(), waiting, guard = keep_running()](const std::string& error) {
+      net::post(self->socket_.get_executor(), [self, waiting, error, guard] {
+        for (Pending* slot : waiting) {
+          if (!error.empty()) {
+            std::string failed;
+            ReplyWriter(failed, self->client_.protocol).error("ERR " + error);
+            self->replace(slot, std::move(failed));
+          }
+          slot->ready = true;
+        }
+        self->release();
+        self->process();
+        self->pump();
+      });
+    });
+    return true;
+  }
+
+  ProtocolLimits reader_limits() const {
+    const bool guarded = server_.commands.tokens().protects_reads() && !client_.authenticated;
+    return guarded ? unauthenticated(server_.options.limits) : server_.options.limits;
+  }
+
   // A reply slot that is not ready yet (deque: its address stays valid
   // while slots are added and removed at the ends).
   Pending* hold(std::string reply) {
@@ -174,15 +233,17 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   // On the session's thread: a held reply is ready (replaced, when given),
   // and what waited behind it may go.
   void fill(Pending* slot, std::optional<std::string> reply) {
-    if (reply) {
-      pending_bytes_ -= slot->reply.size();
-      slot->reply = std::move(*reply);
-      pending_bytes_ += slot->reply.size();
-    }
+    if (reply) replace(slot, std::move(*reply));
     slot->ready = true;
     release();
     process();
     pump();
+  }
+
+  void replace(Pending* slot, std::string reply) {
+    pending_bytes_ -= slot->reply.size();
+    slot->reply = std::move(reply);
+    pending_bytes_ += slot->reply.size();
   }
 
   // A reply that is ready: out at once, unless earlier ones are still held.

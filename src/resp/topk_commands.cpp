@@ -205,12 +205,13 @@ ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::
   return stamp(ns, before.list, lowest);
 }
 
-// ADD and INCRBY: the items (with their weights) counted as one batch, and
-// for each the item it pushed out of the top-K list, if any (nil when none).
-Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<double> weights) {
-  const std::string key(c.args[1]);
-  check_items(items);
-  require_topk(c, key);
+// The items of one or more ADD / INCRBY commands on one key (with their
+// weights; command j's end at ends[j]) counted as one batch, and for each
+// item the item it pushed out of the top-K list, if any (nil when none):
+// command j's reply written by reply_for(j). `done`: set once the batch
+// is (what throws after that must not lead to counting it again).
+service::Commit count_and_answer(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
+                                 std::span<const std::size_t> ends, const std::function<ReplyWriter&(std::size_t)>& reply_for, bool& done) {
   std::vector<std::uint64_t> hashes(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = hash_key(items[i]);
   // The list before and after the batch, under the namespace's lock: the
@@ -238,6 +239,7 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
       caches.by_key[key] = after;
       observed = true;
     }, hashes);
+  done = true;
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
   // each add). Unknown (the observer failed): nothing is named. The same
@@ -259,32 +261,53 @@ Outcome ingest(Context& c, std::vector<std::string_view> items, std::vector<doub
       answer[i] = expelled[next++];
     }
   }
-  c.reply.array(items.size());
-  for (const auto& a : answer) {
-    if (a) c.reply.bulk(*a);
-    else c.reply.null();
+  std::size_t from = 0;
+  for (std::size_t j = 0; j < ends.size(); ++j) {
+    auto& reply = reply_for(j);
+    reply.array(ends[j] - from);
+    if (expelled.empty()) {
+      reply.nulls(ends[j] - from);
+      from = ends[j];
+    }
+    for (; from < ends[j]; ++from) {
+      if (answer[from]) reply.bulk(*answer[from]);
+      else reply.null();
+    }
   }
-  return {commit, {}};
+  return commit;
 }
 
-Outcome add(Context& c) {
-  std::vector<std::string_view> items(c.args.begin() + 2, c.args.end());
-  return ingest(c, std::move(items), std::vector<double>(c.args.size() - 2, 1.0));
-}
-
-// TOPK.INCRBY key item incr [item incr ...]: every increment is checked
-// before any is counted (RedisBloom counts those before a bad one).
-Outcome incrby(Context& c) {
-  if ((c.args.size() - 2) % 2 != 0) refuse(wrong_arity(c.args[0]));
-  std::vector<std::string_view> items;
-  std::vector<double> weights;
-  for (std::size_t i = 2; i < c.args.size(); i += 2) {
-    const auto n = parse_integer(c.args[i + 1]);
+// An ADD's or INCRBY's items and weights, every argument checked
+// (INCRBY: every increment before any is counted; RedisBloom counts those
+// before a bad one).
+void parse_items(Args args, std::vector<std::string_view>& items, std::vector<double>& weights) {
+  if (equals_ignoring_case(args[0], "topk.add")) {
+    items.insert(items.end(), args.begin() + 2, args.end());
+    weights.insert(weights.end(), args.size() - 2, 1.0);
+    check_items(std::span(items).last(args.size() - 2));
+    return;
+  }
+  if ((args.size() - 2) % 2 != 0) refuse(wrong_arity(args[0]));
+  const std::size_t first = items.size();
+  for (std::size_t i = 2; i < args.size(); i += 2) {
+    const auto n = parse_integer(args[i + 1]);
     if (!n || *n < 0 || *n > kMaxIncrement) refuse(std::string(kBadIncrement));
-    items.push_back(c.args[i]);
+    items.push_back(args[i]);
     weights.push_back(static_cast<double>(*n));
   }
-  return ingest(c, std::move(items), std::move(weights));
+  check_items(std::span(items).subspan(first));
+}
+
+// TOPK.ADD key item [item ...] and TOPK.INCRBY key item incr [item incr ...].
+Outcome ingest(Context& c) {
+  std::vector<std::string_view> items;
+  std::vector<double> weights;
+  parse_items(c.args, items, weights);
+  const std::string key(c.args[1]);
+  require_topk(c, key);
+  const std::size_t end = items.size();
+  bool counted = false;
+  return {count_and_answer(c, key, items, weights, std::span(&end, 1), [&](std::size_t) -> ReplyWriter& { return c.reply; }, counted), {}};
 }
 
 // The top-K list's keys, rendered once per change of the namespace and
@@ -404,8 +427,8 @@ Outcome info(Context& c) {
 
 constexpr std::array kCommands{
     CommandSpec{"topk.reserve", -3, Access::write, reserve},
-    CommandSpec{"topk.add", -3, Access::write, add},
-    CommandSpec{"topk.incrby", -4, Access::write, incrby},
+    CommandSpec{"topk.add", -3, Access::write, ingest},
+    CommandSpec{"topk.incrby", -4, Access::write, ingest},
     CommandSpec{"topk.query", -3, Access::read, query},
     CommandSpec{"topk.count", -3, Access::read, count},
     CommandSpec{"topk.list", -2, Access::read, list},
@@ -415,5 +438,36 @@ constexpr std::array kCommands{
 }  // namespace
 
 std::span<const CommandSpec> topk_commands() { return kCommands; }
+
+service::Commit topk_ingest_run(Context& c, std::span<const Args> commands, std::vector<BatchReply>& replies, bool& counted_any) {
+  const std::string key(c.args[1]);
+  require_topk(c, key);
+  std::vector<std::string_view> items;
+  std::vector<double> weights;
+  std::vector<std::size_t> ends;      // of the commands counted
+  std::vector<std::size_t> counted;  // their indices in `commands`
+  replies.assign(commands.size(), {});
+  for (std::size_t j = 0; j < commands.size(); ++j) {
+    const std::size_t mark = items.size();
+    try {
+      parse_items(commands[j], items, weights);
+    } catch (const CommandError& e) {
+      // This command is refused alone; the others count.
+      items.resize(mark);
+      weights.resize(mark);
+      ReplyWriter(replies[j].text, c.reply.protocol()).error(e.text);
+      continue;
+    }
+    ends.push_back(items.size());
+    counted.push_back(j);
+  }
+  if (counted.empty()) return {};
+  std::vector<ReplyWriter> writers;
+  writers.reserve(counted.size());
+  for (const std::size_t j : counted) writers.emplace_back(replies[j].text, c.reply.protocol());
+  const auto commit = count_and_answer(c, key, items, weights, ends, [&](std::size_t n) -> ReplyWriter& { return writers[n]; }, counted_any);
+  for (const std::size_t j : counted) replies[j].waits = commit.lsn != 0;
+  return commit;
+}
 
 }  // namespace ebb::resp

@@ -1,7 +1,9 @@
 """TOPK.ADD / INCRBY replies against the lists around them (redis-py,
 RESP2): over random commands on a skewed stream, each command's reply names
 exactly the items that were in TOPK.LIST before it and are not after it,
-each once, at an argument that entered the list. The server keeps the list
+each once, at an argument that entered the list. Pipelined runs of them
+(sent in one write, so that the server counts them as one batch) name,
+over the run, exactly the items that left the list over the run. The server keeps the list
 of the last command to answer the next one cheaply; LIST computes it from
 scratch, so the two are checked against each other. Prints "ok"; run by
 resp_server_test with the port, a seed and keys it made (name:k)."""
@@ -18,6 +20,18 @@ weights = [1.0 / (i + 1) ** 0.9 for i in range(60)]
 # one over HTTP with hardly more candidates than k, whose summary lets
 # listed keys go.
 made = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1])) for a in sys.argv[3:]]
+
+
+def check(where, before, after, items, reply):
+    """reply[i]: what items[i] named; exactly the items that left, each at one that entered."""
+    assert len(reply) == len(items), (where, reply)
+    named = [x for x in reply if x is not None]
+    assert sorted(named) == sorted(set(before) - set(after)), (where, before, after, items, reply)
+    for item, out in zip(items, reply):
+        if out is not None:
+            assert item in after and item not in before, (where, item, before, after)
+
+
 for name, k in [("prop:a", 5), ("prop:b", 1), ("prop:c", 12)] + made:
     if (name, k) not in made:
         assert r.execute_command("TOPK.RESERVE", name, k) == "OK"
@@ -31,11 +45,17 @@ for name, k in [("prop:a", 5), ("prop:b", 1), ("prop:c", 12)] + made:
         else:
             reply = r.execute_command("TOPK.ADD", name, *items)
         after = r.execute_command("TOPK.LIST", name)
-        assert len(reply) == len(items), (name, step, reply)
-        named = [x for x in reply if x is not None]
-        assert sorted(named) == sorted(set(before) - set(after)), (name, step, before, after, items, reply)
-        for item, out in zip(items, reply):
-            if out is not None:
-                assert item in after and item not in before, (name, step, item, before, after)
+        check((name, step), before, after, items, reply)
         assert len(after) == min(k, len(set(after))), after
+    for step in range(150):
+        before = r.execute_command("TOPK.LIST", name)
+        pipe = r.pipeline(transaction=False)
+        sent = []
+        for _ in range(rng.randint(2, 8)):
+            items = rng.choices(keys, weights, k=rng.randint(1, 6))
+            pipe.execute_command("TOPK.ADD", name, *items)
+            sent += items
+        replies = pipe.execute()
+        after = r.execute_command("TOPK.LIST", name)
+        check((name, "pipelined", step), before, after, sent, [x for reply in replies for x in reply])
 print("ok")

@@ -9,9 +9,11 @@
 #include <memory>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ebb/service/access_tokens.hpp"
 #include "ebb/service/service.hpp"
@@ -44,6 +46,14 @@ struct ServerFigures {
   std::atomic<std::uint64_t> protocol_errors{0};
 };
 
+// One reply of a run of pipelined commands run as one batch
+// (Commands::execute_batch): `waits`: it stands once the run's commit is
+// durable (else it is ready now: a refusal, or nothing was logged).
+struct BatchReply {
+  std::string text;
+  bool waits = false;
+};
+
 class Commands {
  public:
   Commands(service::Service& service, const service::AccessTokens& tokens, ServerFigures& figures, std::string version);
@@ -54,6 +64,21 @@ class Commands {
   // Runs one command (args[0] is its name, in any case) and appends its
   // reply to `out`. Never throws for what a client sent.
   Outcome execute(ClientState& client, std::span<const std::string_view> args, std::string& out);
+
+  // Pipelined TOPK.ADD / TOPK.INCRBY commands on one key, already read,
+  // are counted as one batch: one log record, one look at the top-K list
+  // (single-item adds pipelined by the thousand would otherwise each pay
+  // for a batch). The key such a command would join a run under; nullopt
+  // for any other command.
+  static std::optional<std::string_view> batch_key(std::span<const std::string_view> args) noexcept;
+  // Runs such a run (each command's batch_key() the same key): replies[i]
+  // is commands[i]'s, exactly as execute() would write it, except that
+  // the items the run pushed out of the list are named at the adds that
+  // entered over the whole run (docs/resp.md). A command refused for its
+  // own arguments is refused alone; anything else that stops the batch
+  // runs the commands one by one instead. The commit covers every reply
+  // that waits.
+  Outcome execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies);
 
   service::Service& service() noexcept { return service_; }
   const service::AccessTokens& tokens() const noexcept { return tokens_; }

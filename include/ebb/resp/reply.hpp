@@ -24,6 +24,7 @@ class ReplyWriter {
   void integer(long long v);
   void bulk(std::string_view data);
   void null();  // a missing value: RESP2 "$-1", RESP3 "_"
+  void nulls(std::size_t n);  // n of them (an ADD's reply when it pushed nothing out)
   void array(std::size_t n);
   void map(std::size_t pairs);
   void boolean(bool v);
