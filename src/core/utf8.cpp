@@ -18,6 +18,18 @@ std::size_t utf8_valid_prefix(std::string_view s) noexcept {
       i += 8;
     }
     if (i == n) break;
+    // An ASCII tail of 1-7 bytes in one or two loads (overlapping, within
+    // the string): short keys end here without a byte-by-byte loop.
+    if (const std::size_t rest = n - i; rest < 8) {
+      std::uint32_t a = 0, b = 0;
+      if (rest >= 4) {
+        std::memcpy(&a, p + i, 4);
+        std::memcpy(&b, p + n - 4, 4);
+      } else {
+        a = p[i] | p[i + rest / 2] | p[n - 1];
+      }
+      if (((a | b) & 0x80808080U) == 0) break;
+    }
     if (p[i] < 0x80) {
       ++i;
       continue;

@@ -180,14 +180,18 @@ ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::
   const auto& view = ns.view(std::nullopt);
   double best_outsider = -INFINITY;
   bool outsider = false;
+  // With a full list and its lowest score known (same scale), an item
+  // scored below that can change nothing, listed or not (scores only
+  // rise): most items of a batch are settled by one look at the view.
+  const double below = !std::isnan(before.lowest) && view.rescales() == before.rescales && before.list->keys.size() >= before.k
+                           ? before.lowest
+                           : -INFINITY;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (listed(before, items[i], hashes[i])) continue;
     const auto held = view.held_score(items[i], hashes[i]);
     if (!held.known) return list_of(ns);
-    if (held.score) {
-      outsider = true;
-      best_outsider = std::max(best_outsider, *held.score);
-    }
+    if (!held.score || *held.score < below || listed(before, items[i], hashes[i])) continue;
+    outsider = true;
+    best_outsider = std::max(best_outsider, *held.score);
   }
   if (outsider && before.list->keys.size() < before.k) return list_of(ns);  // room in the list
   const bool none_left = view.evictions() == before.evictions;

@@ -636,6 +636,16 @@ TEST(Utf8, ValidPrefixEndsAtTheFirstInvalidSequence) {
   EXPECT_EQ(utf8_valid_prefix("\xED\xA0\x80"), 0u);  // a surrogate
   EXPECT_EQ(utf8_valid_prefix("\xF4\x8F\xBF\xBF\xF4\x90\x80\x80"), 4u);  // U+10FFFF, then beyond
   EXPECT_EQ(utf8_valid_prefix(""), 0u);
+  // A bad byte anywhere in a short key, or in the tail after 8-byte blocks
+  // (read in overlapping loads), is found where it is.
+  for (std::size_t n = 1; n <= 24; ++n) {
+    EXPECT_EQ(utf8_valid_prefix(std::string(n, 'a')), n);
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string s(n, 'a');
+      s[at] = '\xFF';
+      EXPECT_EQ(utf8_valid_prefix(s), at) << n << " " << at;
+    }
+  }
   // Against the reference: the prefix is valid, and no well-formed
   // sequence starts where it ends (decoding from the start stops there).
   std::mt19937_64 rng(7);
