@@ -82,9 +82,10 @@ std::span<const CommandSpec> cms_commands();
 std::vector<const CommandSpec*> all_command_specs();
 
 // TOPK.ADD / TOPK.INCRBY commands on c.args[1] (Commands::execute_batch),
-// counted as one batch; replies[i]: commands[i]'s. Throws what ingest
-// throws; `counted` says whether the batch was counted before a throw.
-service::Commit topk_ingest_run(Context& c, std::span<const Args> commands, std::vector<BatchReply>& replies, bool& counted);
+// counted as one batch; replies[i]: commands[i]'s (sized by the caller).
+// Throws what ingest throws; `counted` says whether the batch was counted
+// before a throw.
+void topk_ingest_run(Context& c, std::span<const Args> commands, std::vector<BatchReply>& replies, bool& counted);
 
 // Helpers shared by the handlers.
 std::string wrong_arity(std::string_view command_name);  // "ERR wrong number of arguments for 'topk.add' command"

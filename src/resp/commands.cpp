@@ -220,56 +220,75 @@ Commands::Commands(service::Service& service, const service::AccessTokens& token
 
 Commands::~Commands() = default;
 
+namespace {
+
+// What every command passes before it runs: a known name, its arity, the
+// token its access needs, a recovered service. CommandError otherwise.
+const CommandSpec& admit(const service::AccessTokens& tokens, const service::Service& service, const ClientState& client, Args args) {
+  const auto& t = table();
+  const auto it = t.find(ascii_lower(args[0]));
+  if (it == t.end()) refuse(unknown_command(args));
+  const CommandSpec& spec = *it->second;
+  const auto n = static_cast<long long>(args.size());
+  if ((spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity)) refuse(wrong_arity(args[0]));
+  if (tokens.required_for(spec.access) && !client.authenticated) refuse("NOAUTH Authentication required.");
+  if (spec.access != service::Access::open && !service.recovered()) refuse("LOADING ebb is recovering its data directory");
+  return spec;
+}
+
+}  // namespace
+
 Outcome Commands::execute(ClientState& client, std::span<const std::string_view> args, std::string& out) {
   ReplyWriter reply(out, client.protocol);
   if (args.empty()) return {};
   figures_.commands_total.fetch_add(1, std::memory_order_relaxed);
   return replying(out, reply, [&] {
-    const auto& t = table();
-    const auto it = t.find(ascii_lower(args[0]));
-    if (it == t.end()) refuse(unknown_command(args));
-    const CommandSpec& spec = *it->second;
-    const auto n = static_cast<long long>(args.size());
-    if ((spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity)) refuse(wrong_arity(args[0]));
-    if (tokens_.required_for(spec.access) && !client.authenticated) refuse("NOAUTH Authentication required.");
-    if (spec.access != service::Access::open && !service_.recovered()) refuse("LOADING ebb is recovering its data directory");
+    const CommandSpec& spec = admit(tokens_, service_, client, args);
     Context ctx{*this, client, args, reply, wall_clock_now()};
     return spec.run(ctx);
   });
 }
 
-std::optional<std::string_view> Commands::batch_key(std::span<const std::string_view> args) noexcept {
-  if (args.size() < 3 || (!equals_ignoring_case(args[0], "topk.add") && !equals_ignoring_case(args[0], "topk.incrby"))) return std::nullopt;
-  return args[1];
+std::optional<BatchEntry> Commands::batch_entry(std::span<const std::string_view> args) noexcept {
+  if (args.size() < 3) return std::nullopt;
+  if (equals_ignoring_case(args[0], "topk.add")) return BatchEntry{args[1], args.size() - 2};
+  if (equals_ignoring_case(args[0], "topk.incrby")) return BatchEntry{args[1], (args.size() - 1) / 2};
+  return std::nullopt;
 }
 
-Outcome Commands::execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies) {
-  replies.clear();
-  if (commands.empty()) return {};
-  // What execute() checks before any command holds for all of them alike.
-  if (!(tokens_.required_for(service::Access::write) && !client.authenticated) && service_.recovered()) {
+std::size_t Commands::max_batch_items() const noexcept { return service_.limits().max_batch_events; }
+
+void Commands::execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies) {
+  replies.assign(commands.size(), {});
+  if (commands.empty()) return;
+  bool admitted = true;
+  for (const auto& args : commands) {
+    try {
+      admit(tokens_, service_, client, args);
+    } catch (const CommandError&) {
+      admitted = false;  // each one's refusal, below
+      break;
+    }
+  }
+  if (admitted) {
     std::string unused;
     ReplyWriter reply(unused, client.protocol);
     Context ctx{*this, client, commands.front(), reply, wall_clock_now()};
-    std::vector<Args> args(commands.begin(), commands.end());
+    const std::vector<Args> args(commands.begin(), commands.end());
     bool counted = false;
     try {
-      const auto commit = topk_ingest_run(ctx, args, replies, counted);
+      topk_ingest_run(ctx, args, replies, counted);
       figures_.commands_total.fetch_add(commands.size(), std::memory_order_relaxed);
-      return {commit, {}};
+      return;
     } catch (...) {
       if (counted) throw;  // (out of memory writing the replies) never counted twice
     }
-    // Nothing was counted: one by one, each command answers for itself.
+    // Nothing was counted (the service refused the batch: an item too
+    // long, overloaded, the log failing...): one by one, each command
+    // answers for itself.
+    replies.assign(commands.size(), {});
   }
-  replies.assign(commands.size(), {});
-  Outcome last;
-  for (std::size_t i = 0; i < commands.size(); ++i) {
-    const Outcome o = execute(client, commands[i], replies[i].text);
-    replies[i].waits = o.commit.lsn != 0;
-    if (o.commit.lsn != 0) last = o;
-  }
-  return last;
+  for (std::size_t i = 0; i < commands.size(); ++i) replies[i].commit = execute(client, commands[i], replies[i].text).commit;
 }
 
 }  // namespace ebb::resp

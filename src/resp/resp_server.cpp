@@ -113,7 +113,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         }
         in_begin_ += reader_.consumed();
         if (reader_.args().empty()) continue;
-        if (const auto key = Commands::batch_key(reader_.args()); key && run_batch(*key)) continue;
+        if (const auto entry = Commands::batch_entry(reader_.args()); entry && run_batch(*entry)) continue;
         std::string reply;
         Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
         if (outcome.deferred) {
@@ -139,10 +139,10 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         Pending* slot = hold(std::move(reply));
         server_.commands.service().when_durable(outcome.commit, [self = shared_from_this(), slot, guard = keep_running()](const std::string& error) {
           net::post(self->socket_.get_executor(), [self, slot, error, guard] {
-            if (error.empty()) return self->fill(slot, std::nullopt);
-            std::string failed;
-            ReplyWriter(failed, self->client_.protocol).error("ERR " + error);
-            self->fill(slot, std::move(failed));
+            self->settle(slot, error);
+            self->release();
+            self->process();
+            self->pump();
           });
         });
       }
@@ -158,17 +158,18 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // Pipelined TOPK.ADD / INCRBY on `key` (the command just read): the ones
-  // after it already in the buffer join it in one batch (at most
-  // kMaxRunCommands commands and the service's batch size in items).
-  // False when none does: the command runs alone as any other.
-  bool run_batch(std::string_view key) {
+  // Pipelined TOPK.ADD / INCRBY (the command just read, `first`): the ones
+  // after it on the same key, already in the buffer, join it in one batch
+  // (at most kMaxRunCommands commands and the service's batch size in
+  // items). False when none does: the command runs alone as any other.
+  bool run_batch(const BatchEntry& first) {
     static constexpr std::size_t kMaxRunCommands = 1024;
-    // Looking ahead reads small commands only: one too large for this is
-    // read again, alone, by the main reader (never scanned twice at length).
+    // Looking ahead reads small commands only: one larger than this is
+    // read by the main reader alone (never scanned twice at length).
     static constexpr std::size_t kMaxLookAheadBytes = 64u << 10;
-    const std::size_t max_items = server_.commands.service().limits().max_batch_events;
-    std::size_t items = reader_.args().size() - 2;
+    if (in_begin_ >= in_.size() || in_[in_begin_] != '*') return false;  // nothing (framed) follows yet
+    const std::size_t max_items = server_.commands.max_batch_items();
+    std::size_t items = first.items;
     if (items >= max_items) return false;
     std::vector<std::vector<std::string_view>> run{reader_.args()};
     auto limits = reader_limits();
@@ -178,38 +179,60 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     std::size_t at = in_begin_;
     while (run.size() < kMaxRunCommands && at < data.size() && data[at] == '*') {
       if (ahead.read(data.substr(at)) != CommandReader::Status::complete) break;
-      const auto next = Commands::batch_key(ahead.args());
-      if (!next || *next != key || items + (ahead.args().size() - 2) > max_items) break;
-      items += ahead.args().size() - 2;
+      const auto next = Commands::batch_entry(ahead.args());
+      if (!next || next->key != first.key || items + next->items > max_items) break;
+      items += next->items;
       run.push_back(ahead.args());
       at += ahead.consumed();
     }
     if (run.size() == 1) return false;
     in_begin_ = at;
     std::vector<BatchReply> replies;
-    const Outcome outcome = server_.commands.execute_batch(client_, run, replies);
-    std::vector<Pending*> waiting;
-    for (auto& r : replies) {
-      if (r.waits) waiting.push_back(hold(std::move(r.text)));
-      else queue(std::move(r.text));
-    }
-    if (waiting.empty()) return true;
-    server_.commands.service().when_durable(outcome.commit, [self = shared_from_this(), waiting, guard = keep_running()](const std::string& error) {
-      net::post(self->socket_.get_executor(), [self, waiting, error, guard] {
-        for (Pending* slot : waiting) {
-          if (!error.empty()) {
-            std::string failed;
-            ReplyWriter(failed, self->client_.protocol).error("ERR " + error);
-            self->replace(slot, std::move(failed));
-          }
-          slot->ready = true;
+    server_.commands.execute_batch(client_, run, replies);
+    // In command order: a ready reply queues, the others wait for their
+    // record (the run's one, or each command's own when they ran one by one).
+    std::vector<std::pair<std::uint64_t, std::vector<Pending*>>> waits;
+    try {
+      for (auto& r : replies) {
+        if (r.commit.lsn == 0) {
+          queue(std::move(r.text));
+          continue;
         }
-        self->release();
-        self->process();
-        self->pump();
-      });
-    });
+        Pending* slot = hold(std::move(r.text));
+        if (waits.empty() || waits.back().first != r.commit.lsn) waits.emplace_back(r.commit.lsn, std::vector<Pending*>{});
+        waits.back().second.push_back(slot);
+      }
+      for (std::size_t w = 0; w < waits.size(); ++w) {
+        server_.commands.service().when_durable(service::Commit{waits[w].first},
+                                                [self = shared_from_this(), slots = waits[w].second, guard = keep_running()](const std::string& error) {
+          net::post(self->socket_.get_executor(), [self, slots, error, guard] {
+            for (Pending* slot : slots) self->settle(slot, error);
+            self->release();
+            self->process();
+            self->pump();
+          });
+        });
+        waits[w].second.clear();  // handed over
+      }
+    } catch (...) {
+      // Out of memory: replies still held would never go; say so instead.
+      for (auto& [lsn, slots] : waits) {
+        for (Pending* slot : slots) settle(slot, "the reply could not be queued (out of memory)");
+      }
+      release();
+      throw;
+    }
     return true;
+  }
+
+  // A held reply is ready: as it was, or the write's error in its place.
+  void settle(Pending* slot, const std::string& error) {
+    if (!error.empty()) {
+      std::string failed;
+      ReplyWriter(failed, client_.protocol).error("ERR " + error);
+      replace(slot, std::move(failed));
+    }
+    slot->ready = true;
   }
 
   ProtocolLimits reader_limits() const {

@@ -291,6 +291,7 @@ void parse_items(Args args, std::vector<std::string_view>& items, std::vector<do
     check_items(std::span(items).last(args.size() - 2));
     return;
   }
+  if (!equals_ignoring_case(args[0], "topk.incrby")) throw std::logic_error("parse_items: not an ADD or INCRBY");
   if ((args.size() - 2) % 2 != 0) refuse(wrong_arity(args[0]));
   const std::size_t first = items.size();
   for (std::size_t i = 2; i < args.size(); i += 2) {
@@ -310,7 +311,7 @@ Outcome ingest(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
   const std::size_t end = items.size();
-  bool counted = false;
+  bool counted = false;  // (one command: never run again)
   return {count_and_answer(c, key, items, weights, std::span(&end, 1), [&](std::size_t) -> ReplyWriter& { return c.reply; }, counted), {}};
 }
 
@@ -443,15 +444,16 @@ constexpr std::array kCommands{
 
 std::span<const CommandSpec> topk_commands() { return kCommands; }
 
-service::Commit topk_ingest_run(Context& c, std::span<const Args> commands, std::vector<BatchReply>& replies, bool& counted_any) {
+void topk_ingest_run(Context& c, std::span<const Args> commands, std::vector<BatchReply>& replies, bool& counted_any) {
   const std::string key(c.args[1]);
   require_topk(c, key);
   std::vector<std::string_view> items;
   std::vector<double> weights;
-  std::vector<std::size_t> ends;      // of the commands counted
+  std::vector<std::size_t> ends;     // of the commands counted
   std::vector<std::size_t> counted;  // their indices in `commands`
-  replies.assign(commands.size(), {});
+  std::vector<bool> logged;          // whether each counts anything (not only increments of 0)
   for (std::size_t j = 0; j < commands.size(); ++j) {
+    if (commands[j][1] != c.args[1]) throw std::logic_error("topk_ingest_run: a run over more than one key");
     const std::size_t mark = items.size();
     try {
       parse_items(commands[j], items, weights);
@@ -464,14 +466,16 @@ service::Commit topk_ingest_run(Context& c, std::span<const Args> commands, std:
     }
     ends.push_back(items.size());
     counted.push_back(j);
+    logged.push_back(std::any_of(weights.begin() + static_cast<std::ptrdiff_t>(mark), weights.end(), [](double w) { return w > 0; }));
   }
-  if (counted.empty()) return {};
+  if (counted.empty()) return;
   std::vector<ReplyWriter> writers;
   writers.reserve(counted.size());
   for (const std::size_t j : counted) writers.emplace_back(replies[j].text, c.reply.protocol());
   const auto commit = count_and_answer(c, key, items, weights, ends, [&](std::size_t n) -> ReplyWriter& { return writers[n]; }, counted_any);
-  for (const std::size_t j : counted) replies[j].waits = commit.lsn != 0;
-  return commit;
+  for (std::size_t n = 0; n < counted.size(); ++n) {
+    if (logged[n]) replies[counted[n]].commit = commit;
+  }
 }
 
 }  // namespace ebb::resp

@@ -5,6 +5,7 @@
 // after acknowledged adds; python3-redis (redis-py) for a client library's
 // view (tests/resp/redis_py_check.py).
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <chrono>
 #include <cmath>
@@ -393,9 +394,18 @@ TEST_F(Resp, PipelinesInlineCommandsAndFramingErrors) {
 // still gets its own reply (its own error when its arguments are bad,
 // counting nothing of it), and the items that left the list over the run
 // are named at the adds that entered it.
+// The batches a namespace has counted (GET /namespaces/{name}: stats.batches).
+std::int64_t batches(unsigned short http_port, const std::string& name) {
+  HttpClient http(http_port);
+  const auto r = http.request("GET", "/namespaces/" + name);
+  simdjson::dom::parser parser;
+  return parser.parse(r.body)["stats"]["batches"].get_int64().value();
+}
+
 TEST_F(Resp, PipelinedAddsOnOneKeyCountAsOneBatch) {
   ASSERT_EQ(run({"TOPK.RESERVE", "two", "2"}), "OK\n");
   ASSERT_EQ(run({"TOPK.ADD", "two", "a", "b"}), "1) (nil)\n2) (nil)\n");
+  const auto before = batches(server_->port(), "two");
   RawConnection c(port_);
   ASSERT_TRUE(c.send(command({"TOPK.ADD", "two", "c"}) + command({"TOPK.INCRBY", "two", "c", "5"}) + command({"TOPK.ADD", "two", "x", ""}) +
                      command({"TOPK.INCRBY", "two", "c", "x"}) + command({"topk.add", "two", "e"}) + command({"TOPK.ADD", "none", "z"}) +
@@ -410,8 +420,31 @@ TEST_F(Resp, PipelinedAddsOnOneKeyCountAsOneBatch) {
       "*1\r\n$-1\r\n"
       "*4\r\n$1\r\nc\r\n:6\r\n$1\r\na\r\n:2\r\n";
   EXPECT_EQ(c.read_bytes(want.size()), want);
-  // The refused commands counted nothing.
+  // The refused commands counted nothing; the run was one batch, the last ADD another.
   EXPECT_EQ(run({"TOPK.COUNT", "two", "x", "e", "b"}), "1) (integer) 0\n2) (integer) 1\n3) (integer) 1\n");
+  EXPECT_EQ(batches(server_->port(), "two"), before + 2);
+
+  // A run the service refuses (an item over 1024 bytes) runs one by one:
+  // only that command is refused, each other counts in its own batch.
+  ASSERT_TRUE(c.send(command({"TOPK.ADD", "two", "f"}) + command({"TOPK.ADD", "two", "g", std::string(1025, 'y')}) +
+                     command({"TOPK.INCRBY", "two", "h", "2", "f", "0"}) + command({"TOPK.COUNT", "two", "f", "g", "h"})));
+  const std::string one_by_one = "*1\r\n$-1\r\n-ERR item 2: is 1025 bytes, longer than the limit of 1024\r\n*2\r\n$-1\r\n$-1\r\n"
+                                 "*3\r\n:1\r\n:0\r\n:2\r\n";
+  EXPECT_EQ(c.read_bytes(one_by_one.size()), one_by_one);
+  EXPECT_EQ(batches(server_->port(), "two"), before + 4);
+
+  // RESP3 replies, batched alike.
+  ASSERT_TRUE(c.send(command({"HELLO", "3"}) + command({"PING"})));
+  std::string hello;
+  while (hello.size() < 7 || hello.compare(hello.size() - 7, 7, "+PONG\r\n") != 0) {
+    const std::string byte = c.read_bytes(1);
+    ASSERT_EQ(byte.size(), 1u) << hello;
+    hello += byte;
+  }
+  ASSERT_TRUE(c.send(command({"TOPK.ADD", "two", "i"}) + command({"TOPK.ADD", "two", "i", "j"})));
+  const std::string resp3 = "*1\r\n_\r\n*2\r\n_\r\n_\r\n";
+  EXPECT_EQ(c.read_bytes(resp3.size()), resp3);
+  EXPECT_EQ(batches(server_->port(), "two"), before + 5);
 }
 
 TEST(RespLimits, ArgumentsAndBulkLengthAreEnforced) {
@@ -433,12 +466,17 @@ TEST(RespLimits, ArgumentsAndBulkLengthAreEnforced) {
   EXPECT_EQ(cli(port, {"TOPK.ADD", "l", "a", "b", "c"}), "(error) ERR events: more than 2 events in one batch (--max-batch-events)\n");
   EXPECT_EQ(cli(port, {"TOPK.LIST", "l"}), "(empty array)\n");  // nothing was counted
   {
-    // Pipelined adds are batched up to the limit, never past it.
+    // Pipelined adds are batched up to the limit, never past it (an
+    // INCRBY's item/increment pairs count one each): [a, a], [b], [c, d].
+    const auto before = batches(server.port(), "l");
     RawConnection c(port);
     ASSERT_TRUE(c.send(command({"TOPK.ADD", "l", "a"}) + command({"TOPK.ADD", "l", "a"}) + command({"TOPK.ADD", "l", "b"}) +
-                       command({"TOPK.ADD", "l", "a", "b", "c"}) + command({"TOPK.COUNT", "l", "a", "b"})));
-    const std::string want = "*1\r\n$-1\r\n*1\r\n$-1\r\n*1\r\n$-1\r\n-ERR events: more than 2 events in one batch (--max-batch-events)\r\n*2\r\n:2\r\n:1\r\n";
+                       command({"TOPK.ADD", "l", "a", "b", "c"}) + command({"TOPK.INCRBY", "l", "c", "1"}) + command({"TOPK.ADD", "l", "d"}) +
+                       command({"TOPK.COUNT", "l", "a", "b"})));
+    const std::string want = "*1\r\n$-1\r\n*1\r\n$-1\r\n*1\r\n$-1\r\n-ERR events: more than 2 events in one batch (--max-batch-events)\r\n"
+                             "*1\r\n$-1\r\n*1\r\n$-1\r\n*2\r\n:2\r\n:1\r\n";
     EXPECT_EQ(c.read_bytes(want.size()), want);
+    EXPECT_EQ(batches(server.port(), "l"), before + 3);
   }
   EXPECT_EQ(server.stop(), 0);
   std::filesystem::remove_all(dir);

@@ -46,12 +46,19 @@ struct ServerFigures {
   std::atomic<std::uint64_t> protocol_errors{0};
 };
 
-// One reply of a run of pipelined commands run as one batch
-// (Commands::execute_batch): `waits`: it stands once the run's commit is
-// durable (else it is ready now: a refusal, or nothing was logged).
+// One reply of a run of pipelined commands (Commands::execute_batch):
+// ready now (commit.lsn 0: a refusal, or nothing was logged), or once the
+// record `commit` names is durable.
 struct BatchReply {
   std::string text;
-  bool waits = false;
+  service::Commit commit;
+};
+
+// What a command would bring to a run: the key it counts into and how many
+// items (an INCRBY's item/increment pairs count one each).
+struct BatchEntry {
+  std::string_view key;
+  std::size_t items = 0;
 };
 
 class Commands {
@@ -66,19 +73,22 @@ class Commands {
   Outcome execute(ClientState& client, std::span<const std::string_view> args, std::string& out);
 
   // Pipelined TOPK.ADD / TOPK.INCRBY commands on one key, already read,
-  // are counted as one batch: one log record, one look at the top-K list
+  // are counted as one batch: one log record, one look at the list
   // (single-item adds pipelined by the thousand would otherwise each pay
-  // for a batch). The key such a command would join a run under; nullopt
-  // for any other command.
-  static std::optional<std::string_view> batch_key(std::span<const std::string_view> args) noexcept;
-  // Runs such a run (each command's batch_key() the same key): replies[i]
-  // is commands[i]'s, exactly as execute() would write it, except that
-  // the items the run pushed out of the list are named at the adds that
-  // entered over the whole run (docs/resp.md). A command refused for its
-  // own arguments is refused alone; anything else that stops the batch
-  // runs the commands one by one instead. The commit covers every reply
-  // that waits.
-  Outcome execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies);
+  // for a batch). What such a command brings to a run; nullopt for any
+  // other command.
+  static std::optional<BatchEntry> batch_entry(std::span<const std::string_view> args) noexcept;
+  // The most items a run may bring together (the service's batch limit).
+  std::size_t max_batch_items() const noexcept;
+  // Runs such a run (every command's batch_entry() on the same key, items
+  // within max_batch_items()): replies[i] is commands[i]'s, exactly as
+  // execute() would write it, except that the items the run pushed out of
+  // the list are named at the adds that entered over the whole run
+  // (docs/resp.md). A command refused for its own arguments is refused
+  // alone; anything else that stops the batch (a refusal by the service,
+  // NOAUTH, LOADING) runs the commands one by one instead, each with its
+  // own record.
+  void execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies);
 
   service::Service& service() noexcept { return service_; }
   const service::AccessTokens& tokens() const noexcept { return tokens_; }
