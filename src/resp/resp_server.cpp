@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ebb/resp/reply.hpp"
@@ -136,15 +137,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
           queue(std::move(reply));
           continue;
         }
-        Pending* slot = hold(std::move(reply));
-        server_.commands.service().when_durable(outcome.commit, [self = shared_from_this(), slot, guard = keep_running()](const std::string& error) {
-          net::post(self->socket_.get_executor(), [self, slot, error, guard] {
-            self->settle(slot, error);
-            self->release();
-            self->process();
-            self->pump();
-          });
-        });
+        await_durable(outcome.commit, {hold(std::move(reply))});
       }
     } catch (const std::exception& e) {
       // Not a client's doing (execute() answers those): out of memory, mostly.
@@ -202,18 +195,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         if (waits.empty() || waits.back().first != r.commit.lsn) waits.emplace_back(r.commit.lsn, std::vector<Pending*>{});
         waits.back().second.push_back(slot);
       }
-      for (std::size_t w = 0; w < waits.size(); ++w) {
-        server_.commands.service().when_durable(service::Commit{waits[w].first},
-                                                [self = shared_from_this(), slots = waits[w].second, guard = keep_running()](const std::string& error) {
-          net::post(self->socket_.get_executor(), [self, slots, error, guard] {
-            for (Pending* slot : slots) self->settle(slot, error);
-            self->release();
-            self->process();
-            self->pump();
-          });
-        });
-        waits[w].second.clear();  // handed over
-      }
+      for (auto& [lsn, slots] : waits) await_durable(service::Commit{lsn}, std::exchange(slots, {}));  // handed over
     } catch (...) {
       // Out of memory: replies still held would never go; say so instead.
       for (auto& [lsn, slots] : waits) {
@@ -223,6 +205,17 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       throw;
     }
     return true;
+  }
+
+  // Held replies that stand once `commit`'s record is durable (else the
+  // write's error in their place); then what waited behind them may go.
+  void await_durable(service::Commit commit, std::vector<Pending*> slots) {
+    server_.commands.service().when_durable(commit, [self = shared_from_this(), slots = std::move(slots), guard = keep_running()](const std::string& error) {
+      net::post(self->socket_.get_executor(), [self, slots, error, guard] {
+        for (Pending* slot : slots) self->settle(slot, error);
+        self->resume();
+      });
+    });
   }
 
   // A held reply is ready: as it was, or the write's error in its place.
@@ -258,6 +251,11 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   void fill(Pending* slot, std::optional<std::string> reply) {
     if (reply) replace(slot, std::move(*reply));
     slot->ready = true;
+    resume();
+  }
+
+  // Replies ready at the head go out; commands held back by them run.
+  void resume() {
     release();
     process();
     pump();
