@@ -11,9 +11,12 @@
 
 #include <unistd.h>
 
+#include <sstream>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "ebb/cluster/cluster_node.hpp"
 #include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
@@ -163,6 +166,29 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--shutdown-timeout", o.shutdown_timeout, "On SIGTERM/SIGINT, how long in-flight requests may take")
       ->capture_default_str()
       ->check(duration_validator());
+  cmd->add_option("--nats", o.nats,
+                  "Run as a node of a cluster on NATS JetStream (docs/cluster.md): the servers' URLs, comma-separated "
+                  "(nats://host:4222,...). JetStream is the log then: no local write-ahead log, no --data-dir");
+  cmd->add_option("--node-id", o.node_id, "With --nats: this node's name in the cluster, stable across restarts (default: <hostname>-<port>)");
+  cmd->add_option("--nats-partitions", o.nats_partitions, "With --nats: partitions of a new cluster's stream (an existing stream keeps its own)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--nats-replicas", o.nats_replicas, "With --nats: JetStream replicas of a new stream and bucket (1, or 3 with a 3-server NATS cluster)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({1, 3, 5}));
+  cmd->add_option("--nats-stream", o.nats_stream,
+                  "With --nats: the JetStream stream's name, also its subjects' prefix (clusters sharing NATS servers need their own)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            const bool ok = !s.empty() && s.size() <= 32 && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+            return ok ? "" : "must be 1 to 32 letters, digits, '_' or '-' (got '" + s + "')";
+          },
+          "", "NAME"));
+  cmd->add_option("--nats-query-timeout", o.nats_query_timeout,
+                  "With --nats: how long a query waits for every partition's owner to catch up and answer (then it answers partial)")
+      ->capture_default_str()
+      ->check(duration_validator());
   return cmd;
 }
 
@@ -228,12 +254,42 @@ int run_serve(ServeOptions o) {
     return 2;
   }
 
+  // Cluster mode: the node is the service's link to the cluster; it starts
+  // (connects, catches its catalog up) where recovery would run.
+  std::shared_ptr<cluster::ClusterNode> node;
+  if (!o.nats.empty()) {
+    cluster::ClusterOptions co;
+    std::stringstream urls(o.nats);
+    for (std::string url; std::getline(urls, url, ',');) {
+      if (!url.empty()) co.urls.push_back(url);
+    }
+    if (co.urls.empty()) {
+      log->error("--nats: give at least one URL, e.g. nats://127.0.0.1:4222");
+      return 2;
+    }
+    if (o.resp_port >= 0) {
+      log->error("--resp-port: the Redis protocol is not served in cluster mode (--nats) yet (docs/cluster.md)");
+      return 2;
+    }
+    co.layout.stream = o.nats_stream;
+    co.layout.prefix = o.nats_stream;  // its subjects too: clusters sharing NATS servers stay apart
+    co.layout.partitions = o.nats_partitions;
+    co.replicas = o.nats_replicas;
+    co.query_wait = std::chrono::milliseconds(static_cast<std::int64_t>(parse_duration(o.nats_query_timeout) * 1000));
+    co.partition_options = so;
+    co.node_id = o.node_id;
+    node = std::make_shared<cluster::ClusterNode>(co, log);
+    so.cluster = node;
+    so.data_dir.reset();
+  }
+
   service::Service service(so, log);
   resp::ServerFigures resp_figures;
   server::Metrics metrics;
   std::atomic<bool> stopping{false};
   // Admin operations allocate and wait for fsyncs: off the event loops.
-  boost::asio::thread_pool blocking(2);
+  // (Cluster mode also runs queries there: they wait on the network.)
+  boost::asio::thread_pool blocking(node ? 16 : 2);
   server::Router router;
   server::ApiContext ctx{service, metrics, stopping, [&blocking](std::function<void()> work) { boost::asio::post(blocking, std::move(work)); },
                          tokens};
@@ -245,6 +301,11 @@ int run_serve(ServeOptions o) {
   } catch (const std::exception& e) {
     log->error("{}", e.what());
     return 1;
+  }
+  if (node && o.node_id.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "node");
+    node->set_node_id(std::string(host) + "-" + std::to_string(http.port()));
   }
   // Machine-readable for scripts and tests that ask for --port 0.
   std::printf("ebb serve: listening on http://%s:%u\n", o.http.bind.c_str(), static_cast<unsigned>(http.port()));
@@ -279,6 +340,13 @@ int run_serve(ServeOptions o) {
   std::atomic<bool> recovery_failed{false};
   std::thread recovery([&] {
     try {
+      if (node) {
+        // Cluster mode: JetStream is the log; the catalog follows it.
+        node->start(service);
+        service.recover();
+        log->info("cluster: {}", node->status());
+        return;
+      }
       const auto r = service.recover();
       log->info("recovered namespaces={} distributions={} checkpoint={} replayed_records={} log_bytes={} seconds={:.3f}", r.namespaces,
                 service.distributions(), r.checkpoint.empty() ? "none" : r.checkpoint, r.records_replayed, r.log_bytes, r.seconds);
@@ -296,12 +364,14 @@ int run_serve(ServeOptions o) {
   http.on_shutdown([&] {
     stopping = true;
     if (resp_server) resp_server->shutdown();
+    if (node) node->cancel();  // a start still catching up gives up
   });
   http.run();  // until SIGTERM/SIGINT
   if (resp_server) resp_server->shutdown();  // (also when HTTP stopped for a failed recovery)
   if (resp_thread.joinable()) resp_thread.join();
   recovery.join();
   blocking.join();
+  if (node) node->stop();
   if (recovery_failed) return 1;
   // Everything acknowledged is in the synced log; the last checkpoint
   // shortens the next start.

@@ -46,6 +46,13 @@ struct ServeOptions {
   int resp_port = -1;
   std::string resp_bind;  // default: --bind
   resp::RespServerOptions resp;
+  // Cluster mode (docs/cluster.md): off unless --nats is given.
+  std::string nats;      // nats://host:port[,nats://host:port...]
+  std::string node_id;   // default: <hostname>-<HTTP port>
+  std::uint32_t nats_partitions = 16;
+  int nats_replicas = 1;
+  std::string nats_stream = "EBB";
+  std::string nats_query_timeout = "2s";
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);

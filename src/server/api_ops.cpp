@@ -16,6 +16,8 @@ void add_ops_routes(Router& router, ApiContext& ctx) {
     io::JsonWriter w;
     w.begin_object().key("status").value("ready");
     if (auto warn = ctx.service.warnings(); !warn.empty()) w.key("warning").value(warn);
+    // Cluster mode: this node, the partitions and who serves them.
+    if (const auto* cluster = ctx.service.cluster()) w.key("cluster").value(cluster->status());
     w.end_object();
     return json_response(200, w.take());
   }, false);

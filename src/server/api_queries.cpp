@@ -30,7 +30,11 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     return json_response(200, w.take());
   });
 
-  router.add("GET", "/top-k", "/top-k", Router::Access::read, [&ctx](const Request& req, const std::string&) {
+  // Cluster mode: a query waits on the network for every partition's
+  // owner, which must not hold up the event loop's other connections.
+  auto answer = [&ctx](std::function<Response()> work) { return ctx.service.cluster() ? run_off_loop(ctx, std::move(work)) : work(); };
+
+  router.add("GET", "/top-k", "/top-k", Router::Access::read, [&ctx, answer](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));
     const auto view = view_from(req.param("window"), req.param("half_life"));
@@ -39,12 +43,14 @@ void add_query_routes(Router& router, ApiContext& ctx) {
       service::write_top_k(w, name, ctx.service.top_at(name, view, k, *as_of));
       return json_response(200, w.take());
     }
-    const auto body = ctx.service.top_rendered(name, view, k, "json", [&name](const engine::TopKAnswer& answer) {
-      io::JsonWriter w;
-      service::write_top_k(w, name, answer);
-      return w.take();
+    return answer([&ctx, name, view, k] {
+      const auto body = ctx.service.top_rendered(name, view, k, "json", [&name](const engine::TopKAnswer& top) {
+        io::JsonWriter w;
+        service::write_top_k(w, name, top);
+        return w.take();
+      });
+      return json_response(200, *body);
     });
-    return json_response(200, *body);
   });
 
   router.add("GET", "/trending", "/trending", Router::Access::read, [&ctx](const Request& req, const std::string&) {
@@ -58,18 +64,20 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     return json_response(200, w.take());
   });
 
-  router.add("GET", "/count", "/count", Router::Access::read, [&ctx](const Request& req, const std::string&) {
+  router.add("GET", "/count", "/count", Router::Access::read, [&ctx, answer](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const std::string item = required(req, "item_id");
     const auto view = view_from(req.param("window"), req.param("half_life"));
     const auto as_of = as_of_from(req.param("timestamp"));
-    const auto answer = as_of ? ctx.service.count_at(name, item, view, *as_of) : ctx.service.count(name, item, view);
-    io::JsonWriter w;
-    service::write_point(w, name, answer);
-    return json_response(200, w.take());
+    return answer([&ctx, name, item, view, as_of] {
+      const auto point = as_of ? ctx.service.count_at(name, item, view, *as_of) : ctx.service.count(name, item, view);
+      io::JsonWriter w;
+      service::write_point(w, name, point);
+      return json_response(200, w.take());
+    });
   });
 
-  router.add("POST", "/counts", "/counts", Router::Access::read, [&ctx](const Request& req, const std::string&) {
+  router.add("POST", "/counts", "/counts", Router::Access::read, [&ctx, answer](const Request& req, const std::string&) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     if (auto err = parser.parse(req.body.data(), req.body.size()).get(doc)) {
@@ -119,11 +127,13 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     if (name.empty()) throw bad_request("invalid_field", "namespace: is required");
     if (!has_ids) throw bad_request("invalid_field", "item_ids: is required");
     const auto view = view_from(window, half_life);
-    engine::TopKAnswer view_answer;  // the view and its accuracy block, read under the same lock
-    const auto answers = ctx.service.counts(name, ids, view, view_answer, as_of);
-    io::JsonWriter w;
-    service::write_counts(w, name, answers, view_answer);
-    return json_response(200, w.take());
+    return answer([&ctx, name, ids = std::move(ids), view, as_of] {
+      engine::TopKAnswer view_answer;  // the view and its accuracy block, read under the same lock
+      const auto answers = ctx.service.counts(name, ids, view, view_answer, as_of);
+      io::JsonWriter w;
+      service::write_counts(w, name, answers, view_answer);
+      return json_response(200, w.take());
+    });
   });
 }
 

@@ -21,6 +21,15 @@ void write_view(io::JsonWriter& w, const Answer& a) {
   if (a.view.kind == Kind::window || !a.source.empty()) w.key("granularity").value(a.granularity);
 }
 
+// Cluster answers: which partitions the answer spans and which it lacks.
+void write_coverage(io::JsonWriter& w, const engine::Coverage& c) {
+  if (c.partitions == 0) return;
+  w.key("cluster").begin_object().key("partitions").value(std::uint64_t{c.partitions}).key("partial").value(c.partial());
+  w.key("missing_partitions").begin_array();
+  for (auto p : c.missing) w.value(std::uint64_t{p});
+  w.end_array().end_object();
+}
+
 void write_item_fields(io::JsonWriter& w, const CountedItem& item, std::optional<bool> listed = std::nullopt) {
   w.key("item_id").value(item.key);
   // Not in a persisted list: its count is not known, only bounded.
@@ -61,6 +70,7 @@ void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAns
   w.end_array();
   w.key("total").value(answer.total);
   write_accuracy(w, answer.accuracy, answer.unlisted_upper);
+  write_coverage(w, answer.coverage);
   w.end_object();
 }
 
@@ -80,6 +90,7 @@ void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<en
   }
   w.end_array();
   write_accuracy(w, view_answer.accuracy);
+  write_coverage(w, view_answer.coverage);
   w.end_object();
 }
 
@@ -116,6 +127,7 @@ void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAn
   w.key("tracked").value(answer.tracked);
   if (answer.listed) w.key("listed").value(*answer.listed);
   write_accuracy(w, answer.accuracy);
+  write_coverage(w, answer.coverage);
   w.end_object();
 }
 

@@ -2,7 +2,9 @@
 #include "ebb/service/service.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <future>
+#include <random>
 
 #include "ebb/core/clock.hpp"
 #include "ebb/core/error.hpp"
@@ -10,6 +12,7 @@
 #include "ebb/engine/exact_table.hpp"
 #include "ebb/engine/view_factory.hpp"
 #include "ebb/service/log_records.hpp"
+#include "service_cluster.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
@@ -102,6 +105,7 @@ bool Service::ready() const { return not_ready_reason().empty(); }
 
 std::string Service::not_ready_reason() const {
   if (!s_->recovered) return "the server is recovering its namespaces";
+  if (s_->options.cluster) return s_->options.cluster->failure();
   if (s_->wal) {
     if (auto f = s_->wal->failure(); !f.empty()) return "the write-ahead log failed: " + f;
   }
@@ -118,6 +122,41 @@ std::string Service::warnings() const {
   }
   return out;
 }
+
+namespace {
+
+// Cluster mode: the checked batch goes to the cluster's log (counted by the
+// partitions' owners, not here). Retries of one idempotency key and body
+// share a batch id, which the log deduplicates (docs/cluster.md says for
+// how long); any other batch gets a random one.
+template <typename Targets>
+std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, const Targets& targets, const IngestRequest& req) {
+  std::vector<std::vector<std::uint64_t>> hashes;
+  hashes.reserve(targets.size());
+  std::map<std::string, std::uint64_t, std::less<>> configs;
+  std::uint64_t revisions = 0;  // a retry after a namespace changed is another batch
+  for (const auto& t : targets) {
+    hashes.push_back(t.hashes);
+    configs.emplace(t.entry->name, t.entry->config_lsn);  // read under the entry's lock, which ingest holds
+    revisions = mix64(revisions ^ t.entry->config_lsn);
+  }
+  char id[40];
+  if (req.idempotency_key) {
+    std::snprintf(id, sizeof id, "k%016llx%016llx", static_cast<unsigned long long>(hash_key(*req.idempotency_key) ^ revisions),
+                  static_cast<unsigned long long>(req.body_hash));
+  } else {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    const auto a = random(), b = random();
+    std::snprintf(id, sizeof id, "r%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  }
+  BatchRecord plain = record;
+  plain.key.reset();  // the batch id carries it
+  const std::uint64_t ticket = s.options.cluster->publish_batch(plain, hashes, configs, id);
+  for (const auto& t : targets) t.entry->ingest_bytes += req.body_bytes * t.hashes.size() / req.events.size();
+  return ticket;
+}
+
+}  // namespace
 
 Commit Service::ingest(const IngestRequest& req) {
   State& s = *s_;
@@ -163,16 +202,22 @@ Commit Service::ingest(const IngestRequest& req) {
     std::vector<engine::Event> events;
     std::vector<std::uint64_t> hashes;  // hash_key() of each of its events
   };
+  // Cluster mode: a namespace created on another node a moment ago is
+  // waited for (this node's catalog catches up) before it is called unknown.
+  auto require = [&](std::string_view name, const std::string& field) {
+    if (s.options.cluster && !s.find(name)) s.options.cluster->catch_up();
+    return s.require(name, field);
+  };
   std::vector<Target> targets;
   const std::string_view first_ns = req.namespaces.front();
   const bool single = std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
   if (single) {
-    targets.push_back({s.require(first_ns, at_event(0) + ".namespace"), {}, {}, {}});
+    targets.push_back({require(first_ns, at_event(0) + ".namespace"), {}, {}, {}});
   } else {
     std::map<std::string_view, std::vector<std::size_t>> groups;  // name order: a fixed lock order
     for (std::size_t i = 0; i < req.events.size(); ++i) groups[req.namespaces[i]].push_back(i);
     for (auto& [name, indices] : groups) {
-      Target t{s.require(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}};
+      Target t{require(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}};
       t.events.reserve(t.indices.size());
       for (std::size_t i : t.indices) t.events.push_back(req.events[i]);
       targets.push_back(std::move(t));
@@ -212,6 +257,7 @@ Commit Service::ingest(const IngestRequest& req) {
       throw invalid("invalid_event", at_event(index) + "." + e.field() + ": " + e.message());
     }
   }
+  if (s.options.cluster) return Commit{publish_to_cluster(s, record, targets, req)};
   // Every event is valid: log, then count (which cannot fail now). An
   // observer sees the namespace before anything is logged; what it does
   // can never stop the count once the record is in the log.
@@ -245,6 +291,15 @@ Commit Service::ingest(const IngestRequest& req) {
 
 void Service::when_durable(Commit commit, std::function<void(const std::string& error)> done) {
   State& s = *s_;
+  if (s.options.cluster && commit.lsn != 0) {
+    ++s.inflight;
+    s.options.cluster->when_published(commit.lsn, [&s, done = std::move(done)](const std::string& error) {
+      --s.inflight;
+      if (!error.empty()) ++s.persist_failures;
+      done(error.empty() ? error : "the cluster's log did not take the batch: " + error);
+    });
+    return;
+  }
   if (!s.wal || commit.lsn == 0) return done("");
   ++s.inflight;
   s.wal->when_durable(commit.lsn, [&s, done = std::move(done)](const std::string& error) {
@@ -254,9 +309,15 @@ void Service::when_durable(Commit commit, std::function<void(const std::string& 
   });
 }
 
-void Service::wait_durable(Commit commit) { s_->wait(commit.lsn); }
+void Service::wait_durable(Commit commit) {
+  if (!s_->options.cluster) return s_->wait(commit.lsn);
+  std::promise<std::string> published;
+  when_durable(commit, [&published](const std::string& error) { published.set_value(error); });
+  if (auto error = published.get_future().get(); !error.empty()) throw unavailable(error);
+}
 
 NamespaceSpec Service::create(NamespaceSpec spec) {
+  if (s_->options.cluster && s_->recovered) return cluster_mode::create(*s_, std::move(spec));
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   const std::string name = spec.config.name;
@@ -285,6 +346,7 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
       if (s.entries.size() >= s.options.limits.max_namespaces) throw over_limit();  // concurrent creates
       lsn = s.append(payload);  // under the map lock: the log orders creates and deletes of a name as the map does
       entry->applied_lsn = lsn;
+      entry->config_lsn = lsn;
       s.entries.emplace(name, entry);
       inserted = true;
     }
@@ -297,6 +359,7 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
 }
 
 NamespaceSpec Service::patch(const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit) {
+  if (s_->options.cluster && s_->recovered) return cluster_mode::patch(*s_, name, edit);
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto entry = s.require(name, "name");
@@ -335,6 +398,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     cooled = entry->ns.reconfigure(next.config);
     entry->spec = next;
     entry->applied_lsn = lsn;
+    entry->config_lsn = lsn;
     entry->changed();
   }
   deliver_hot_keys(s, *entry, cooled);
@@ -344,6 +408,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
 }
 
 void Service::remove(const std::string& name) {
+  if (s_->options.cluster && s_->recovered) return cluster_mode::remove(*s_, name);
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   std::uint64_t lsn = 0;
@@ -418,6 +483,7 @@ std::size_t Service::size() const {
 Service::Rendered Service::top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                                        std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s_->options.cluster) return std::make_shared<const std::string>(render(cluster_mode::top(*s_, name, view, k)));
   auto e = s_->require(name, "namespace");
   // The question: the view as asked (none: the namespace's first view, which
   // a patch cannot change without bumping the version), k as asked, format.
@@ -447,6 +513,16 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
 
 engine::PointAnswer Service::count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s_->options.cluster) {
+    engine::TopKAnswer view_answer;
+    const std::string items[] = {std::string(item)};
+    auto e = s_->find(name);
+    if (e) {
+      std::shared_lock lock(e->mu);
+      on_query([&] { return e->ns.count(item, view); });  // the item's checks, as a single node makes them
+    }
+    return cluster_mode::counts(*s_, name, items, view, view_answer).at(0);
+  }
   auto e = s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
   return on_query([&] { return e->ns.count(item, view); });
@@ -455,6 +531,7 @@ engine::PointAnswer Service::count(const std::string& name, std::string_view ite
 engine::TrendingAnswer Service::trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
                                          std::optional<std::size_t> k, double min_count) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s_->options.cluster) cluster_mode::not_served("GET /trending");
   auto e = s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
   return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count); });
@@ -467,6 +544,10 @@ std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::s
   if (items.size() > s_->options.limits.max_batch_events) {
     throw ServiceError(ErrorKind::too_large, "batch_too_large",
                        "item_ids: more than " + std::to_string(s_->options.limits.max_batch_events) + " ids (--max-batch-events)");
+  }
+  if (s_->options.cluster) {
+    if (as_of) cluster_mode::not_served("as_of");
+    return cluster_mode::counts(*s_, name, items, view, view_answer);
   }
   auto e = s_->require(name, "namespace");
   std::vector<engine::PointAnswer> answers;

@@ -7,6 +7,7 @@
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/service/log_records.hpp"
+#include "service_cluster.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
@@ -34,6 +35,7 @@ DistributionShard& Service::State::shard_of(std::string_view distribution) const
 }
 
 Commit Service::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
+  if (s_->options.cluster) cluster_mode::not_served("GET /incr");
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   s.refuse_when_overloaded("writes");
@@ -82,6 +84,7 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
 
 std::optional<engine::DistributionAnswer> Service::distribution(std::string_view name, std::span<const std::string_view> fields, double now,
                                                                 std::optional<double> rate, std::optional<std::size_t> most_probable) const {
+  if (s_->options.cluster) cluster_mode::not_served("GET /get");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   const DistributionShard& shard = s_->shard_of(name);
   std::lock_guard lock(shard.mu);

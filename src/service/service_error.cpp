@@ -12,6 +12,7 @@ int http_status(ErrorKind kind) noexcept {
     case ErrorKind::overloaded: return 429;
     case ErrorKind::unavailable: return 503;
     case ErrorKind::insufficient_storage: return 507;
+    case ErrorKind::not_implemented: return 501;
   }
   return 500;
 }

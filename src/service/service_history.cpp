@@ -11,6 +11,7 @@
 #include "ebb/core/clock.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/storage/file_io.hpp"
+#include "service_cluster.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
@@ -185,6 +186,7 @@ std::vector<engine::PointAnswer> points_as_of(const Service::State& s, const Nam
 
 engine::TopKAnswer Service::top_at(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                                    double as_of) const {
+  if (s_->options.cluster) cluster_mode::not_served("as_of");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
   return on_query([&] { return top_as_of(*s_, *e, view, k, as_of); });
@@ -192,6 +194,7 @@ engine::TopKAnswer Service::top_at(const std::string& name, const std::optional<
 
 engine::PointAnswer Service::count_at(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view,
                                       double as_of) const {
+  if (s_->options.cluster) cluster_mode::not_served("as_of");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
   const std::string one(item);
@@ -429,6 +432,7 @@ void Service::start_history() {
 
 HistorySeries Service::history(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view, double from,
                                double to, std::size_t max_points) const {
+  if (s_->options.cluster) cluster_mode::not_served("GET /history");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s_->require(name, "namespace");
   HistorySeries series;

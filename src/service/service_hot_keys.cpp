@@ -6,6 +6,7 @@
 #include "ebb/core/hash.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service.hpp"
+#include "service_cluster.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
@@ -94,6 +95,7 @@ void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<en
 
 
 HotKeysAnswer Service::hot_keys(const std::string& name) const {
+  if (s_->options.cluster) cluster_mode::not_served("GET /hot-keys");
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s.require(name, "namespace");
@@ -113,6 +115,7 @@ HotKeysAnswer Service::hot_keys(const std::string& name) const {
 }
 
 std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKeyListener listener) {
+  if (s_->options.cluster) cluster_mode::not_served("GET /hot-keys/stream");
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s.require(name, "namespace");

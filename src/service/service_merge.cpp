@@ -10,11 +10,13 @@
 #include "ebb/core/error.hpp"
 #include "ebb/service/log_records.hpp"
 #include "ebb/storage/segment_format.hpp"
+#include "service_cluster.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
 
 void Service::merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights) {
+  if (s_->options.cluster) cluster_mode::not_served("CMS.MERGE");
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   if (sources.size() != weights.size()) throw std::logic_error("merge: one weight per source");

@@ -75,6 +75,7 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       e.reserved_bytes = Service::State::planned_bytes(next.config);
       e.spec = next;
       e.applied_lsn = lsn;
+      e.config_lsn = lsn;
       break;
     }
     case RecordType::remove: {
@@ -146,6 +147,66 @@ void restore_distributions(Service::State& s, const storage::Manifest& m, const 
 }
 
 }  // namespace
+
+std::optional<std::uint64_t> Service::config_revision(std::string_view name) const {
+  auto e = s_->find(name);
+  if (!e) return std::nullopt;
+  std::shared_lock lock(e->mu);
+  return e->config_lsn;
+}
+
+bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs) {
+  State& s = *s_;
+  std::uint64_t errors = 0;
+  const RecordType type = record_type(payload);
+  if (type == RecordType::batch) {
+    // Each group under its namespace's lock alone, as ingest counts it.
+    const BatchRecord r = decode_batch(payload);
+    for (const auto& g : r.groups) {
+      EntryPtr e = s.find(g.ns);
+      if (!e) continue;  // deleted before this record
+      std::unique_lock lock(e->mu);
+      if (e->deleted || e->applied_lsn >= lsn) continue;
+      if (configs) {
+        auto it = configs->find(g.ns);
+        if (it == configs->end() || it->second != e->config_lsn) {
+          s.log->warn("record {}: namespace '{}' changed since its batch was checked; that batch is not counted", lsn, e->name);
+          continue;
+        }
+      }
+      try {
+        e->ns.stage(g.events, r.received_at);
+        e->ns.apply_staged();
+      } catch (const BatchError& err) {
+        ++errors;
+        s.log->error("record {} for namespace '{}' does not apply ({}); skipped", lsn, e->name, err.what());
+      }
+      e->applied_lsn = lsn;
+      e->changed();
+    }
+    return errors == 0;
+  }
+  if (type == RecordType::distribution_incr) {
+    DistributionShard& shard = s.shard_of(decode_distribution_incr(payload).distribution);
+    std::lock_guard lock(shard.mu);
+    Entries none;
+    replay_record(s, none, lsn, payload, errors);
+    return errors == 0;
+  }
+  // Namespace changes: the map and the namespace named, exclusively.
+  std::unique_lock map_lock(s.map_mu);
+  const AdminRecord r = decode_admin(payload);
+  EntryPtr named;
+  if (auto it = s.entries.find(r.name); !r.name.empty() && it != s.entries.end()) named = it->second;
+  std::unique_lock<std::shared_mutex> ns_lock;
+  if (named) ns_lock = std::unique_lock(named->mu);
+  replay_record(s, s.entries, lsn, payload, errors);
+  if (named && !s.entries.contains(r.name)) named->deleted = true;
+  if (named) named->changed();
+  return errors == 0;
+}
+
+ClusterLink* Service::cluster() const noexcept { return s_->options.cluster.get(); }
 
 RecoveryReport Service::recover() {
   State& s = *s_;

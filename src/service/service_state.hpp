@@ -23,13 +23,16 @@ namespace ebb::service {
 
 struct NamespaceEntry {
   NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved, double answer_ttl)
-      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), reserved_bytes(reserved), answers(answer_ttl) {}
+      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), config_lsn(lsn), reserved_bytes(reserved), answers(answer_ttl) {}
 
   const std::string name;
   mutable std::shared_mutex mu;  // guards everything below but the atomics
   NamespaceSpec spec;
   engine::Namespace ns;
   std::uint64_t applied_lsn;  // the newest log record counted here (checkpoints, replay)
+  // The log record that set the configuration (its create or last patch):
+  // a cluster's batches name the one they were checked against.
+  std::uint64_t config_lsn;
   bool deleted = false;       // set by remove(): a request that found it before sees 404
   std::uint64_t reserved_bytes;  // of the budget (--max-memory); changes with a patch
   std::atomic<std::uint64_t> ingest_bytes{0};

@@ -45,6 +45,15 @@ inline bool tail_uncertain(const std::vector<CountedItem>& items, double unliste
   return false;
 }
 
+// Answers of a cluster (ebb serve --nats) are merged from its partitions:
+// how many there are, and those whose owners did not answer in time (the
+// answer is partial then, and says so). partitions 0: a single node's.
+struct Coverage {
+  std::uint32_t partitions = 0;
+  std::vector<std::uint32_t> missing;  // ascending
+  bool partial() const noexcept { return !missing.empty(); }
+};
+
 struct TopKAnswer {
   ViewSpec view;
   double as_of = 0;
@@ -59,6 +68,7 @@ struct TopKAnswer {
   double unlisted_upper = 0;
   double total = 0;
   Accuracy accuracy;
+  Coverage coverage;
 };
 
 struct PointAnswer {
@@ -75,6 +85,7 @@ struct PointAnswer {
   std::optional<bool> listed;
   double rate = 0;       // events/s: lambda x score (decayed), count / elapsed (all-time)
   Accuracy accuracy;
+  Coverage coverage;
 };
 
 }  // namespace ebb::engine

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -32,6 +33,7 @@
 #include "ebb/engine/distribution_store.hpp"
 #include "ebb/engine/event.hpp"
 #include "ebb/engine/namespace.hpp"
+#include "ebb/service/cluster_link.hpp"
 #include "ebb/service/limits.hpp"
 #include "ebb/service/namespace_spec.hpp"
 #include "ebb/service/service_error.hpp"
@@ -57,6 +59,11 @@ struct ServiceOptions {
   // History pauses while the data directory's filesystem has less free
   // than this: the log, which holds acknowledged data, needs the room more.
   std::uint64_t history_min_free_bytes = std::uint64_t{512} << 20;
+  // Cluster mode (ebb serve --nats): batches and admin records go to the
+  // cluster's log and queries to the partitions' owners (cluster_link.hpp);
+  // this service keeps the namespace catalog, fed by apply_record(). No
+  // data directory then: the cluster's log is the log.
+  std::shared_ptr<ClusterLink> cluster;
 };
 
 // An item's persisted series (GET /history).
@@ -271,6 +278,23 @@ class Service {
 
   ServiceMetrics metrics() const;
   const ServiceLimits& limits() const noexcept;
+
+  // A log record applied as recovery replays it (log_records.hpp), at
+  // position `lsn` (an older one than a namespace's applied LSN is
+  // skipped): how a cluster's catalog and its partitions' replicas follow
+  // the cluster's log. Batches that no longer apply are logged and skipped;
+  // returns false for them. Throws FormatError for a payload that does
+  // not decode.
+  // `configs` (cluster parts): a batch's group counts only while its
+  // namespace's configuration is still the one named (the log position of
+  // its create or last patch) when the group was checked; every replica
+  // then skips the same groups.
+  using ConfigRevisions = std::map<std::string, std::uint64_t, std::less<>>;
+  bool apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs = nullptr);
+  // The log position of the namespace's configuration (nullopt: no such namespace).
+  std::optional<std::uint64_t> config_revision(std::string_view name) const;
+  // Cluster mode: the link (null on a single node).
+  ClusterLink* cluster() const noexcept;
 
   struct State;
 

@@ -16,6 +16,7 @@ enum class ErrorKind {
   overloaded,            // 429: queues full; retry after a moment
   unavailable,           // 503: cannot persist now (disk full, log failed) or not ready
   insufficient_storage,  // 507: past the memory budget
+  not_implemented,       // 501: not served in this mode (cluster mode serves part of the API)
 };
 
 int http_status(ErrorKind kind) noexcept;

@@ -1,0 +1,26 @@
+#pragma once
+// Where a cluster keeps what in NATS (docs/cluster.md): one JetStream stream
+// holding the batches' parts (one subject per partition) and, on one more
+// subject, the commits and the namespace changes in a single order; query
+// subjects per partition (plain NATS request/reply, not stored); a
+// key-value bucket of the live nodes.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ebb::cluster {
+
+struct ClusterLayout {
+  std::string stream = "EBB";
+  std::string prefix = "EBB";  // ebb serve: the stream's name
+  std::uint32_t partitions = 16;
+
+  std::string part_subject(std::uint32_t p) const { return prefix + ".p." + std::to_string(p); }
+  std::string commit_subject() const { return prefix + ".c"; }
+  std::string query_subject(std::uint32_t p) const { return prefix + ".q." + std::to_string(p); }
+  std::vector<std::string> stream_subjects() const { return {prefix + ".p.*", commit_subject()}; }
+  std::string nodes_bucket() const { return stream + "_nodes"; }
+};
+
+}  // namespace ebb::cluster

@@ -1,0 +1,164 @@
+#pragma once
+// A node of an ebb cluster (ebb serve --nats; docs/cluster.md): the
+// service's ClusterLink on NATS JetStream. It
+// - publishes accepted batches: one message per partition the batch
+//   touches (items by hash), then a commit naming them; acknowledged once
+//   JetStream has acknowledged the commit. Message ids make a retried
+//   publish count once;
+// - publishes namespace changes on the commit subject, in one order with
+//   the commits, and keeps the service's catalog following that subject;
+// - owns partitions: a heartbeat in a key-value bucket says which nodes
+//   live, rendezvous hashing over them says who owns what, and a node
+//   hands a partition over once the new owner serves it;
+// - answers queries by asking every partition's owner (request/reply on
+//   the partition's query subject) and merging.
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "ebb/cluster/cluster_layout.hpp"
+#include "ebb/cluster/cluster_records.hpp"
+#include "ebb/cluster/nats_client.hpp"
+#include "ebb/cluster/partition_replica.hpp"
+#include "ebb/service/cluster_link.hpp"
+#include "ebb/service/service.hpp"
+
+namespace ebb::cluster {
+
+struct ClusterOptions {
+  std::vector<std::string> urls;  // nats://host:port each
+  std::string node_id;            // unique in the cluster; stable across restarts
+  ClusterLayout layout;           // layout.partitions: for a new stream (an existing one keeps its own)
+  int replicas = 1;               // JetStream replicas of the stream and the bucket (1 or 3)
+  std::chrono::milliseconds query_wait{2000};    // how long an owner may take to catch up and answer
+  std::chrono::milliseconds publish_wait{5000};  // per JetStream acknowledgement
+  std::size_t publishers = 4;                    // threads publishing batches
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds node_ttl{5000};  // a node silent this long is gone: its partitions move
+  service::ServiceOptions partition_options;  // the partitions' services (limits)
+};
+
+// Keeps a node id to what a key-value key may hold ([-_=.a-zA-Z0-9]).
+std::string sanitize_node_id(std::string id);
+
+class ClusterNode final : public service::ClusterLink {
+ public:
+  ClusterNode(ClusterOptions options, std::shared_ptr<spdlog::logger> log);
+  ~ClusterNode() override;
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // Before start(): the name it joins under.
+  void set_node_id(std::string id) { options_.node_id = sanitize_node_id(std::move(id)); }
+  // Connects, creates the stream and the bucket unless they exist, follows
+  // the commit subject with `catalog` until it has caught up with the log,
+  // then joins: heartbeats and takes its partitions. Throws NatsError.
+  void start(service::Service& catalog);
+  // From any thread: a start() still catching up throws instead (SIGTERM
+  // during a long catch-up); stop() does the rest.
+  void cancel();
+  // Leaves (its heartbeat key deleted, so others take its partitions at
+  // once), fails publishes still queued, and stops following.
+  void stop();
+
+  std::uint32_t partitions() const noexcept { return layout_.partitions; }
+  std::set<std::uint32_t> serving() const;
+
+  // service::ClusterLink
+  std::uint64_t publish_batch(const service::BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
+                              const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) override;
+  void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) override;
+  std::uint64_t publish_admin(std::string_view payload) override;
+  bool catch_up() override;
+  engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) override;
+  service::ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) override;
+  std::string status() const override;
+  std::string failure() const override;
+
+ private:
+  struct Job {
+    std::uint64_t ticket = 0;
+    std::string batch_id;
+    std::vector<std::pair<std::uint32_t, std::string>> parts;  // partition, encoded batch record
+    std::vector<std::pair<std::string, std::uint64_t>> configs;
+  };
+  struct Ticket {
+    bool done = false;
+    std::string error;
+    std::function<void(const std::string&)> callback;
+  };
+
+  void follow_catalog();
+  bool wait_catalog(std::uint64_t position, std::chrono::milliseconds wait);
+  void publish_loop();
+  void publish_job(const Job& job);
+  void finish(std::uint64_t ticket, const std::string& error);
+  void heartbeat_loop();
+  void rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes);
+  // Sends each (partition, request) and gathers the replies that come
+  // before the deadline (a partition nobody serves answers at once with
+  // "no responders"), in partition order.
+  std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
+                              std::vector<std::uint32_t>& missing);
+  std::uint64_t log_position();
+  static void on_reply(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
+
+  ClusterOptions options_;
+  std::shared_ptr<spdlog::logger> log_;
+  ClusterLayout layout_;
+  std::unique_ptr<NatsClient> client_;
+  KvPtr nodes_;
+  service::Service* catalog_ = nullptr;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> cancelled_{false};
+
+  // The catalog's position on the commit subject.
+  std::atomic<std::uint64_t> catalog_position_{0};
+  mutable std::mutex catalog_mu_;
+  std::condition_variable catalog_moved_;
+  std::thread catalog_follower_;
+
+  // Publishing.
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;
+  std::uint64_t next_ticket_ = 1;
+  std::unordered_map<std::uint64_t, Ticket> tickets_;
+  std::vector<std::thread> publishers_;
+
+  // Queries: one reply subscription for the node's life (a subscription
+  // per query raced libnats 3.4's reader on late replies: use after free).
+  // Replies come to <reply_prefix_>.<query id>.<partition>.
+  struct PendingQuery {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::uint32_t, MsgPtr> replies;
+  };
+  std::string reply_prefix_;
+  std::unique_ptr<AsyncSubscription> replies_;
+  std::atomic<std::uint64_t> next_query_{1};
+  std::mutex queries_mu_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<PendingQuery>> pending_;
+
+  // Ownership.
+  mutable std::mutex replicas_mu_;
+  std::map<std::uint32_t, std::unique_ptr<PartitionReplica>> replicas_;
+  std::map<std::string, std::set<std::uint32_t>> members_;  // as of the last heartbeat
+  std::thread heartbeat_;
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+};
+
+}  // namespace ebb::cluster

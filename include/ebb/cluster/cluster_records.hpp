@@ -1,0 +1,76 @@
+#pragma once
+// What ebb's cluster nodes write to JetStream besides the service's own
+// log records, and what they send each other for queries (docs/cluster.md
+// has the byte layouts). Little-endian, like the log records:
+//
+// Commit (subject <prefix>.c, beside the admin records):
+//   u8 0x40, str batch_id, u32 n, n x (u32 partition, u64 part's stream sequence),
+//   u32 m, m x (str namespace, u64 configuration revision the batch was checked against)
+// Query (request on <prefix>.q.<partition>):
+//   u8 kind (1 top, 2 counts), str namespace, u8 has_view [u8 view kind, f64 half_life, f64 window],
+//   u8 has_k [u64 k], u32 n, n x str item, u64 min_position, u32 wait_ms
+// Reply:
+//   u32 partition, u8 ok; ok: the answer (u8 kind 1: TopKAnswer; 2: u32 n,
+//   n x PointAnswer, then the view's TopKAnswer); not ok: u8 error kind,
+//   str code, str message
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/engine/answers.hpp"
+#include "ebb/service/service_error.hpp"
+
+namespace ebb::cluster {
+
+// The commit record's type byte: past the service's record types (1-6).
+inline constexpr std::uint8_t kCommitRecord = 0x40;
+
+struct PartRef {
+  std::uint32_t partition = 0;
+  std::uint64_t sequence = 0;  // the part's stream sequence
+  friend bool operator==(const PartRef&, const PartRef&) = default;
+};
+
+// A batch is counted once this is in the log: it names every part.
+struct CommitRecord {
+  std::string batch_id;
+  std::vector<PartRef> parts;
+  // Per namespace of the batch: the log position of the configuration it
+  // was checked against. A part's group counts only if that is still the
+  // namespace's configuration at the commit (otherwise no partition counts it).
+  std::vector<std::pair<std::string, std::uint64_t>> configs;
+};
+
+std::string encode_commit(const CommitRecord& r);
+bool is_commit(std::string_view payload) noexcept;
+// Throws FormatError naming what is wrong.
+CommitRecord decode_commit(std::string_view payload);
+
+struct QueryRequest {
+  enum class Kind : std::uint8_t { top = 1, counts = 2 };
+  Kind kind = Kind::top;
+  std::string ns;
+  std::optional<engine::ViewSpec> view;
+  std::optional<std::uint64_t> k;
+  std::vector<std::string> items;  // counts
+  // Read-your-writes: the owner answers once it has applied the log to here.
+  std::uint64_t min_position = 0;
+  std::uint32_t wait_ms = 0;  // how long it may wait for that
+};
+
+std::string encode_query(const QueryRequest& q);
+QueryRequest decode_query(std::string_view payload);
+
+struct QueryReply {
+  std::uint32_t partition = 0;
+  std::optional<service::ServiceError> error;
+  engine::TopKAnswer top;                  // top; counts: the view block
+  std::vector<engine::PointAnswer> points; // counts
+};
+
+std::string encode_reply(const QueryReply& r, QueryRequest::Kind kind);
+QueryReply decode_reply(std::string_view payload, QueryRequest::Kind kind);
+
+}  // namespace ebb::cluster

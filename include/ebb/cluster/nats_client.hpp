@@ -1,0 +1,120 @@
+#pragma once
+// The NATS C client (libnats, Debian's libnats-dev) behind RAII handles and
+// exceptions: what the cluster layer needs of a connection, JetStream and
+// its key-value buckets.
+#include <nats/nats.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ebb::cluster {
+
+// A NATS call failed: what was tried, the client's status text and, for
+// JetStream, the server's error code.
+class NatsError : public std::runtime_error {
+ public:
+  NatsError(const std::string& what, natsStatus status, int js_code = 0);
+  natsStatus status() const noexcept { return status_; }
+  int js_code() const noexcept { return js_code_; }
+
+ private:
+  natsStatus status_;
+  int js_code_;
+};
+
+// Throws NatsError unless s is NATS_OK.
+void nats_check(natsStatus s, const std::string& what, jsErrCode js_code = static_cast<jsErrCode>(0));
+
+struct MsgDeleter {
+  void operator()(natsMsg* m) const noexcept { natsMsg_Destroy(m); }
+};
+using MsgPtr = std::unique_ptr<natsMsg, MsgDeleter>;
+struct SubscriptionDeleter {
+  void operator()(natsSubscription* s) const noexcept {
+    natsSubscription_Unsubscribe(s);
+    natsSubscription_Destroy(s);
+  }
+};
+using SubscriptionPtr = std::unique_ptr<natsSubscription, SubscriptionDeleter>;
+struct KvDeleter {
+  void operator()(kvStore* kv) const noexcept { kvStore_Destroy(kv); }
+};
+using KvPtr = std::unique_ptr<kvStore, KvDeleter>;
+
+// An asynchronous subscription whose callback uses its owner: close() (and
+// the destructor) return only once libnats says the last callback has
+// returned, so the owner may go then. (libnats 3.4 may still be running a
+// callback when Unsubscribe returns.)
+class AsyncSubscription {
+ public:
+  // Throws NatsError. `handler(closure)` owns each message it is given.
+  AsyncSubscription(natsConnection* nc, const std::string& subject, natsMsgHandler handler, void* closure);
+  ~AsyncSubscription() { close(); }
+  AsyncSubscription(const AsyncSubscription&) = delete;
+  AsyncSubscription& operator=(const AsyncSubscription&) = delete;
+  void close() noexcept;
+
+ private:
+  static void on_complete(void* closure);
+  natsSubscription* sub_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool complete_ = false;  // under mu_
+};
+
+std::string_view msg_data(natsMsg* m) noexcept;
+
+// A message's JetStream metadata (stream sequence, time, pending).
+struct MsgMeta {
+  std::uint64_t sequence = 0;
+  std::uint64_t pending = 0;
+  std::int64_t timestamp_ns = 0;
+};
+MsgMeta msg_meta(natsMsg* m);
+
+// One connection to the cluster's NATS servers and its JetStream context.
+class NatsClient {
+ public:
+  // urls: "nats://host:port" each; name: how the servers list this client.
+  NatsClient(const std::vector<std::string>& urls, const std::string& name);
+  ~NatsClient();
+  NatsClient(const NatsClient&) = delete;
+  NatsClient& operator=(const NatsClient&) = delete;
+
+  natsConnection* connection() const noexcept { return nc_; }
+  jsCtx* js() const noexcept { return js_; }
+  bool connected() const noexcept;
+
+  // Creates the stream unless it exists (its existing configuration wins).
+  // Returns the stream's description.
+  std::string ensure_stream(const std::string& name, const std::vector<std::string>& subjects, int replicas, const std::string& description);
+  // The stream's message at `sequence`, or null when the stream no longer
+  // holds it (retention, deletion). Throws NatsError on other failures.
+  MsgPtr message_at(const std::string& stream, std::uint64_t sequence, std::chrono::milliseconds wait);
+  // The stream sequence of the newest message on `subject` (0: none).
+  std::uint64_t last_sequence(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait);
+  // A key-value bucket, created unless it exists; ttl 0: entries never expire.
+  KvPtr bucket(const std::string& name, int replicas, std::chrono::milliseconds ttl, int history = 1);
+  // A pull subscription on `subject` of `stream` from sequence `from` (no
+  // acks: the caller keeps its position), dropped by the server when idle.
+  SubscriptionPtr pull_from(const std::string& stream, const std::string& subject, std::uint64_t from);
+  // Up to `batch` messages, waiting at most `wait` for the first; none on timeout.
+  std::vector<MsgPtr> fetch(natsSubscription* sub, int batch, std::chrono::milliseconds wait);
+  // Publishes to JetStream and waits for the acknowledgement: the message's
+  // stream sequence (the original's for a duplicate msg_id).
+  std::uint64_t publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait);
+
+ private:
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+};
+
+}  // namespace ebb::cluster

@@ -1,0 +1,74 @@
+#pragma once
+// One partition as its owner holds it: the namespaces' counts of the items
+// that hash to it, in a service of its own (no log, no data directory),
+// fed from JetStream in the log's order and answering the partition's
+// queries (docs/cluster.md).
+//
+// The order: the commit subject, read from the start. A namespace change
+// applies as it comes; a commit applies this partition's part of its batch,
+// read from the partition's subject by the stream sequence the commit
+// names. A part whose commit never comes (its publisher died between the
+// parts and the commit; the client got no acknowledgement) is never
+// counted. Every record applies at the commit subject's sequence, so every
+// replica of a partition, and every replay, counts the same records in the
+// same order.
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "ebb/cluster/cluster_layout.hpp"
+#include "ebb/cluster/nats_client.hpp"
+#include "ebb/service/service.hpp"
+
+namespace ebb::cluster {
+
+class PartitionReplica {
+ public:
+  // Starts following the log and answering queries on the partition's
+  // subject. `options` are the partitions' service options (limits).
+  PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
+                   std::shared_ptr<spdlog::logger> log);
+  ~PartitionReplica();  // stops
+  PartitionReplica(const PartitionReplica&) = delete;
+  PartitionReplica& operator=(const PartitionReplica&) = delete;
+
+  std::uint32_t partition() const noexcept { return partition_; }
+  // The commit subject's sequence applied so far.
+  std::uint64_t position() const noexcept { return position_.load(std::memory_order_acquire); }
+  // Caught up with the log as it stood when this replica started.
+  bool caught_up() const noexcept { return caught_up_.load(std::memory_order_acquire); }
+  // Waits until position() >= p or the time passes; true when reached.
+  bool wait_for(std::uint64_t p, std::chrono::milliseconds wait) const;
+
+ private:
+  void follow();
+  // The part at stream sequence `seq` of this partition's subject (nullptr
+  // when it cannot be found: retention dropped it).
+  MsgPtr take_part(std::uint64_t seq, std::int64_t commit_time_ns);
+  void answer(natsMsg* request);
+  static void on_request(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
+
+  NatsClient& client_;
+  const ClusterLayout layout_;
+  const std::uint32_t partition_;
+  std::shared_ptr<spdlog::logger> log_;
+  service::Service service_;
+  std::atomic<std::uint64_t> position_{0};
+  std::atomic<bool> caught_up_{false};
+  std::uint64_t start_target_ = 0;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  mutable std::condition_variable moved_;
+  SubscriptionPtr commits_, parts_;
+  std::unique_ptr<AsyncSubscription> queries_;
+  std::uint64_t parts_read_ = 0;  // the newest part sequence read
+  std::map<std::uint64_t, MsgPtr> parts_ahead_;  // parts read before their commit (or with none)
+  std::thread follower_;
+};
+
+}  // namespace ebb::cluster

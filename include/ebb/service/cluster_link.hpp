@@ -1,0 +1,76 @@
+#pragma once
+// What the service needs of a cluster (ebb serve --nats; docs/cluster.md).
+// In cluster mode the service keeps its rules (a batch is checked whole
+// against the namespace's configuration before anything is written; admin
+// changes are ordered with the events) but neither logs nor counts locally:
+// an accepted batch goes to the cluster's log (JetStream), split by
+// partition, and is counted by the owners of those partitions; queries are
+// answered by them and merged here. The service layer knows this interface
+// only; the cluster layer implements it on NATS.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/engine/answers.hpp"
+#include "ebb/service/log_records.hpp"
+
+namespace ebb::service {
+
+// POST /counts over the partitions: each item from its own partition.
+struct ClusterPoints {
+  std::vector<engine::PointAnswer> answers;  // request order, each with its coverage
+  engine::TopKAnswer view_answer;            // the view block, when there are no items; its coverage covers all
+};
+
+class ClusterLink {
+ public:
+  virtual ~ClusterLink() = default;
+
+  // Publishes a batch the service accepted: `hashes[g][i]` is hash_key()
+  // of group g's event i, `configs` the configuration revision each group
+  // was checked against. Returns a ticket for when_published (never 0).
+  // `batch_id` names the batch in the log (retries of one idempotency key
+  // share it, so the log counts them once). Must not block on the network.
+  virtual std::uint64_t publish_batch(const BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
+                                      const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) = 0;
+  // done("") once every part and the commit of the batch are acknowledged
+  // by the log, or done(reason); may run on another thread.
+  virtual void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) = 0;
+
+  // Publishes an admin record (create / patch / remove, log_records.hpp)
+  // and returns once this node's catalog has applied it: its position in
+  // the log. Throws ServiceError unavailable when the log cannot take it.
+  virtual std::uint64_t publish_admin(std::string_view payload) = 0;
+  // Waits (bounded) until the catalog has applied the log as it stands
+  // now, so a namespace another node just created is known here. Returns
+  // false when the deadline passed first.
+  virtual bool catch_up() = 0;
+
+  // Queries, read-your-writes: every owner first applies the log up to
+  // where it stands when the question arrives (bounded by the deadline).
+  // Answers carry their Coverage (engine/answers.hpp): a partition that
+  // could not answer makes them partial, never silently short.
+  virtual engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) = 0;
+  virtual ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) = 0;
+
+  // The partitions and who serves them, for /readyz.
+  virtual std::string status() const = 0;
+  // Why this node cannot take writes now ("" when it can): /readyz's 503.
+  virtual std::string failure() const = 0;
+};
+
+// Where an item lives in a cluster of `partitions`: from its hash's high
+// bits, remixed, so that a partition's items still spread over every
+// column of its sketches (which take the same hash's low bits).
+constexpr std::uint32_t partition_of(std::uint64_t hash, std::uint32_t partitions) noexcept {
+  std::uint64_t x = (hash ^ 0x243f6a8885a308d3ULL) * 0x9e3779b97f4a7c15ULL;
+  x ^= x >> 29;
+  return static_cast<std::uint32_t>((x >> 32) % partitions);
+}
+
+}  // namespace ebb::service

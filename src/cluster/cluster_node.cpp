@@ -1,0 +1,615 @@
+// A cluster node on NATS JetStream (cluster/cluster_node.hpp).
+#include "ebb/cluster/cluster_node.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <random>
+
+#include "ebb/core/hash.hpp"
+#include "ebb/engine/answer_merge.hpp"
+#include "ebb/service/service_error.hpp"
+
+namespace ebb::cluster {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+service::ServiceError unavailable(const std::string& code, const std::string& message) {
+  return {service::ErrorKind::unavailable, code, message};
+}
+
+// "partitions=16" in the stream's description: what a new stream was made with.
+std::optional<std::uint32_t> described_partitions(const std::string& description) {
+  const auto at = description.find("partitions=");
+  if (at == std::string::npos) return std::nullopt;
+  std::uint32_t n = 0;
+  const char* first = description.data() + at + 11;
+  auto [end, ec] = std::from_chars(first, description.data() + description.size(), n);
+  if (ec != std::errc() || n == 0) return std::nullopt;
+  return n;
+}
+
+std::string join(const std::set<std::uint32_t>& s) {
+  std::string out;
+  for (auto p : s) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(p);
+  }
+  return out;
+}
+
+std::set<std::uint32_t> split(std::string_view csv) {
+  std::set<std::uint32_t> out;
+  while (!csv.empty()) {
+    const auto comma = csv.find(',');
+    const auto field = csv.substr(0, comma);
+    std::uint32_t p = 0;
+    if (std::from_chars(field.data(), field.data() + field.size(), p).ec == std::errc()) out.insert(p);
+    if (comma == std::string_view::npos) break;
+    csv.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// Rendezvous hashing: the live node with the highest hash of (node,
+// partition) owns it. A node joining or leaving moves only the partitions
+// it gains or held.
+const std::string& owner_of(std::uint32_t partition, const std::map<std::string, std::set<std::uint32_t>>& nodes) {
+  const std::string* best = nullptr;
+  std::uint64_t best_score = 0;
+  for (const auto& [id, _] : nodes) {
+    const std::uint64_t score = mix64(hash_key(id) ^ (std::uint64_t{partition} * 0x9e3779b97f4a7c15ULL));
+    if (!best || score > best_score) {
+      best = &id;
+      best_score = score;
+    }
+  }
+  return *best;
+}
+
+}  // namespace
+
+std::string sanitize_node_id(std::string id) {
+  for (char& c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '=';
+    if (!ok) c = '_';
+  }
+  if (id.empty()) id = "node";
+  return id;
+}
+
+ClusterNode::ClusterNode(ClusterOptions options, std::shared_ptr<spdlog::logger> log)
+    : options_(std::move(options)), log_(std::move(log)), layout_(options_.layout) {
+  options_.node_id = sanitize_node_id(options_.node_id);
+}
+
+ClusterNode::~ClusterNode() { stop(); }
+
+void ClusterNode::start(service::Service& catalog) {
+  catalog_ = &catalog;
+  client_ = std::make_unique<NatsClient>(options_.urls, "ebb " + options_.node_id);
+  const std::string description = client_->ensure_stream(layout_.stream, layout_.stream_subjects(), options_.replicas,
+                                                         "ebb cluster log partitions=" + std::to_string(layout_.partitions));
+  if (auto p = described_partitions(description); p && *p != layout_.partitions) {
+    log_->warn("stream {} was made with {} partitions; using them (not {})", layout_.stream, *p, layout_.partitions);
+    layout_.partitions = *p;
+  }
+  nodes_ = client_->bucket(layout_.nodes_bucket(), options_.replicas, options_.node_ttl);
+  natsInbox* inbox = nullptr;
+  nats_check(natsInbox_Create(&inbox), "creating an inbox");
+  reply_prefix_ = inbox;
+  natsInbox_Destroy(inbox);
+  replies_ = std::make_unique<AsyncSubscription>(client_->connection(), reply_prefix_ + ".>", &ClusterNode::on_reply, this);
+  const std::uint64_t target = client_->last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
+  catalog_follower_ = std::thread([this] { follow_catalog(); });
+  while (!stop_ && !cancelled_ && !wait_catalog(target, milliseconds(1000))) {
+    log_->info("catalog: applied the log to {} of {}", catalog_position_.load(), target);
+  }
+  if (cancelled_) throw std::runtime_error("stopped while catching up with the cluster's log");
+  for (std::size_t i = 0; i < options_.publishers; ++i) publishers_.emplace_back([this] { publish_loop(); });
+  heartbeat_ = std::thread([this] { heartbeat_loop(); });
+  log_->info("cluster node {} joined: stream {} ({} partitions), catalog at {}", options_.node_id, layout_.stream, layout_.partitions, target);
+}
+
+void ClusterNode::cancel() {
+  cancelled_ = true;
+  {
+    std::lock_guard lock(catalog_mu_);
+  }
+  catalog_moved_.notify_all();
+}
+
+void ClusterNode::stop() {
+  if (stop_.exchange(true)) return;
+  {
+    std::lock_guard lock(heartbeat_mu_);
+  }
+  heartbeat_cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+  if (nodes_) kvStore_Delete(nodes_.get(), options_.node_id.c_str());  // leave now, not after the TTL
+  {
+    std::lock_guard lock(jobs_mu_);
+  }
+  jobs_cv_.notify_all();
+  for (auto& t : publishers_) t.join();
+  publishers_.clear();
+  std::vector<Job> left;
+  {
+    std::lock_guard lock(jobs_mu_);
+    left.assign(jobs_.begin(), jobs_.end());
+    jobs_.clear();
+  }
+  for (const auto& j : left) finish(j.ticket, "the node is shutting down");
+  {
+    std::lock_guard lock(replicas_mu_);
+    replicas_.clear();
+  }
+  {
+    std::lock_guard lock(catalog_mu_);
+  }
+  catalog_moved_.notify_all();
+  if (catalog_follower_.joinable()) catalog_follower_.join();
+  replies_.reset();
+}
+
+void ClusterNode::on_reply(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  MsgPtr m(msg);
+  auto* self = static_cast<ClusterNode*>(closure);
+  // <prefix>.<query id>.<partition>
+  std::string_view subject = natsMsg_GetSubject(msg);
+  if (subject.size() <= self->reply_prefix_.size() + 1) return;
+  subject.remove_prefix(self->reply_prefix_.size() + 1);
+  const auto dot = subject.find('.');
+  std::uint64_t id = 0;
+  std::uint32_t partition = 0;
+  if (dot == std::string_view::npos || std::from_chars(subject.data(), subject.data() + dot, id).ec != std::errc() ||
+      std::from_chars(subject.data() + dot + 1, subject.data() + subject.size(), partition).ec != std::errc()) {
+    return;
+  }
+  std::shared_ptr<PendingQuery> q;
+  {
+    std::lock_guard lock(self->queries_mu_);
+    auto it = self->pending_.find(id);
+    if (it == self->pending_.end()) return;  // answered already, or given up on
+    q = it->second;
+  }
+  {
+    std::lock_guard lock(q->mu);
+    q->replies.emplace(partition, std::move(m));
+  }
+  q->cv.notify_all();
+}
+
+std::set<std::uint32_t> ClusterNode::serving() const {
+  std::set<std::uint32_t> out;
+  std::lock_guard lock(replicas_mu_);
+  for (const auto& [p, r] : replicas_) {
+    if (r->caught_up()) out.insert(p);
+  }
+  return out;
+}
+
+// ---- the catalog ----
+
+void ClusterNode::follow_catalog() {
+  SubscriptionPtr sub;
+  while (!stop_) {
+    try {
+      if (!sub) sub = client_->pull_from(layout_.stream, layout_.commit_subject(), catalog_position_.load() + 1);
+      auto msgs = client_->fetch(sub.get(), 256, milliseconds(200));
+      for (auto& m : msgs) {
+        const MsgMeta meta = msg_meta(m.get());
+        const std::string_view payload = msg_data(m.get());
+        if (!is_commit(payload)) {
+          try {
+            catalog_->apply_record(meta.sequence, payload);
+          } catch (const std::exception& e) {
+            log_->error("catalog: record {} does not decode ({}); skipped", meta.sequence, e.what());
+          }
+        }
+        catalog_position_.store(meta.sequence, std::memory_order_release);
+      }
+      if (!msgs.empty()) {
+        {
+          std::lock_guard lock(catalog_mu_);
+        }
+        catalog_moved_.notify_all();
+      }
+    } catch (const std::exception& e) {
+      log_->warn("catalog: reading the log failed ({}); resuming from {}", e.what(), catalog_position_.load() + 1);
+      sub.reset();
+      std::this_thread::sleep_for(milliseconds(250));
+    }
+  }
+}
+
+bool ClusterNode::wait_catalog(std::uint64_t position, milliseconds wait) {
+  std::unique_lock lock(catalog_mu_);
+  catalog_moved_.wait_for(lock, wait, [&] { return catalog_position_.load() >= position || stop_.load() || cancelled_.load(); });
+  return catalog_position_.load() >= position;
+}
+
+std::uint64_t ClusterNode::log_position() {
+  try {
+    return client_->last_sequence(layout_.stream, layout_.commit_subject(), options_.query_wait);
+  } catch (const std::exception& e) {
+    throw unavailable("cluster_unreachable", std::string("the cluster's log cannot be read now: ") + e.what());
+  }
+}
+
+std::uint64_t ClusterNode::publish_admin(std::string_view payload) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  char id[40];
+  std::snprintf(id, sizeof id, "a%016llx%016llx", static_cast<unsigned long long>(random()), static_cast<unsigned long long>(random()));
+  std::uint64_t seq = 0;
+  try {
+    seq = client_->publish(layout_.commit_subject(), payload, id, options_.publish_wait);
+  } catch (const std::exception& e) {
+    throw unavailable("persist_failed", std::string("the cluster's log did not take the change: ") + e.what());
+  }
+  if (!wait_catalog(seq, options_.query_wait * 5)) {
+    throw unavailable("not_applied", "the change is in the cluster's log (sequence " + std::to_string(seq) + ") but this node has not applied it yet");
+  }
+  return seq;
+}
+
+bool ClusterNode::catch_up() { return wait_catalog(log_position(), options_.query_wait); }
+
+// ---- publishing ----
+
+std::uint64_t ClusterNode::publish_batch(const service::BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
+                                         const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) {
+  // One record per partition the batch touches, with the groups' events
+  // of that partition (the receive time stays the batch's).
+  std::map<std::uint32_t, service::BatchRecord> by_partition;
+  for (std::size_t g = 0; g < record.groups.size(); ++g) {
+    const auto& group = record.groups[g];
+    for (std::size_t i = 0; i < group.events.size(); ++i) {
+      const std::uint32_t p = service::partition_of(hashes[g][i], layout_.partitions);
+      auto& part = by_partition[p];
+      if (part.groups.empty() || part.groups.back().ns != group.ns) {
+        part.received_at = record.received_at;
+        part.groups.push_back({group.ns, {}});
+      }
+      part.groups.back().events.push_back(group.events[i]);
+    }
+  }
+  Job job;
+  job.batch_id = batch_id;
+  job.configs.assign(configs.begin(), configs.end());
+  for (const auto& [p, part] : by_partition) {
+    std::string payload;
+    service::encode_batch(payload, part);
+    job.parts.emplace_back(p, std::move(payload));
+  }
+  std::lock_guard lock(jobs_mu_);
+  if (stop_) throw unavailable("not_ready", "the node is shutting down");
+  job.ticket = next_ticket_++;
+  tickets_.emplace(job.ticket, Ticket{});
+  const std::uint64_t ticket = job.ticket;
+  jobs_.push_back(std::move(job));
+  jobs_cv_.notify_one();
+  return ticket;
+}
+
+void ClusterNode::when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) {
+  std::unique_lock lock(jobs_mu_);
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) throw std::logic_error("when_published: unknown ticket");
+  if (!it->second.done) {
+    it->second.callback = std::move(done);
+    return;
+  }
+  const std::string error = std::move(it->second.error);
+  tickets_.erase(it);
+  lock.unlock();
+  done(error);
+}
+
+void ClusterNode::finish(std::uint64_t ticket, const std::string& error) {
+  std::unique_lock lock(jobs_mu_);
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) return;
+  if (!it->second.callback) {
+    it->second.done = true;
+    it->second.error = error;
+    return;
+  }
+  auto callback = std::move(it->second.callback);
+  tickets_.erase(it);
+  lock.unlock();
+  callback(error);
+}
+
+void ClusterNode::publish_loop() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock lock(jobs_mu_);
+      jobs_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    std::string error;
+    try {
+      publish_job(job);
+    } catch (const std::exception& e) {
+      error = e.what();
+      log_->error("batch {}: {}", job.batch_id, error);
+    }
+    finish(job.ticket, error);
+  }
+}
+
+void ClusterNode::publish_job(const Job& job) {
+  // The parts, then the commit naming their sequences: the batch counts
+  // once the commit is in the log, whole. Each message is retried with its
+  // own message id, so JetStream keeps one copy and gives its sequence back.
+  auto publish = [&](const std::string& subject, const std::string& payload, const std::string& id) {
+    for (int attempt = 1;; ++attempt) {
+      try {
+        return client_->publish(subject, payload, id, options_.publish_wait);
+      } catch (const std::exception& e) {
+        if (attempt == 3 || stop_) {
+          throw std::runtime_error(std::string(e.what()) +
+                                   "; the batch's outcome is unknown (it may yet be counted): retry it with the same Idempotency-Key to have it counted once");
+        }
+        log_->warn("batch {}: {}; retrying", job.batch_id, e.what());
+      }
+    }
+  };
+  CommitRecord commit;
+  commit.batch_id = job.batch_id;
+  commit.configs = job.configs;
+  for (const auto& [p, payload] : job.parts) commit.parts.push_back({p, publish(layout_.part_subject(p), payload, job.batch_id + "." + std::to_string(p))});
+  const std::uint64_t at = publish(layout_.commit_subject(), encode_commit(commit), job.batch_id + ".c");
+  // A namespace changed between the check and the commit is not counted
+  // (by any partition): then the batch's fate depends on whether the change
+  // came before the commit, which this node reads in its catalog once it
+  // has reached the commit.
+  if (!wait_catalog(at, options_.query_wait * 5)) {
+    throw std::runtime_error("the batch is in the log (sequence " + std::to_string(at) + ") but this node has not followed the log that far; outcome unknown");
+  }
+  for (const auto& [ns, revision] : job.configs) {
+    if (catalog_->config_revision(ns) != revision) {
+      throw std::runtime_error("namespace '" + ns +
+                               "' changed while the batch was written; it was counted only if the change came after it (outcome unknown): "
+                               "check the namespace and retry");
+    }
+  }
+}
+
+// ---- ownership ----
+
+void ClusterNode::heartbeat_loop() {
+  while (!stop_) {
+    std::map<std::string, std::set<std::uint32_t>> nodes;
+    try {
+      const std::string mine = join(serving());
+      std::uint64_t rev = 0;
+      nats_check(kvStore_PutString(&rev, nodes_.get(), options_.node_id.c_str(), mine.c_str()), "heartbeat");
+      kvKeysList keys{nullptr, 0};
+      const natsStatus s = kvStore_Keys(&keys, nodes_.get(), nullptr);
+      if (s != NATS_NOT_FOUND) nats_check(s, "listing the cluster's nodes");
+      for (int i = 0; i < keys.Count; ++i) {
+        kvEntry* entry = nullptr;
+        if (kvStore_Get(&entry, nodes_.get(), keys.Keys[i]) != NATS_OK) continue;
+        nodes[keys.Keys[i]] = split(kvEntry_ValueString(entry) ? kvEntry_ValueString(entry) : "");
+        kvEntry_Destroy(entry);
+      }
+      kvKeysList_Destroy(&keys);
+      nodes[options_.node_id] = split(mine);
+      rebalance(nodes);
+    } catch (const std::exception& e) {
+      log_->warn("heartbeat failed: {}", e.what());
+    }
+    std::unique_lock lock(heartbeat_mu_);
+    heartbeat_cv_.wait_for(lock, options_.heartbeat, [&] { return stop_.load(); });
+  }
+}
+
+void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes) {
+  std::vector<std::uint32_t> start, drop;
+  {
+    std::lock_guard lock(replicas_mu_);
+    members_ = nodes;
+    for (std::uint32_t p = 0; p < layout_.partitions; ++p) {
+      const std::string& owner = owner_of(p, nodes);
+      const bool held = replicas_.contains(p);
+      if (owner == options_.node_id && !held) start.push_back(p);
+      // Handed over once the new owner serves it: no moment with nobody.
+      if (owner != options_.node_id && held && nodes.at(owner).contains(p)) drop.push_back(p);
+    }
+  }
+  for (auto p : start) {
+    try {
+      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, options_.partition_options, log_);
+      std::lock_guard lock(replicas_mu_);
+      replicas_.emplace(p, std::move(replica));
+      log_->info("partition {}: taken", p);
+    } catch (const std::exception& e) {
+      log_->error("partition {}: cannot take it: {}", p, e.what());
+    }
+  }
+  for (auto p : drop) {
+    std::unique_ptr<PartitionReplica> gone;
+    {
+      std::lock_guard lock(replicas_mu_);
+      auto it = replicas_.find(p);
+      if (it == replicas_.end()) continue;
+      gone = std::move(it->second);
+      replicas_.erase(it);
+    }
+    gone.reset();
+    log_->info("partition {}: handed over", p);
+  }
+}
+
+std::string ClusterNode::failure() const {
+  if (!client_) return "not connected to NATS yet";
+  if (!client_->connected()) return "the connection to NATS is down (reconnecting): writes and queries cannot reach the cluster's log";
+  return "";
+}
+
+std::string ClusterNode::status() const {
+  std::lock_guard lock(replicas_mu_);
+  std::string out = "node " + options_.node_id + ", " + std::to_string(layout_.partitions) + " partitions; nodes:";
+  for (const auto& [id, parts] : members_) {
+    out += ' ';
+    out += id;
+    out += '[';
+    out += join(parts);
+    out += ']';
+  }
+  return out;
+}
+
+// ---- queries ----
+
+std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
+                                         std::vector<std::uint32_t>& missing) {
+  const std::uint64_t id = next_query_.fetch_add(1);
+  auto pending = std::make_shared<PendingQuery>();
+  {
+    std::lock_guard lock(queries_mu_);
+    pending_.emplace(id, pending);
+  }
+  struct Forget {
+    ClusterNode& node;
+    std::uint64_t id;
+    ~Forget() {
+      std::lock_guard lock(node.queries_mu_);
+      node.pending_.erase(id);
+    }
+  } forget{*this, id};
+  const std::string reply_base = reply_prefix_ + "." + std::to_string(id) + ".";
+  for (const auto& [p, payload] : requests) {
+    const std::string reply_to = reply_base + std::to_string(p);
+    const natsStatus sent = natsConnection_PublishRequest(client_->connection(), layout_.query_subject(p).c_str(), reply_to.c_str(),
+                                                          payload.data(), static_cast<int>(payload.size()));
+    if (sent != NATS_OK) {
+      throw unavailable("cluster_unreachable", "cannot ask partition " + std::to_string(p) + ": " + natsStatus_GetText(sent));
+    }
+  }
+  natsConnection_Flush(client_->connection());
+  std::map<std::uint32_t, MsgPtr> got;
+  {
+    std::unique_lock lock(pending->mu);
+    pending->cv.wait_for(lock, options_.query_wait + milliseconds(500), [&] { return pending->replies.size() >= requests.size(); });
+    got = std::move(pending->replies);
+  }
+  std::vector<QueryReply> replies;
+  std::set<std::uint32_t> waiting;
+  for (const auto& [p, _] : requests) waiting.insert(p);
+  for (auto& [p, m] : got) {
+    if (!waiting.erase(p)) continue;
+    if (natsMsg_IsNoResponders(m.get())) {
+      waiting.insert(p);  // nobody serves it: missing
+      continue;
+    }
+    try {
+      replies.push_back(decode_reply(msg_data(m.get()), kind));
+    } catch (const std::exception& e) {
+      log_->error("partition {}: a reply that does not decode ({})", p, e.what());
+    }
+  }
+  // Behind or failed owners count as missing; a wrong question is the caller's.
+  std::vector<QueryReply> ok;
+  std::set<std::uint32_t> lacking(waiting.begin(), waiting.end());
+  for (auto& r : replies) {
+    if (!r.error) {
+      ok.push_back(std::move(r));
+      continue;
+    }
+    if (r.error->kind() == service::ErrorKind::unavailable) {
+      log_->warn("partition {}: {}", r.partition, r.error->what());
+      lacking.insert(r.partition);
+      continue;
+    }
+    throw *r.error;
+  }
+  for (const auto& [p, _] : requests) {
+    if (std::none_of(ok.begin(), ok.end(), [&](const QueryReply& r) { return r.partition == p; })) lacking.insert(p);
+  }
+  missing.assign(lacking.begin(), lacking.end());
+  std::sort(ok.begin(), ok.end(), [](const QueryReply& a, const QueryReply& b) { return a.partition < b.partition; });
+  return ok;
+}
+
+engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::top;
+  q.ns = ns;
+  q.view = view;
+  if (k) q.k = *k;
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  const std::string payload = encode_query(q);
+  std::vector<std::pair<std::uint32_t, std::string>> requests;
+  for (std::uint32_t p = 0; p < layout_.partitions; ++p) requests.emplace_back(p, payload);
+  std::vector<std::uint32_t> missing;
+  auto replies = ask(requests, q.kind, missing);
+  engine::TopKAnswer out;
+  if (!replies.empty()) {
+    std::vector<engine::TopKAnswer> parts;
+    std::size_t cut = 0;
+    for (auto& r : replies) {
+      cut = std::max(cut, r.top.items.size());
+      parts.push_back(std::move(r.top));
+    }
+    out = engine::merge_disjoint(std::move(parts), k ? *k : cut);
+  }
+  out.coverage.partitions = layout_.partitions;
+  out.coverage.missing = std::move(missing);
+  return out;
+}
+
+service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) {
+  // Each item asks its own partition; one request per partition.
+  std::map<std::uint32_t, std::vector<std::size_t>> by_partition;
+  for (std::size_t i = 0; i < items.size(); ++i) by_partition[service::partition_of(hash_key(items[i]), layout_.partitions)].push_back(i);
+  if (by_partition.empty()) by_partition[0];  // no items: the view block from one partition
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::counts;
+  q.ns = ns;
+  q.view = view;
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  std::vector<std::pair<std::uint32_t, std::string>> requests;
+  for (const auto& [p, indices] : by_partition) {
+    q.items.clear();
+    for (auto i : indices) q.items.push_back(items[i]);
+    requests.emplace_back(p, encode_query(q));
+  }
+  std::vector<std::uint32_t> missing;
+  auto replies = ask(requests, q.kind, missing);
+  if (!missing.empty()) {
+    // A count is one partition's: without it there is no honest bound.
+    std::string list;
+    for (auto p : missing) {
+      if (!list.empty()) list += ", ";
+      list += std::to_string(p);
+    }
+    throw unavailable("partition_unavailable", "partition " + list + " did not answer in time (no owner, or an owner behind); retry shortly");
+  }
+  service::ClusterPoints out;
+  out.answers.resize(items.size());
+  if (!replies.empty()) {
+    // The view block bounds every item, whichever partition it came from.
+    std::vector<engine::TopKAnswer> tops;
+    for (const auto& r : replies) tops.push_back(r.top);
+    out.view_answer = engine::merge_disjoint(std::move(tops), 0);
+  }
+  for (auto& r : replies) {
+    const auto& indices = by_partition.at(r.partition);
+    for (std::size_t j = 0; j < indices.size() && j < r.points.size(); ++j) out.answers[indices[j]] = std::move(r.points[j]);
+  }
+  for (auto& a : out.answers) a.coverage.partitions = layout_.partitions;
+  out.view_answer.coverage.partitions = layout_.partitions;
+  return out;
+}
+
+}  // namespace ebb::cluster

@@ -1,0 +1,240 @@
+// Commit records and the query wire format (cluster/cluster_records.hpp).
+#include "ebb/cluster/cluster_records.hpp"
+
+#include "ebb/core/binary_io.hpp"
+#include "ebb/core/error.hpp"
+
+namespace ebb::cluster {
+namespace {
+
+constexpr std::size_t kMaxString = std::size_t{64} << 20;
+constexpr std::size_t kMaxItems = std::size_t{1} << 24;
+
+void put_view(BinaryWriter& w, const engine::ViewSpec& v) {
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(v.kind));
+  w.put<double>(v.half_life);
+  w.put<double>(v.window);
+}
+
+engine::ViewSpec get_view(BinaryReader& r) {
+  const auto kind = r.get<std::uint8_t>();
+  if (kind > static_cast<std::uint8_t>(engine::ViewSpec::Kind::window)) r.fail("unknown view kind " + std::to_string(kind));
+  engine::ViewSpec v;
+  v.kind = static_cast<engine::ViewSpec::Kind>(kind);
+  v.half_life = r.get<double>();
+  v.window = r.get<double>();
+  return v;
+}
+
+void put_item(BinaryWriter& w, const CountedItem& i) {
+  w.put_string(i.key);
+  w.put<double>(i.estimate);
+  w.put<double>(i.lower);
+  w.put<double>(i.upper);
+}
+
+CountedItem get_item(BinaryReader& r) {
+  CountedItem i;
+  i.key = r.get_string(kMaxString);
+  i.estimate = r.get<double>();
+  i.lower = r.get<double>();
+  i.upper = r.get<double>();
+  return i;
+}
+
+void put_accuracy(BinaryWriter& w, const engine::Accuracy& a) {
+  w.put_string(a.type);
+  for (double d : {a.epsilon, a.confidence, a.max_error, a.guarantee_threshold}) w.put<double>(d);
+  w.put<std::uint32_t>(a.candidates);
+  w.put<std::uint8_t>(a.undersized);
+  w.put<std::uint8_t>(a.tail_uncertain);
+  for (std::uint64_t n : {a.items, a.evicted_items, a.memory_budget, a.memory_bytes}) w.put<std::uint64_t>(n);
+}
+
+engine::Accuracy get_accuracy(BinaryReader& r) {
+  engine::Accuracy a;
+  a.type = r.get_string(64);
+  for (double* d : {&a.epsilon, &a.confidence, &a.max_error, &a.guarantee_threshold}) *d = r.get<double>();
+  a.candidates = r.get<std::uint32_t>();
+  a.undersized = r.get<std::uint8_t>() != 0;
+  a.tail_uncertain = r.get<std::uint8_t>() != 0;
+  for (std::uint64_t* n : {&a.items, &a.evicted_items, &a.memory_budget, &a.memory_bytes}) *n = r.get<std::uint64_t>();
+  return a;
+}
+
+// What a view's answers share (TopKAnswer and PointAnswer alike).
+template <typename Answer>
+void put_frame(BinaryWriter& w, const Answer& a) {
+  put_view(w, a.view);
+  for (double d : {a.as_of, a.window_start, a.window_end, a.granularity}) w.put<double>(d);
+  w.put_string(a.source);
+  put_accuracy(w, a.accuracy);
+}
+
+template <typename Answer>
+void get_frame(BinaryReader& r, Answer& a) {
+  a.view = get_view(r);
+  for (double* d : {&a.as_of, &a.window_start, &a.window_end, &a.granularity}) *d = r.get<double>();
+  a.source = r.get_string(64);
+  a.accuracy = get_accuracy(r);
+}
+
+void put_top(BinaryWriter& w, const engine::TopKAnswer& a) {
+  put_frame(w, a);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(a.items.size()));
+  for (const auto& i : a.items) put_item(w, i);
+  w.put<double>(a.unlisted_upper);
+  w.put<double>(a.total);
+}
+
+engine::TopKAnswer get_top(BinaryReader& r) {
+  engine::TopKAnswer a;
+  get_frame(r, a);
+  const auto n = r.get<std::uint32_t>();
+  if (n > kMaxItems) r.fail("too many items");
+  a.items.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) a.items.push_back(get_item(r));
+  a.unlisted_upper = r.get<double>();
+  a.total = r.get<double>();
+  return a;
+}
+
+void put_point(BinaryWriter& w, const engine::PointAnswer& a) {
+  put_frame(w, a);
+  put_item(w, a.item);
+  w.put<std::uint8_t>(a.tracked);
+  w.put<std::uint8_t>(a.listed ? (*a.listed ? 2 : 1) : 0);
+  w.put<double>(a.rate);
+}
+
+engine::PointAnswer get_point(BinaryReader& r) {
+  engine::PointAnswer a;
+  get_frame(r, a);
+  a.item = get_item(r);
+  a.tracked = r.get<std::uint8_t>() != 0;
+  if (const auto listed = r.get<std::uint8_t>(); listed != 0) a.listed = listed == 2;
+  a.rate = r.get<double>();
+  return a;
+}
+
+}  // namespace
+
+std::string encode_commit(const CommitRecord& c) {
+  BinaryWriter w;
+  w.put<std::uint8_t>(kCommitRecord);
+  w.put_string(c.batch_id);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.parts.size()));
+  for (const auto& p : c.parts) {
+    w.put<std::uint32_t>(p.partition);
+    w.put<std::uint64_t>(p.sequence);
+  }
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(c.configs.size()));
+  for (const auto& [ns, revision] : c.configs) {
+    w.put_string(ns);
+    w.put<std::uint64_t>(revision);
+  }
+  return std::move(w.buffer());
+}
+
+bool is_commit(std::string_view payload) noexcept { return !payload.empty() && static_cast<std::uint8_t>(payload[0]) == kCommitRecord; }
+
+CommitRecord decode_commit(std::string_view payload) {
+  BinaryReader r(payload, "commit record");
+  if (r.get<std::uint8_t>() != kCommitRecord) r.fail("not a commit record");
+  CommitRecord c;
+  c.batch_id = r.get_string(256);
+  const auto n = r.get<std::uint32_t>();
+  if (n > kMaxItems) r.fail("too many parts");
+  c.parts.resize(n);
+  for (auto& p : c.parts) {
+    p.partition = r.get<std::uint32_t>();
+    p.sequence = r.get<std::uint64_t>();
+  }
+  const auto m = r.get<std::uint32_t>();
+  if (m > kMaxItems) r.fail("too many namespaces");
+  c.configs.reserve(m);
+  for (std::uint32_t i = 0; i < m; ++i) {
+    auto ns = r.get_string(kMaxString);
+    c.configs.emplace_back(std::move(ns), r.get<std::uint64_t>());
+  }
+  r.expect_end();
+  return c;
+}
+
+std::string encode_query(const QueryRequest& q) {
+  BinaryWriter w;
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(q.kind));
+  w.put_string(q.ns);
+  w.put<std::uint8_t>(q.view.has_value());
+  if (q.view) put_view(w, *q.view);
+  w.put<std::uint8_t>(q.k.has_value());
+  if (q.k) w.put<std::uint64_t>(*q.k);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(q.items.size()));
+  for (const auto& i : q.items) w.put_string(i);
+  w.put<std::uint64_t>(q.min_position);
+  w.put<std::uint32_t>(q.wait_ms);
+  return std::move(w.buffer());
+}
+
+QueryRequest decode_query(std::string_view payload) {
+  BinaryReader r(payload, "query");
+  QueryRequest q;
+  const auto kind = r.get<std::uint8_t>();
+  if (kind != 1 && kind != 2) r.fail("unknown query kind " + std::to_string(kind));
+  q.kind = static_cast<QueryRequest::Kind>(kind);
+  q.ns = r.get_string(kMaxString);
+  if (r.get<std::uint8_t>()) q.view = get_view(r);
+  if (r.get<std::uint8_t>()) q.k = r.get<std::uint64_t>();
+  const auto n = r.get<std::uint32_t>();
+  if (n > kMaxItems) r.fail("too many items");
+  q.items.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) q.items.push_back(r.get_string(kMaxString));
+  q.min_position = r.get<std::uint64_t>();
+  q.wait_ms = r.get<std::uint32_t>();
+  r.expect_end();
+  return q;
+}
+
+std::string encode_reply(const QueryReply& reply, QueryRequest::Kind kind) {
+  BinaryWriter w;
+  w.put<std::uint32_t>(reply.partition);
+  w.put<std::uint8_t>(!reply.error);
+  if (reply.error) {
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(reply.error->kind()));
+    w.put_string(reply.error->code());
+    w.put_string(reply.error->what());
+    return std::move(w.buffer());
+  }
+  if (kind == QueryRequest::Kind::counts) {
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.points.size()));
+    for (const auto& p : reply.points) put_point(w, p);
+  }
+  put_top(w, reply.top);
+  return std::move(w.buffer());
+}
+
+QueryReply decode_reply(std::string_view payload, QueryRequest::Kind kind) {
+  BinaryReader r(payload, "query reply");
+  QueryReply reply;
+  reply.partition = r.get<std::uint32_t>();
+  if (r.get<std::uint8_t>() == 0) {
+    const auto error_kind = r.get<std::uint8_t>();
+    if (error_kind > static_cast<std::uint8_t>(service::ErrorKind::not_implemented)) r.fail("unknown error kind");
+    auto code = r.get_string(256);
+    auto message = r.get_string(kMaxString);
+    reply.error.emplace(static_cast<service::ErrorKind>(error_kind), std::move(code), message);
+    r.expect_end();
+    return reply;
+  }
+  if (kind == QueryRequest::Kind::counts) {
+    const auto n = r.get<std::uint32_t>();
+    if (n > kMaxItems) r.fail("too many items");
+    reply.points.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) reply.points.push_back(get_point(r));
+  }
+  reply.top = get_top(r);
+  r.expect_end();
+  return reply;
+}
+
+}  // namespace ebb::cluster

@@ -1,0 +1,217 @@
+// The NATS C client behind RAII handles (cluster/nats_client.hpp).
+#include "ebb/cluster/nats_client.hpp"
+
+#include <cstring>
+
+namespace ebb::cluster {
+namespace {
+
+std::string describe(const std::string& what, natsStatus status, int js_code) {
+  std::string out = what + ": " + natsStatus_GetText(status);
+  if (const char* last = nats_GetLastError(nullptr); last && *last && std::strcmp(last, natsStatus_GetText(status)) != 0) out += std::string(" (") + last + ")";
+  if (js_code != 0) out += " [JetStream error " + std::to_string(js_code) + "]";
+  return out;
+}
+
+// JetStream's "stream name already in use" and "consumer name exists".
+constexpr int kStreamExists = 10058;
+
+}  // namespace
+
+NatsError::NatsError(const std::string& what, natsStatus status, int js_code)
+    : std::runtime_error(describe(what, status, js_code)), status_(status), js_code_(js_code) {}
+
+void nats_check(natsStatus s, const std::string& what, jsErrCode js_code) {
+  if (s != NATS_OK) throw NatsError(what, s, static_cast<int>(js_code));
+}
+
+AsyncSubscription::AsyncSubscription(natsConnection* nc, const std::string& subject, natsMsgHandler handler, void* closure) {
+  nats_check(natsConnection_Subscribe(&sub_, nc, subject.c_str(), handler, closure), "subscribing to " + subject);
+  const natsStatus s = natsSubscription_SetOnCompleteCB(sub_, &AsyncSubscription::on_complete, this);
+  if (s != NATS_OK) {
+    natsSubscription_Unsubscribe(sub_);
+    natsSubscription_Destroy(sub_);
+    nats_check(s, "watching " + subject);
+  }
+}
+
+void AsyncSubscription::on_complete(void* closure) {
+  auto* self = static_cast<AsyncSubscription*>(closure);
+  {
+    std::lock_guard lock(self->mu_);
+    self->complete_ = true;
+  }
+  self->cv_.notify_all();
+}
+
+void AsyncSubscription::close() noexcept {
+  if (!sub_) return;
+  if (natsSubscription_Unsubscribe(sub_) == NATS_OK) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return complete_; });
+  }
+  natsSubscription_Destroy(sub_);
+  sub_ = nullptr;
+}
+
+std::string_view msg_data(natsMsg* m) noexcept {
+  const char* d = natsMsg_GetData(m);
+  return d ? std::string_view(d, static_cast<std::size_t>(natsMsg_GetDataLength(m))) : std::string_view();
+}
+
+MsgMeta msg_meta(natsMsg* m) {
+  jsMsgMetaData* meta = nullptr;
+  nats_check(natsMsg_GetMetaData(&meta, m), "reading a JetStream message's metadata");
+  MsgMeta out{meta->Sequence.Stream, meta->NumPending, meta->Timestamp};
+  jsMsgMetaData_Destroy(meta);
+  return out;
+}
+
+NatsClient::NatsClient(const std::vector<std::string>& urls, const std::string& name) {
+  natsOptions* opts = nullptr;
+  nats_check(natsOptions_Create(&opts), "creating NATS options");
+  std::vector<const char*> servers;
+  for (const auto& u : urls) servers.push_back(u.c_str());
+  natsStatus s = natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()));
+  if (s == NATS_OK) s = natsOptions_SetName(opts, name.c_str());
+  // Ride out a server restart: reconnect for ever, buffering what is sent.
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
+  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 5000);
+  if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
+  natsOptions_Destroy(opts);
+  std::string list;
+  for (const auto& u : urls) list += (list.empty() ? "" : ",") + u;
+  nats_check(s, "connecting to NATS at " + list);
+  s = natsConnection_JetStream(&js_, nc_, nullptr);
+  if (s != NATS_OK) {
+    natsConnection_Destroy(nc_);
+    nats_check(s, "opening JetStream");
+  }
+}
+
+NatsClient::~NatsClient() {
+  jsCtx_Destroy(js_);
+  if (nc_) {
+    natsConnection_Close(nc_);
+    natsConnection_Destroy(nc_);
+  }
+}
+
+bool NatsClient::connected() const noexcept { return natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED; }
+
+std::string NatsClient::ensure_stream(const std::string& name, const std::vector<std::string>& subjects, int replicas,
+                                      const std::string& description) {
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  std::vector<const char*> subs;
+  for (const auto& s : subjects) subs.push_back(s.c_str());
+  cfg.Name = name.c_str();
+  cfg.Subjects = subs.data();
+  cfg.SubjectsLen = static_cast<int>(subs.size());
+  cfg.Storage = js_FileStorage;
+  cfg.Replicas = replicas;
+  cfg.Description = description.c_str();
+  cfg.AllowDirect = true;
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  natsStatus s = js_AddStream(&info, js_, &cfg, nullptr, &code);
+  if (s != NATS_OK && static_cast<int>(code) != kStreamExists) nats_check(s, "creating JetStream stream " + name, code);
+  if (s != NATS_OK) {
+    jsStreamInfo_Destroy(info);
+    info = nullptr;
+    nats_check(js_GetStreamInfo(&info, js_, name.c_str(), nullptr, &code), "reading JetStream stream " + name, code);
+  }
+  std::string out = info->Config && info->Config->Description ? info->Config->Description : "";
+  jsStreamInfo_Destroy(info);
+  return out;
+}
+
+std::uint64_t NatsClient::last_sequence(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait) {
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Wait = wait.count();
+  natsMsg* m = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetLastMsg(&m, js_, stream.c_str(), subject.c_str(), &o, &code);
+  if (s == NATS_NOT_FOUND) return 0;
+  nats_check(s, "reading the newest message on " + subject, code);
+  MsgPtr held(m);
+  return natsMsg_GetSequence(m);
+}
+
+MsgPtr NatsClient::message_at(const std::string& stream, std::uint64_t sequence, std::chrono::milliseconds wait) {
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Wait = wait.count();
+  natsMsg* m = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetMsg(&m, js_, stream.c_str(), sequence, &o, &code);
+  if (s == NATS_NOT_FOUND) return nullptr;
+  nats_check(s, "reading message " + std::to_string(sequence) + " of " + stream, code);
+  return MsgPtr(m);
+}
+
+KvPtr NatsClient::bucket(const std::string& name, int replicas, std::chrono::milliseconds ttl, int history) {
+  kvConfig cfg;
+  kvConfig_Init(&cfg);
+  cfg.Bucket = name.c_str();
+  cfg.Replicas = replicas;
+  cfg.TTL = ttl.count() * 1000 * 1000;  // nanoseconds
+  cfg.History = static_cast<std::uint8_t>(history);
+  cfg.StorageType = js_FileStorage;
+  kvStore* kv = nullptr;
+  natsStatus s = js_CreateKeyValue(&kv, js_, &cfg);
+  if (s != NATS_OK) {
+    const std::string created = describe("creating key-value bucket " + name, s, 0);
+    s = js_KeyValue(&kv, js_, name.c_str());
+    if (s != NATS_OK) throw NatsError(created + "; then opening it", s);
+  }
+  return KvPtr(kv);
+}
+
+SubscriptionPtr NatsClient::pull_from(const std::string& stream, const std::string& subject, std::uint64_t from) {
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = stream.c_str();
+  so.Config.FilterSubject = subject.c_str();
+  so.Config.DeliverPolicy = from <= 1 ? js_DeliverAll : js_DeliverByStartSequence;
+  so.Config.OptStartSeq = from <= 1 ? 0 : from;
+  so.Config.AckPolicy = js_AckNone;
+  so.Config.InactiveThreshold = std::int64_t{60} * 1000 * 1000 * 1000;
+  natsSubscription* sub = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  nats_check(js_PullSubscribe(&sub, js_, subject.c_str(), nullptr, nullptr, &so, &code), "subscribing to " + subject, code);
+  return SubscriptionPtr(sub);
+}
+
+std::vector<MsgPtr> NatsClient::fetch(natsSubscription* sub, int batch, std::chrono::milliseconds wait) {
+  natsMsgList list{nullptr, 0};
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = natsSubscription_Fetch(&list, sub, batch, wait.count(), &code);
+  std::vector<MsgPtr> out;
+  if (s == NATS_TIMEOUT) return out;
+  nats_check(s, "fetching from JetStream", code);
+  out.reserve(static_cast<std::size_t>(list.Count));
+  for (int i = 0; i < list.Count; ++i) {
+    out.emplace_back(list.Msgs[i]);
+    list.Msgs[i] = nullptr;  // now ours
+  }
+  natsMsgList_Destroy(&list);
+  return out;
+}
+
+std::uint64_t NatsClient::publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait) {
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = wait.count();
+  po.MsgId = msg_id.c_str();
+  jsPubAck* ack = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  nats_check(js_Publish(&ack, js_, subject.c_str(), data.data(), static_cast<int>(data.size()), &po, &code), "publishing to " + subject, code);
+  const std::uint64_t seq = ack->Sequence;
+  jsPubAck_Destroy(ack);
+  return seq;
+}
+
+}  // namespace ebb::cluster

@@ -1,0 +1,224 @@
+// One partition's replica (cluster/partition_replica.hpp).
+#include "ebb/cluster/partition_replica.hpp"
+
+#include "ebb/cluster/cluster_records.hpp"
+#include "ebb/core/error.hpp"
+
+namespace ebb::cluster {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Parts read ahead this much older than the commit being applied leave the
+// read-ahead (most are orphans; one committed later is read by sequence).
+constexpr std::int64_t kOrphanAgeNs = std::int64_t{60} * 1000 * 1000 * 1000;
+// Parts held ahead at most (orphans past it are dropped oldest first).
+constexpr std::size_t kMaxPartsAhead = 100'000;
+// How long a commit waits for its part through the consumer before it
+// reads it by sequence (it is in the stream already).
+constexpr auto kPartWait = std::chrono::seconds(30);
+
+// A partition's service: the node's limits and caching; nothing persisted.
+service::ServiceOptions replica_options(const service::ServiceOptions& node) {
+  service::ServiceOptions o;
+  o.limits = node.limits;
+  o.answer_cache_ttl = node.answer_cache_ttl;
+  o.distributions = node.distributions;
+  o.history_interval = 0;
+  return o;
+}
+
+}  // namespace
+
+PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
+                                   std::shared_ptr<spdlog::logger> log)
+    : client_(client), layout_(layout), partition_(partition), log_(std::move(log)), service_(replica_options(options), log_) {
+  service_.recover();  // nothing to recover: it starts empty and follows the log
+  start_target_ = client_.last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
+  if (start_target_ == 0) caught_up_ = true;
+  commits_ = client_.pull_from(layout_.stream, layout_.commit_subject(), 1);
+  parts_ = client_.pull_from(layout_.stream, layout_.part_subject(partition_), 1);
+  queries_ = std::make_unique<AsyncSubscription>(client_.connection(), layout_.query_subject(partition_), &PartitionReplica::on_request, this);
+  follower_ = std::thread([this] { follow(); });
+}
+
+PartitionReplica::~PartitionReplica() {
+  stop_ = true;
+  {
+    std::lock_guard lock(mu_);
+  }
+  moved_.notify_all();  // a query waiting for this replica to catch up gives up now
+  queries_.reset();     // returns once no query callback runs on this object
+  if (follower_.joinable()) follower_.join();
+}
+
+bool PartitionReplica::wait_for(std::uint64_t p, std::chrono::milliseconds wait) const {
+  if (position() >= p) return true;
+  std::unique_lock lock(mu_);
+  moved_.wait_for(lock, wait, [&] { return position() >= p || stop_.load(); });
+  return position() >= p;
+}
+
+void PartitionReplica::follow() {
+  while (!stop_) {
+    std::vector<MsgPtr> msgs;
+    try {
+      msgs = client_.fetch(commits_.get(), 256, milliseconds(200));
+    } catch (const std::exception& e) {
+      // The connection is down, or the server forgot the consumer (idle
+      // past its threshold): resume from where this replica stands.
+      log_->warn("partition {}: reading the log failed ({}); resuming from sequence {}", partition_, e.what(), position() + 1);
+      std::this_thread::sleep_for(milliseconds(250));
+      try {
+        commits_ = client_.pull_from(layout_.stream, layout_.commit_subject(), position() + 1);
+      } catch (const std::exception&) {
+      }
+      continue;
+    }
+    for (auto& m : msgs) {
+      MsgMeta meta;
+      try {
+        meta = msg_meta(m.get());
+      } catch (const std::exception& e) {
+        log_->error("partition {}: a message without JetStream metadata ({}); skipped", partition_, e.what());
+        continue;
+      }
+      const std::string_view payload = msg_data(m.get());
+      try {
+        if (is_commit(payload)) {
+          const CommitRecord commit = decode_commit(payload);
+          const service::Service::ConfigRevisions configs(commit.configs.begin(), commit.configs.end());
+          for (const auto& ref : commit.parts) {
+            if (ref.partition != partition_) continue;
+            auto part = take_part(ref.sequence, meta.timestamp_ns);
+            if (!part) {
+              log_->error("partition {}: commit {} names part {}, which the stream no longer holds; that part is not counted", partition_,
+                          meta.sequence, ref.sequence);
+              continue;
+            }
+            service_.apply_record(meta.sequence, msg_data(part.get()), &configs);
+          }
+        } else {
+          service_.apply_record(meta.sequence, payload);
+        }
+      } catch (const std::exception& e) {
+        // Not a record ebb wrote (or a bug): every replica skips it alike.
+        log_->error("partition {}: record {} does not decode ({}); skipped", partition_, meta.sequence, e.what());
+      }
+      position_.store(meta.sequence, std::memory_order_release);
+      if (meta.sequence >= start_target_) caught_up_.store(true, std::memory_order_release);
+    }
+    if (!msgs.empty()) {
+      {
+        std::lock_guard lock(mu_);
+      }
+      moved_.notify_all();
+    }
+  }
+}
+
+MsgPtr PartitionReplica::take_part(std::uint64_t seq, std::int64_t commit_time_ns) {
+  // Parts are read ahead through the partition's consumer (the common
+  // case: in order, in batches); one the read-ahead no longer holds (an
+  // older batch's, committed late: a retry) is read by its sequence. Which
+  // part a commit names never depends on timing, only on the stream.
+  auto prune = [&] {
+    for (auto it = parts_ahead_.begin(); it != parts_ahead_.end();) {
+      const bool old = msg_meta(it->second.get()).timestamp_ns < commit_time_ns - kOrphanAgeNs;
+      if (!old && parts_ahead_.size() <= kMaxPartsAhead) break;
+      it = parts_ahead_.erase(it);
+    }
+  };
+  auto by_sequence = [&]() -> MsgPtr {
+    for (int attempt = 0; !stop_; ++attempt) {
+      try {
+        MsgPtr m = client_.message_at(layout_.stream, seq, milliseconds(5000));
+        if (m && layout_.part_subject(partition_) != natsMsg_GetSubject(m.get())) return nullptr;  // not this partition's
+        return m;
+      } catch (const std::exception& e) {
+        log_->warn("partition {}: reading part {} failed ({}); retrying", partition_, seq, e.what());
+        std::this_thread::sleep_for(milliseconds(std::min(250 * (attempt + 1), 2000)));
+      }
+    }
+    return nullptr;
+  };
+  if (auto it = parts_ahead_.find(seq); it != parts_ahead_.end()) {
+    MsgPtr m = std::move(it->second);
+    parts_ahead_.erase(it);
+    prune();
+    return m;
+  }
+  if (seq <= parts_read_) return by_sequence();
+  const auto deadline = std::chrono::steady_clock::now() + kPartWait;
+  while (!stop_ && std::chrono::steady_clock::now() < deadline) {
+    std::vector<MsgPtr> msgs;
+    try {
+      msgs = client_.fetch(parts_.get(), 256, milliseconds(200));
+    } catch (const std::exception& e) {
+      log_->warn("partition {}: reading its parts failed ({}); retrying", partition_, e.what());
+      std::this_thread::sleep_for(milliseconds(250));
+      try {
+        parts_ = client_.pull_from(layout_.stream, layout_.part_subject(partition_), parts_read_ + 1);
+      } catch (const std::exception&) {
+      }
+      continue;
+    }
+    MsgPtr found;
+    for (auto& m : msgs) {
+      const auto s = msg_meta(m.get()).sequence;
+      parts_read_ = std::max(parts_read_, s);
+      if (s == seq) found = std::move(m);
+      else parts_ahead_.emplace(s, std::move(m));  // an earlier batch's, committed later, or an orphan
+    }
+    if (found) {
+      prune();
+      return found;
+    }
+    if (parts_read_ > seq) break;  // read past it
+  }
+  return by_sequence();
+}
+
+void PartitionReplica::on_request(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  MsgPtr held(msg);
+  static_cast<PartitionReplica*>(closure)->answer(msg);
+}
+
+void PartitionReplica::answer(natsMsg* request) {
+  const char* reply_to = natsMsg_GetReply(request);
+  if (!reply_to || !*reply_to) return;
+  QueryRequest q;
+  QueryReply reply;
+  reply.partition = partition_;
+  std::string out;
+  try {
+    q = decode_query(msg_data(request));
+    if (!wait_for(q.min_position, milliseconds(std::min<std::uint32_t>(q.wait_ms, 60'000)))) {
+      throw service::ServiceError(service::ErrorKind::unavailable, "partition_behind",
+                                  "partition " + std::to_string(partition_) + " has applied the log to " + std::to_string(position()) + " of " +
+                                      std::to_string(q.min_position));
+    }
+    if (q.kind == QueryRequest::Kind::top) {
+      const auto k = q.k ? std::optional<std::size_t>(static_cast<std::size_t>(*q.k)) : std::nullopt;
+      out = *service_.top_rendered(q.ns, q.view, k, "cluster", [&](const engine::TopKAnswer& a) {
+        QueryReply r;
+        r.partition = partition_;
+        r.top = a;
+        return encode_reply(r, QueryRequest::Kind::top);
+      });
+    } else {
+      reply.points = service_.counts(q.ns, q.items, q.view, reply.top);
+      out = encode_reply(reply, q.kind);
+    }
+  } catch (const service::ServiceError& e) {
+    reply.error = e;
+  } catch (const FormatError& e) {
+    reply.error = service::invalid("bad_query", e.what());
+  } catch (const std::exception& e) {
+    reply.error = service::ServiceError(service::ErrorKind::unavailable, "partition_failed", e.what());
+  }
+  if (reply.error) out = encode_reply(reply, q.kind);
+  natsConnection_Publish(client_.connection(), reply_to, out.data(), static_cast<int>(out.size()));
+}
+
+}  // namespace ebb::cluster

@@ -1,0 +1,124 @@
+// Cluster mode's admin and query paths (service_cluster.hpp).
+#include "service_cluster.hpp"
+
+#include "ebb/core/error.hpp"
+
+namespace ebb::service::cluster_mode {
+namespace {
+
+// The namespace in this node's catalog; one created on another node a
+// moment ago is waited for (the catalog catches up with the log) before
+// the name is called unknown.
+EntryPtr require(const Service::State& s, const std::string& name, const std::string& field) {
+  if (auto e = s.find(name)) return e;
+  s.options.cluster->catch_up();
+  return s.require(name, field);
+}
+
+ServiceError exists(const std::string& name) {
+  return {ErrorKind::conflict, "namespace_exists", "name: namespace '" + name + "' already exists"};
+}
+
+}  // namespace
+
+void not_served(const char* what) {
+  throw ServiceError(ErrorKind::not_implemented, "not_in_cluster_mode",
+                     std::string(what) + " is not served in cluster mode yet (docs/cluster.md lists what is)");
+}
+
+NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
+  ClusterLink& link = *s.options.cluster;
+  const std::string name = spec.config.name;
+  // Each partition would keep its own event clock: merged answers would mix
+  // "now"s. Not yet.
+  if (spec.config.clock == engine::ClockMode::event) not_served("clock \"event\"");
+  link.catch_up();
+  if (s.find(name)) throw exists(name);
+  {
+    std::shared_lock lock(s.map_mu);
+    if (s.entries.size() >= s.options.limits.max_namespaces) {
+      throw invalid("namespace_limit",
+                    "name: the cluster holds its limit of " + std::to_string(s.options.limits.max_namespaces) + " namespaces (--max-namespaces)");
+    }
+  }
+  const std::uint64_t position = link.publish_admin(encode_admin({RecordType::create, {}, write_namespace_spec(spec, true), {}}));
+  // Applied here before publish_admin returned. Another node's create of the
+  // same name that came first in the log is the one that holds.
+  auto e = s.find(name);
+  if (!e) throw ServiceError(ErrorKind::unavailable, "not_applied", "name: namespace '" + name + "' was deleted as it was created; retry");
+  std::shared_lock lock(e->mu);
+  if (e->applied_lsn < position) throw exists(name);
+  return e->spec;
+}
+
+NamespaceSpec patch(Service::State& s, const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit) {
+  ClusterLink& link = *s.options.cluster;
+  link.catch_up();
+  auto e = s.require(name, "name");
+  NamespaceSpec next;
+  {
+    std::shared_lock lock(e->mu);
+    next = edit(e->spec);
+    // Checked whole before it is logged: every partition applies it.
+    try {
+      next.config.validate();
+    } catch (const InvalidArgument& err) {
+      throw invalid("invalid_field", err.what());
+    }
+    if (next.config.k > e->ns.config().candidates) {
+      throw invalid("invalid_field", "k: must be at most the namespace's " + std::to_string(e->ns.config().candidates) + " candidates");
+    }
+  }
+  link.publish_admin(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
+  auto now = s.require(name, "name");
+  std::shared_lock lock(now->mu);
+  return now->spec;
+}
+
+void remove(Service::State& s, const std::string& name) {
+  ClusterLink& link = *s.options.cluster;
+  link.catch_up();
+  s.require(name, "name");
+  link.publish_admin(encode_admin({RecordType::remove, name, {}, {}}));
+}
+
+engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
+                       std::optional<std::size_t> k) {
+  auto e = require(s, name, "namespace");
+  engine::TopKAnswer frame;
+  std::size_t namespace_k = 0;
+  {
+    // The catalog's copy holds no counts: asking it checks the view and k
+    // as a single node would, before any partition is asked.
+    std::shared_lock lock(e->mu);
+    frame = on_query([&] { return e->ns.top(view, k); });
+    namespace_k = e->spec.config.k;
+  }
+  // Every partition is asked for the namespace's k when none is given, and
+  // the merge cuts there too.
+  auto merged = s.options.cluster->top(name, view, k ? *k : namespace_k);
+  if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;
+  // No partition answered: the view's frame, empty, and saying so.
+  frame.coverage = std::move(merged.coverage);
+  return frame;
+}
+
+std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
+                                        const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer) {
+  auto e = require(s, name, "namespace");
+  {
+    std::shared_lock lock(e->mu);
+    const auto max_bytes = e->ns.config().max_item_bytes;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (items[i].empty() || items[i].size() > max_bytes) {
+        throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
+      }
+    }
+    on_query([&] { return e->ns.top(view, 1); });
+  }
+  auto answers = s.options.cluster->counts(name, items, view);
+  view_answer = std::move(answers.view_answer);
+  return std::move(answers.answers);
+}
+
+}  // namespace ebb::service::cluster_mode

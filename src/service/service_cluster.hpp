@@ -1,0 +1,19 @@
+#pragma once
+// Cluster mode's admin and query paths (ebb serve --nats): the service's
+// rules, with the cluster's log and the partitions' owners in place of the
+// local log and namespaces (service/cluster_link.hpp).
+#include "service_state.hpp"
+
+namespace ebb::service::cluster_mode {
+
+NamespaceSpec create(Service::State& s, NamespaceSpec spec);
+NamespaceSpec patch(Service::State& s, const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
+void remove(Service::State& s, const std::string& name);
+engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
+                       std::optional<std::size_t> k);
+std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
+                                        const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer);
+// What a cluster does not serve yet: 501 naming it.
+[[noreturn]] void not_served(const char* what);
+
+}  // namespace ebb::service::cluster_mode

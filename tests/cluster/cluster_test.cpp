@@ -1,0 +1,277 @@
+// ebb serve --nats: three real nodes on a real nats-server -js (loopback,
+// random ports), fed and asked over HTTP, against a single node fed the
+// same events. Skipped, saying why, when nats-server is not installed.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "support/ebb_server.hpp"
+#include "support/nats_server.hpp"
+
+namespace ebb {
+namespace {
+
+using testing::EbbServer;
+using testing::HttpClient;
+using testing::HttpResult;
+using testing::NatsServer;
+
+struct Item {
+  std::string id;
+  double estimate = 0, lower = 0, upper = 0;
+  friend bool operator==(const Item&, const Item&) = default;
+};
+
+struct TopK {
+  std::vector<Item> items;
+  double total = 0;
+  bool partial = true;
+  bool cluster = false;
+};
+
+TopK parse_top(const std::string& body) {
+  simdjson::dom::parser p;
+  simdjson::dom::element e;
+  TopK out;
+  if (p.parse(body).get(e)) {
+    ADD_FAILURE() << "not JSON: " << body;
+    return out;
+  }
+  for (auto item : e["items"].get_array()) {
+    Item i;
+    i.id = std::string(std::string_view(item["item_id"]));
+    i.estimate = double(item["estimated_count"]);
+    i.lower = double(item["lower_bound"]);
+    i.upper = double(item["upper_bound"]);
+    out.items.push_back(i);
+  }
+  out.total = double(e["total"]);
+  simdjson::dom::element cluster;
+  if (!e["cluster"].get(cluster)) {
+    out.cluster = true;
+    out.partial = bool(cluster["partial"]);
+  } else {
+    out.partial = false;
+  }
+  return out;
+}
+
+class Cluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!NatsServer::available()) GTEST_SKIP() << "nats-server is not installed (scripts/bootstrap installs it): cluster tests skipped";
+    dir_ = testing::make_temp_dir("ebb-cluster");
+    nats_ = std::make_unique<NatsServer>(dir_ / "nats");
+  }
+  void TearDown() override {
+    nodes_.clear();
+    nats_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  // A node with a fixed id (a restart with the same id is the same node).
+  std::unique_ptr<EbbServer> node(const std::string& id) {
+    return std::make_unique<EbbServer>(dir_ / id, std::vector<std::string>{"--nats", nats_->url(), "--node-id", id, "--nats-partitions", "8"});
+  }
+  void start(std::initializer_list<const char*> ids) {
+    for (const char* id : ids) nodes_[id] = node(id);
+  }
+  static HttpResult call(const EbbServer& s, const std::string& method, const std::string& target, const std::string& body = "") {
+    HttpClient c(s.port());
+    return c.request(method, target, body, "application/json");
+  }
+  // Polls until the node's top K covers every partition (ownership settles
+  // within a few heartbeats), and returns it.
+  TopK settled_top(const EbbServer& s, const std::string& query) {
+    TopK t;
+    for (int i = 0; i < 300; ++i) {
+      HttpResult r;
+      try {
+        r = call(s, "GET", query);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what() << "; the node's log: " << s.log();
+        return t;
+      }
+      if (r.status == 200) {
+        t = parse_top(r.body);
+        if (!t.partial) return t;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "the cluster never answered whole: " << call(s, "GET", "/readyz").body;
+    return t;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<NatsServer> nats_;
+  std::map<std::string, std::unique_ptr<EbbServer>> nodes_;
+};
+
+// A batch of events as POST /events takes them, and what it adds to each item.
+std::string batch(std::mt19937_64& rng, int events, std::map<std::string, double>& expected) {
+  std::string body = R"({"namespace":"tags","events":[)";
+  for (int i = 0; i < events; ++i) {
+    // Zipf-ish: low ids much more often.
+    const int id = static_cast<int>(std::pow(std::uniform_real_distribution<double>(0, 1)(rng), 3) * 300);
+    const int weight = 1 + static_cast<int>(rng() % 5);
+    std::string item = "item-";
+    item += std::to_string(id);
+    expected[item] += weight;
+    if (i) body += ',';
+    body += R"({"item_id":")";
+    body += item;
+    body += R"(","weight":)";
+    body += std::to_string(weight);
+    body += '}';
+  }
+  return body + "]}";
+}
+
+constexpr const char* kNamespace = R"({"name":"tags","windows":["all"],"k":20})";
+
+TEST_F(Cluster, ThreeNodesAnswerAsOneNodeFedTheSameEvents) {
+  start({"a", "b", "c"});
+  auto dir = testing::make_temp_dir("ebb-single");
+  EbbServer single(dir, {"--fsync", "off"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  ASSERT_EQ(call(single, "POST", "/namespaces", kNamespace).status, 201);
+  // Another node knows it at once (its catalog catches up) and refuses a second create.
+  EXPECT_EQ(call(*nodes_["b"], "POST", "/namespaces", kNamespace).status, 409);
+
+  std::mt19937_64 rng(42);
+  std::map<std::string, double> expected;
+  const char* ids[] = {"a", "b", "c"};
+  for (int b = 0; b < 60; ++b) {
+    const std::string body = batch(rng, 100, expected);
+    ASSERT_EQ(call(*nodes_[ids[b % 3]], "POST", "/events", body).status, 204) << body;
+    ASSERT_EQ(call(single, "POST", "/events", body).status, 204);
+  }
+  // An invalid batch is refused whole by any node, naming the field, and counts nothing.
+  const auto bad = call(*nodes_["c"], "POST", "/events", R"({"namespace":"tags","events":[{"item_id":"item-1"},{"item_id":"item-2","weight":-1}]})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("events[1].weight"), std::string::npos) << bad.body;
+
+  const TopK want = parse_top(call(single, "GET", "/top-k?namespace=tags&k=20").body);
+  ASSERT_EQ(want.items.size(), 20u);
+  double total = 0;
+  for (const auto& [_, w] : expected) total += w;
+  EXPECT_EQ(want.total, total);
+  for (const char* id : ids) {
+    const TopK got = settled_top(*nodes_[id], "/top-k?namespace=tags&k=20");
+    EXPECT_TRUE(got.cluster);
+    EXPECT_EQ(got.total, want.total) << id;
+    ASSERT_EQ(got.items.size(), want.items.size()) << id;
+    for (std::size_t i = 0; i < want.items.size(); ++i) {
+      EXPECT_EQ(got.items[i].id, want.items[i].id) << id << " rank " << i + 1;
+      EXPECT_EQ(got.items[i].estimate, want.items[i].estimate) << id << " " << want.items[i].id;
+      EXPECT_EQ(got.items[i].estimate, expected[want.items[i].id]) << id << " " << want.items[i].id;
+    }
+  }
+  // Point counts: each from its item's partition, exact here.
+  for (const char* item : {"item-0", "item-7", "item-150"}) {
+    simdjson::dom::parser p;
+    const auto r = call(*nodes_["b"], "GET", std::string("/count?namespace=tags&item_id=") + item);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(double(p.parse(r.body)["estimated_count"]), expected[item]) << item;
+  }
+  const auto counts = call(*nodes_["c"], "POST", "/counts", R"({"namespace":"tags","item_ids":["item-3","item-0","no-such-item"]})");
+  ASSERT_EQ(counts.status, 200) << counts.body;
+  simdjson::dom::parser p;
+  auto items = p.parse(counts.body)["items"].get_array();
+  std::vector<double> got;
+  for (auto i : items) got.push_back(double(i["estimated_count"]));
+  EXPECT_EQ(got, (std::vector<double>{expected["item-3"], expected["item-0"], 0}));
+  // What a cluster does not serve yet says so.
+  EXPECT_EQ(call(*nodes_["a"], "GET", "/trending?namespace=tags").status, 501);
+  EXPECT_EQ(call(*nodes_["a"], "POST", "/namespaces", R"({"name":"ev","clock":"event"})").status, 501);
+  EXPECT_EQ(single.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(Cluster, AKilledNodeLosesNothingAcknowledgedAndCountsNothingTwice) {
+  start({"a", "b", "c"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  std::mt19937_64 rng(7);
+  std::map<std::string, double> expected;
+  // Batches through b and c while a is killed and restarted: each 204 must
+  // be counted once, whichever node owned its partitions at the time.
+  for (int b = 0; b < 90; ++b) {
+    if (b == 30) nodes_["a"]->stop_hard();
+    if (b == 60) nodes_["a"] = node("a");
+    const std::string body = batch(rng, 50, expected);
+    ASSERT_EQ(call(*nodes_[b % 2 ? "b" : "c"], "POST", "/events", body).status, 204);
+  }
+  double total = 0;
+  for (const auto& [_, w] : expected) total += w;
+  for (const char* id : {"a", "b", "c"}) {
+    const TopK got = settled_top(*nodes_[id], "/top-k?namespace=tags&k=300");
+    EXPECT_EQ(got.total, total) << id;
+    ASSERT_EQ(got.items.size(), expected.size()) << id;
+    for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << id << " " << item.id;
+  }
+  // A node that dies for good: once its heartbeat lapses (5 s), the others
+  // take its partitions, replay them, and answer whole again.
+  nodes_["a"]->stop_hard();
+  const TopK after = settled_top(*nodes_["b"], "/top-k?namespace=tags&k=300");
+  EXPECT_EQ(after.total, total);
+  EXPECT_EQ(after.items.size(), expected.size());
+  // A clean stop leaves the cluster at once and exits 0.
+  EXPECT_EQ(nodes_["c"]->stop(), 0) << nodes_["c"]->log();
+}
+
+TEST_F(Cluster, ANodeAddedLaterTakesPartitionsOver) {
+  start({"a", "b"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  std::mt19937_64 rng(9);
+  std::map<std::string, double> expected;
+  for (int b = 0; b < 20; ++b) ASSERT_EQ(call(*nodes_[b % 2 ? "a" : "b"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+  start({"c"});
+  // c serves some partitions (rendezvous hashing gives it about a third)...
+  const std::regex serving(R"(c\[\d)");
+  bool took = false;
+  for (int i = 0; i < 300 && !took; ++i) {
+    took = std::regex_search(call(*nodes_["a"], "GET", "/readyz").body, serving);
+    if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(took) << call(*nodes_["a"], "GET", "/readyz").body;
+  // ...having replayed what came before it joined, and what came after.
+  for (int b = 0; b < 10; ++b) ASSERT_EQ(call(*nodes_["c"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+  double total = 0;
+  for (const auto& [_, w] : expected) total += w;
+  for (const char* id : {"a", "b", "c"}) {
+    const TopK got = settled_top(*nodes_[id], "/top-k?namespace=tags&k=300");
+    EXPECT_EQ(got.total, total) << id;
+    for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << id << " " << item.id;
+  }
+}
+
+}  // namespace
+}  // namespace ebb
+
+namespace ebb {
+namespace {
+
+TEST_F(Cluster, WithNatsDownWritesAreRefusedNeverAcknowledged) {
+  start({"a"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  nats_->stop();
+  // Not ready, saying why; a batch is refused (503), not acknowledged.
+  HttpResult ready;
+  for (int i = 0; i < 100; ++i) {
+    ready = call(*nodes_["a"], "GET", "/readyz");
+    if (ready.status == 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NE(ready.body.find("NATS"), std::string::npos) << ready.body;
+  const auto r = call(*nodes_["a"], "POST", "/events", R"({"namespace":"tags","events":[{"item_id":"x"}]})");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(call(*nodes_["a"], "GET", "/top-k?namespace=tags").status, 503);
+}
+
+}  // namespace
+}  // namespace ebb
