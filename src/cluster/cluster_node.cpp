@@ -247,7 +247,8 @@ std::uint64_t ClusterNode::publish_admin(std::string_view payload) {
   try {
     seq = client_->publish(layout_.commit_subject(), payload, id, options_.publish_wait);
   } catch (const std::exception& e) {
-    throw unavailable("persist_failed", std::string("the cluster's log did not take the change: ") + e.what());
+    throw unavailable("persist_failed", std::string("the cluster's log did not acknowledge the change (its outcome is unknown: check "
+                                                    "GET /namespaces before retrying): ") + e.what());
   }
   if (!wait_catalog(seq, options_.query_wait * 5)) {
     throw unavailable("not_applied", "the change is in the cluster's log (sequence " + std::to_string(seq) + ") but this node has not applied it yet");

@@ -459,6 +459,7 @@ std::optional<RedisKey> Service::redis_key(const std::string& name) const {
 bool Service::exists(const std::string& name) const { return s_->find(name) != nullptr; }
 
 NamespaceInfo Service::describe(const std::string& name) const {
+  if (s_->options.cluster && !s_->find(name)) s_->options.cluster->catch_up();  // created on another node a moment ago
   auto e = s_->require(name, "name");
   std::shared_lock lock(e->mu);
   return {e->spec, e->ns.stats(), e->ingest_bytes.load()};

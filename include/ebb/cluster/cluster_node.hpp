@@ -50,7 +50,9 @@ struct ClusterOptions {
   service::ServiceOptions partition_options;  // the partitions' services (limits)
 };
 
-// Keeps a node id to what a key-value key may hold ([-_=.a-zA-Z0-9]).
+// Keeps a node id to letters, digits, '-', '_' and '=' (what a key-value
+// key may hold, less '.', which NATS reads as a token separator); others
+// become '_'.
 std::string sanitize_node_id(std::string id);
 
 class ClusterNode final : public service::ClusterLink {
