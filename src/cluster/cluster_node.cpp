@@ -502,40 +502,32 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
     pending->cv.wait_for(lock, options_.query_wait + milliseconds(500), [&] { return pending->replies.size() >= requests.size(); });
     got = std::move(pending->replies);
   }
-  std::vector<QueryReply> replies;
-  std::set<std::uint32_t> waiting;
-  for (const auto& [p, _] : requests) waiting.insert(p);
+  // A partition counts once its owner answered; an owner absent ("no
+  // responders"), behind or failing leaves it missing; a wrong question is
+  // the caller's.
+  std::vector<QueryReply> ok;
+  std::set<std::uint32_t> answered;
   for (auto& [p, m] : got) {
-    if (!waiting.erase(p)) continue;
-    if (natsMsg_IsNoResponders(m.get())) {
-      waiting.insert(p);  // nobody serves it: missing
-      continue;
-    }
+    if (natsMsg_IsNoResponders(m.get())) continue;
+    QueryReply r;
     try {
-      replies.push_back(decode_reply(msg_data(m.get()), kind));
+      r = decode_reply(msg_data(m.get()), kind);
     } catch (const std::exception& e) {
       log_->error("partition {}: a reply that does not decode ({})", p, e.what());
-    }
-  }
-  // Behind or failed owners count as missing; a wrong question is the caller's.
-  std::vector<QueryReply> ok;
-  std::set<std::uint32_t> lacking(waiting.begin(), waiting.end());
-  for (auto& r : replies) {
-    if (!r.error) {
-      ok.push_back(std::move(r));
       continue;
     }
-    if (r.error->kind() == service::ErrorKind::unavailable) {
+    if (r.error && r.error->kind() == service::ErrorKind::unavailable) {
       log_->warn("partition {}: {}", r.partition, r.error->what());
-      lacking.insert(r.partition);
       continue;
     }
-    throw *r.error;
+    if (r.error) throw *r.error;
+    answered.insert(r.partition);
+    ok.push_back(std::move(r));
   }
+  missing.clear();
   for (const auto& [p, _] : requests) {
-    if (std::none_of(ok.begin(), ok.end(), [&](const QueryReply& r) { return r.partition == p; })) lacking.insert(p);
+    if (!answered.contains(p)) missing.push_back(p);
   }
-  missing.assign(lacking.begin(), lacking.end());
   std::sort(ok.begin(), ok.end(), [](const QueryReply& a, const QueryReply& b) { return a.partition < b.partition; });
   return ok;
 }

@@ -358,6 +358,19 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
   return entry->spec;
 }
 
+NamespaceSpec checked_patch(const NamespaceEntry& e, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit) {
+  NamespaceSpec next = edit(e.spec);
+  try {
+    next.config.validate();
+  } catch (const InvalidArgument& err) {
+    throw invalid("invalid_field", err.what());
+  }
+  if (next.config.k > e.ns.config().candidates) {
+    throw invalid("invalid_field", "k: must be at most the namespace's " + std::to_string(e.ns.config().candidates) + " candidates");
+  }
+  return next;
+}
+
 NamespaceSpec Service::patch(const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit) {
   if (s_->options.cluster && s_->recovered) return cluster_mode::patch(*s_, name, edit);
   State& s = *s_;
@@ -373,17 +386,9 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
   {
     std::unique_lock lock(entry->mu);
     if (entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
-    next = edit(entry->spec);
     // The engine must accept the whole new configuration before it is
     // logged, so the log and memory cannot disagree.
-    try {
-      next.config.validate();
-    } catch (const InvalidArgument& e) {
-      throw invalid("invalid_field", e.what());
-    }
-    if (next.config.k > entry->ns.config().candidates) {
-      throw invalid("invalid_field", "k: must be at most the namespace's " + std::to_string(entry->ns.config().candidates) + " candidates");
-    }
+    next = checked_patch(*entry, edit);
     // Turning hot-key detection on reserves its memory (off returns it).
     const std::uint64_t need = State::planned_bytes(next.config);
     if (need > entry->reserved_bytes) s.reserve(need - entry->reserved_bytes);

@@ -1,8 +1,6 @@
 // Cluster mode's admin and query paths (service_cluster.hpp).
 #include "service_cluster.hpp"
 
-#include "ebb/core/error.hpp"
-
 namespace ebb::service::cluster_mode {
 namespace {
 
@@ -58,16 +56,7 @@ NamespaceSpec patch(Service::State& s, const std::string& name, const std::funct
   NamespaceSpec next;
   {
     std::shared_lock lock(e->mu);
-    next = edit(e->spec);
-    // Checked whole before it is logged: every partition applies it.
-    try {
-      next.config.validate();
-    } catch (const InvalidArgument& err) {
-      throw invalid("invalid_field", err.what());
-    }
-    if (next.config.k > e->ns.config().candidates) {
-      throw invalid("invalid_field", "k: must be at most the namespace's " + std::to_string(e->ns.config().candidates) + " candidates");
-    }
+    next = checked_patch(*e, edit);  // checked whole before it is logged: every partition applies it
   }
   link.publish_admin(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
   auto now = s.require(name, "name");

@@ -184,6 +184,11 @@ struct Service::State {
   void wait(std::uint64_t lsn);
 };
 
+// A patch's new configuration (`edit` of the entry's spec, the caller
+// holding the entry's lock), checked whole as the engine will take it
+// before it is logged: ServiceError invalid "invalid_field" naming the field.
+NamespaceSpec checked_patch(const NamespaceEntry& e, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
+
 // An unknown view or a bad k / item / time is the caller's mistake: 400
 // naming it.
 template <typename F>
