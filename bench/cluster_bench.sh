@@ -2,10 +2,10 @@
 # Cluster mode (ebb serve --nats, docs/cluster.md) on this machine, NATS
 # and the load generators beside it: ingest of the same stream (1000-event
 # batches, Zipf 1.1 over 1M keys) into a single node (--fsync off, as the
-# peer comparisons run) and into clusters of 1, 2 and 3 nodes on one
-# nats-server -js (R=1; a 3-server NATS cluster for R=3 is not set up
-# here), one http_load per node at once, median of RUNS (default 3); then
-# GET /top-k (k=100) closed-loop latency through one node of each.
+# peer comparisons run) and into clusters of 1, 2 and 3 nodes, on one
+# nats-server -js (R=1) and on three clustered nats-servers (R=3), one
+# http_load per node at once, median of RUNS (default 3); then GET /top-k
+# (k=100) closed-loop latency through one node of each.
 #   bench/cluster_bench.sh [BUILD_DIR]     (needs nats-server: scripts/bootstrap)
 set -euo pipefail
 build=${1:-build}
@@ -41,30 +41,65 @@ echo "ingest: $(tr '\n' ' ' <"$tmp/single.txt")-> median $(median <"$tmp/single.
 echo "GET /top-k k=100: $(queries "$port")"
 kill "$server"
 
-for nodes in 1 2 3; do
-  echo "== cluster of $nodes node(s), one nats-server -js, R=1, 16 partitions"
-  nats_port=$(free_port)
-  nats-server -js -a 127.0.0.1 -p "$nats_port" -sd "$tmp/nats-$nodes" >"$tmp/nats-$nodes.log" 2>&1 &
-  pids+=($!)
-  nats_pid=$!
-  sleep 0.5
-  ports=()
-  node_pids=()
-  for i in $(seq "$nodes"); do
-    start_server "$tmp/node-$nodes-$i" --nats "nats://127.0.0.1:$nats_port" --node-id "n$i"
-    ports+=("$port")
-    node_pids+=("$server")
-  done
-  curl -sf -X POST "localhost:${ports[0]}/namespaces" -d "$ns" >/dev/null
-  # Ownership settles within a few heartbeats.
-  for _ in $(seq 100); do
-    curl -sf "localhost:${ports[0]}/top-k?namespace=hot" | grep -q '"partial":false' && break
+# NATS for a cluster: one nats-server -js (R=1), or three clustered by
+# routes (R=3: JetStream replicates the stream and the bucket on all
+# three). Sets nats_urls and nats_pids.
+start_nats() {
+  local replicas=$1 name=$2
+  nats_urls="" nats_pids=()
+  if [ "$replicas" = 1 ]; then
+    local p
+    p=$(free_port)
+    nats-server -js -a 127.0.0.1 -p "$p" -sd "$tmp/$name" >"$tmp/$name.log" 2>&1 &
+    nats_pids+=($!)
+    nats_urls="nats://127.0.0.1:$p"
+  else
+    local client=() route=() routes="" i
+    for i in 1 2 3; do client+=("$(free_port)"); route+=("$(free_port)"); done
+    for i in 0 1 2; do routes+="${routes:+,}nats://127.0.0.1:${route[$i]}"; done
+    for i in 0 1 2; do
+      nats-server -js -a 127.0.0.1 -p "${client[$i]}" -n "$name-s$i" -sd "$tmp/$name-s$i" \
+        --cluster_name "$name" --cluster "nats://127.0.0.1:${route[$i]}" --routes "$routes" >"$tmp/$name-s$i.log" 2>&1 &
+      nats_pids+=($!)
+      nats_urls+="${nats_urls:+,}nats://127.0.0.1:${client[$i]}"
+    done
+  fi
+  pids+=("${nats_pids[@]}")
+  # JetStream answers once it is up (R=3: once the servers elected a
+  # metadata leader).
+  local ready="Server is ready"
+  [ "$replicas" = 1 ] || ready="JetStream cluster new metadata leader"
+  for _ in $(seq 200); do
+    cat "$tmp/$name"*.log 2>/dev/null | grep -q "$ready" && return 0
     sleep 0.1
   done
-  for _ in $(seq "$runs"); do ingest "${ports[@]}"; done >"$tmp/cluster-$nodes.txt"
-  echo "ingest: $(tr '\n' ' ' <"$tmp/cluster-$nodes.txt")-> median $(median <"$tmp/cluster-$nodes.txt") M events/s"
-  echo "GET /top-k k=100: $(queries "${ports[0]}")"
-  echo "stream: $(du -sh "$tmp/nats-$nodes" | cut -f1) on disk"
-  kill "${node_pids[@]}" "$nats_pid" 2>/dev/null || true
-  wait "${node_pids[@]}" "$nats_pid" 2>/dev/null || true
+  echo "NATS did not come up: $(tail -5 "$tmp/$name"*.log)" >&2
+  return 1
+}
+
+for replicas in 1 3; do
+  for nodes in 1 2 3; do
+    servers=$([ "$replicas" = 1 ] && echo "one nats-server -js" || echo "three clustered nats-servers")
+    echo "== cluster of $nodes node(s), $servers, R=$replicas, 16 partitions"
+    start_nats "$replicas" "nats-r$replicas-$nodes"
+    ports=()
+    node_pids=()
+    for i in $(seq "$nodes"); do
+      start_server "$tmp/node-r$replicas-$nodes-$i" --nats "$nats_urls" --nats-replicas "$replicas" --node-id "n$i"
+      ports+=("$port")
+      node_pids+=("$server")
+    done
+    curl -sf -X POST "localhost:${ports[0]}/namespaces" -d "$ns" >/dev/null
+    # Ownership settles within a few heartbeats.
+    for _ in $(seq 100); do
+      curl -sf "localhost:${ports[0]}/top-k?namespace=hot" | grep -q '"partial":false' && break
+      sleep 0.1
+    done
+    for _ in $(seq "$runs"); do ingest "${ports[@]}"; done >"$tmp/cluster-r$replicas-$nodes.txt"
+    echo "ingest: $(tr '\n' ' ' <"$tmp/cluster-r$replicas-$nodes.txt")-> median $(median <"$tmp/cluster-r$replicas-$nodes.txt") M events/s"
+    echo "GET /top-k k=100: $(queries "${ports[0]}")"
+    echo "stream: $(du -shc "$tmp/nats-r$replicas-$nodes"* | tail -1 | cut -f1) on disk (all servers)"
+    kill "${node_pids[@]}" "${nats_pids[@]}" 2>/dev/null || true
+    wait "${node_pids[@]}" "${nats_pids[@]}" 2>/dev/null || true
+  done
 done

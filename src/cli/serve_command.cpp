@@ -168,7 +168,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->check(duration_validator());
   cmd->add_option("--nats", o.nats,
                   "Run as a node of a cluster on NATS JetStream (docs/cluster.md): the servers' URLs, comma-separated "
-                  "(nats://host:4222,...). JetStream is the log then: no local write-ahead log, no --data-dir");
+                  "(nats://host:4222,...). JetStream is the log then: no local write-ahead log; --data-dir keeps the partitions' checkpoints");
   cmd->add_option("--node-id", o.node_id, "With --nats: this node's name in the cluster, stable across restarts (default: <hostname>-<port>)");
   cmd->add_option("--nats-partitions", o.nats_partitions, "With --nats: partitions of a new cluster's stream (an existing stream keeps its own)")
       ->capture_default_str()
@@ -278,6 +278,7 @@ int run_serve(ServeOptions o) {
     co.query_wait = std::chrono::milliseconds(static_cast<std::int64_t>(parse_duration(o.nats_query_timeout) * 1000));
     co.partition_options = so;
     co.node_id = o.node_id;
+    if (!o.data_dir.empty()) co.checkpoint_dir = std::filesystem::path(o.data_dir) / "cluster" / o.nats_stream;
     node = std::make_shared<cluster::ClusterNode>(co, log);
     so.cluster = node;
     so.data_dir.reset();

@@ -9,6 +9,7 @@
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/answer_merge.hpp"
 #include "ebb/service/service_error.hpp"
+#include "ebb/storage/file_io.hpp"
 
 namespace ebb::cluster {
 namespace {
@@ -90,13 +91,25 @@ ClusterNode::~ClusterNode() { stop(); }
 void ClusterNode::start(service::Service& catalog) {
   catalog_ = &catalog;
   client_ = std::make_unique<NatsClient>(options_.urls, "ebb " + options_.node_id);
-  const std::string description = client_->ensure_stream(layout_.stream, layout_.stream_subjects(), options_.replicas,
-                                                         "ebb cluster log partitions=" + std::to_string(layout_.partitions));
-  if (auto p = described_partitions(description); p && *p != layout_.partitions) {
+  const auto stream = client_->ensure_stream(layout_.stream, layout_.stream_subjects(), options_.replicas,
+                                             "ebb cluster log partitions=" + std::to_string(layout_.partitions));
+  if (auto p = described_partitions(stream.description); p && *p != layout_.partitions) {
     log_->warn("stream {} was made with {} partitions; using them (not {})", layout_.stream, *p, layout_.partitions);
     layout_.partitions = *p;
   }
+  if (options_.checkpoint_dir) {
+    try {
+      checkpoints_ = std::make_unique<ReplicaCheckpoints>(*options_.checkpoint_dir, layout_.stream, stream.created_ns, layout_.partitions, log_);
+    } catch (const storage::IoError& e) {
+      // Unwritable or full: the node still serves (another node using the
+      // folder is not this, and stops the start).
+      log_->error("partition checkpoints are off ({}): this node's partitions are replayed from the stream after a restart", e.what());
+    } catch (const std::filesystem::filesystem_error& e) {
+      log_->error("partition checkpoints are off ({}): this node's partitions are replayed from the stream after a restart", e.what());
+    }
+  }
   nodes_ = client_->bucket(layout_.nodes_bucket(), options_.replicas, options_.node_ttl);
+  mirror_ = std::make_unique<NamespaceMirror>(*client_, layout_.namespaces_bucket(), options_.replicas, stream.created_ns, log_);
   natsInbox* inbox = nullptr;
   nats_check(natsInbox_Create(&inbox), "creating an inbox");
   reply_prefix_ = inbox;
@@ -142,15 +155,18 @@ void ClusterNode::stop() {
     jobs_.clear();
   }
   for (const auto& j : left) finish(j.ticket, "the node is shutting down");
+  std::map<std::uint32_t, std::unique_ptr<PartitionReplica>> replicas;
   {
     std::lock_guard lock(replicas_mu_);
-    replicas_.clear();
+    replicas.swap(replicas_);
   }
+  replicas.clear();  // each writes its last checkpoint: outside the lock, so /readyz still answers
   {
     std::lock_guard lock(catalog_mu_);
   }
   catalog_moved_.notify_all();
   if (catalog_follower_.joinable()) catalog_follower_.join();
+  mirror_.reset();
   replies_.reset();
 }
 
@@ -205,6 +221,7 @@ void ClusterNode::follow_catalog() {
         if (!is_commit(payload)) {
           try {
             catalog_->apply_record(meta.sequence, payload);
+            mirror_->applied(meta.sequence, payload, *catalog_);
           } catch (const std::exception& e) {
             log_->error("catalog: record {} does not decode ({}); skipped", meta.sequence, e.what());
           }
@@ -427,7 +444,10 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
   }
   for (auto p : start) {
     try {
-      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, options_.partition_options, log_);
+      service::ServiceOptions o = options_.partition_options;
+      o.data_dir.reset();
+      if (checkpoints_) o.data_dir = checkpoints_->partition_dir(p);
+      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_);
       std::lock_guard lock(replicas_mu_);
       replicas_.emplace(p, std::move(replica));
       log_->info("partition {}: taken", p);

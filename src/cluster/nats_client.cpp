@@ -100,7 +100,7 @@ NatsClient::~NatsClient() {
 
 bool NatsClient::connected() const noexcept { return natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED; }
 
-std::string NatsClient::ensure_stream(const std::string& name, const std::vector<std::string>& subjects, int replicas,
+NatsClient::StreamFacts NatsClient::ensure_stream(const std::string& name, const std::vector<std::string>& subjects, int replicas,
                                       const std::string& description) {
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
@@ -122,7 +122,9 @@ std::string NatsClient::ensure_stream(const std::string& name, const std::vector
     info = nullptr;
     nats_check(js_GetStreamInfo(&info, js_, name.c_str(), nullptr, &code), "reading JetStream stream " + name, code);
   }
-  std::string out = info->Config && info->Config->Description ? info->Config->Description : "";
+  StreamFacts out;
+  out.description = info->Config && info->Config->Description ? info->Config->Description : "";
+  out.created_ns = info->Created;
   jsStreamInfo_Destroy(info);
   return out;
 }

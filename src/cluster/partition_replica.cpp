@@ -18,13 +18,16 @@ constexpr std::size_t kMaxPartsAhead = 100'000;
 // reads it by sequence (it is in the stream already).
 constexpr auto kPartWait = std::chrono::seconds(30);
 
-// A partition's service: the node's limits and caching; nothing persisted.
-service::ServiceOptions replica_options(const service::ServiceOptions& node) {
+// A partition's service: the node's limits and caching; with a data
+// directory, checkpoints there (JetStream is its log), no history.
+service::ServiceOptions replica_options(const service::ServiceOptions& node, bool with_checkpoints) {
   service::ServiceOptions o;
   o.limits = node.limits;
   o.answer_cache_ttl = node.answer_cache_ttl;
   o.distributions = node.distributions;
   o.history_interval = 0;
+  if (with_checkpoints) o.data_dir = node.data_dir;
+  o.external_log = true;
   return o;
 }
 
@@ -32,14 +35,59 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node) {
 
 PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
                                    std::shared_ptr<spdlog::logger> log)
-    : client_(client), layout_(layout), partition_(partition), log_(std::move(log)), service_(replica_options(options), log_) {
-  service_.recover();  // nothing to recover: it starts empty and follows the log
+    : client_(client),
+      layout_(layout),
+      partition_(partition),
+      log_(std::move(log)),
+      checkpoint_interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(std::max(options.checkpoint_interval, 0.05)))) {
   start_target_ = client_.last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
-  if (start_target_ == 0) caught_up_ = true;
-  commits_ = client_.pull_from(layout_.stream, layout_.commit_subject(), 1);
-  parts_ = client_.pull_from(layout_.stream, layout_.part_subject(partition_), 1);
+  // The newest checkpoint (none: empty), then the log after it. A partition
+  // whose checkpoints cannot be used is still served, from memory: the
+  // stream has its whole log.
+  const std::uint64_t from = open_service(options);
+  if (from > 0) log_->info("partition {}: resuming from its checkpoint at sequence {} (the log is at {})", partition_, from, start_target_);
+  position_ = from;
+  checkpointed_ = from;
+  last_checkpoint_ = std::chrono::steady_clock::now();
+  if (from >= start_target_) caught_up_ = true;
+  // A commit after `from` may name parts before it: those are read by
+  // sequence (take_part), the read-ahead starts after `from`.
+  parts_read_ = from;
+  commits_ = client_.pull_from(layout_.stream, layout_.commit_subject(), from + 1);
+  parts_ = client_.pull_from(layout_.stream, layout_.part_subject(partition_), from + 1);
   queries_ = std::make_unique<AsyncSubscription>(client_.connection(), layout_.query_subject(partition_), &PartitionReplica::on_request, this);
   follower_ = std::thread([this] { follow(); });
+}
+
+std::uint64_t PartitionReplica::open_service(const service::ServiceOptions& options) {
+  checkpoints_ = options.data_dir.has_value();
+  if (checkpoints_) {
+    const auto& dir = *options.data_dir;
+    try {
+      service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
+      const std::uint64_t from = service_->recover().log_position;
+      if (from <= start_target_) return from;
+      // The stream lost its tail (purged, or a NATS server lost unsynced
+      // writes): these states count records it no longer has, and new
+      // records would reuse their sequences. Start the partition afresh.
+      log_->error("partition {}: its checkpoint in {} includes the log to sequence {}, past the stream's newest commit {} (was the stream "
+                  "purged?); dropped, the partition is replayed from the stream",
+                  partition_, dir.string(), from, start_target_);
+      service_.reset();
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
+      return service_->recover().log_position;
+    } catch (const std::exception& e) {
+      // An unwritable or full directory, or another process holding it.
+      log_->error("partition {}: its checkpoints in {} cannot be used ({}); served from memory, replayed from the stream", partition_,
+                  dir.string(), e.what());
+      checkpoints_ = false;
+    }
+  }
+  service_ = std::make_unique<service::Service>(replica_options(options, false), log_);
+  return service_->recover().log_position;  // 0: nothing persisted
 }
 
 PartitionReplica::~PartitionReplica() {
@@ -50,6 +98,26 @@ PartitionReplica::~PartitionReplica() {
   moved_.notify_all();  // a query waiting for this replica to catch up gives up now
   queries_.reset();     // returns once no query callback runs on this object
   if (follower_.joinable()) follower_.join();
+  checkpoint(true);  // a partition handed over, or a clean stop: the next owner here resumes from here
+  if (checkpoints_ && checkpointed_ > 0 && checkpointed_ == position()) log_->info("partition {}: let go, checkpointed at sequence {}", partition_, checkpointed_);
+}
+
+void PartitionReplica::checkpoint(bool now) {
+  if (!checkpoints_) return;
+  const std::uint64_t p = position();
+  if (p == checkpointed_) return;
+  const auto t = std::chrono::steady_clock::now();
+  if (!now && t - last_checkpoint_ < checkpoint_interval_) return;
+  last_checkpoint_ = t;
+  try {
+    // Between records: everything up to p is applied, nothing after it.
+    service_->checkpoint_at(p);
+    checkpointed_ = p;
+  } catch (const std::exception& e) {
+    // The partition still counts (JetStream holds the log): a restart
+    // replays more. Logged at every attempt, each interval.
+    log_->error("partition {}: checkpoint at sequence {} failed: {}", partition_, p, e.what());
+  }
 }
 
 bool PartitionReplica::wait_for(std::uint64_t p, std::chrono::milliseconds wait) const {
@@ -91,15 +159,16 @@ void PartitionReplica::follow() {
           for (const auto& ref : commit.parts) {
             if (ref.partition != partition_) continue;
             auto part = take_part(ref.sequence, meta.timestamp_ns);
+            if (!part && stop_) return;  // stopping: this commit is not applied, and the position stays before it
             if (!part) {
               log_->error("partition {}: commit {} names part {}, which the stream no longer holds; that part is not counted", partition_,
                           meta.sequence, ref.sequence);
               continue;
             }
-            service_.apply_record(meta.sequence, msg_data(part.get()), &configs);
+            service_->apply_record(meta.sequence, msg_data(part.get()), &configs);
           }
         } else {
-          service_.apply_record(meta.sequence, payload);
+          service_->apply_record(meta.sequence, payload);
         }
       } catch (const std::exception& e) {
         // Not a record ebb wrote (or a bug): every replica skips it alike.
@@ -114,6 +183,7 @@ void PartitionReplica::follow() {
       }
       moved_.notify_all();
     }
+    checkpoint(false);
   }
 }
 
@@ -200,14 +270,14 @@ void PartitionReplica::answer(natsMsg* request) {
     }
     if (q.kind == QueryRequest::Kind::top) {
       const auto k = q.k ? std::optional<std::size_t>(static_cast<std::size_t>(*q.k)) : std::nullopt;
-      out = *service_.top_rendered(q.ns, q.view, k, "cluster", [&](const engine::TopKAnswer& a) {
+      out = *service_->top_rendered(q.ns, q.view, k, "cluster", [&](const engine::TopKAnswer& a) {
         QueryReply r;
         r.partition = partition_;
         r.top = a;
         return encode_reply(r, QueryRequest::Kind::top);
       });
     } else {
-      reply.points = service_.counts(q.ns, q.items, q.view, reply.top);
+      reply.points = service_->counts(q.ns, q.items, q.view, reply.top);
       out = encode_reply(reply, q.kind);
     }
   } catch (const service::ServiceError& e) {

@@ -11,12 +11,24 @@ std::size_t Service::checkpoint() {
   State& s = *s_;
   if (!s.store || !s.wal || !s.recovered) return 0;
   std::lock_guard pass(s.checkpoint_mu);
-  const auto t0 = std::chrono::steady_clock::now();
   // Every record up to `start` is in the state captured below for its
   // namespace: it was logged and counted under that namespace's lock,
   // which the capture takes after reading `start`.
+  return s.write_checkpoint(s.wal->last_lsn());
+}
+
+std::size_t Service::checkpoint_at(std::uint64_t position) {
+  State& s = *s_;
+  if (!s.store || !s.options.external_log || !s.recovered) return 0;
+  std::lock_guard pass(s.checkpoint_mu);
+  return s.write_checkpoint(position);
+}
+
+std::size_t Service::State::write_checkpoint(std::uint64_t start_lsn) {
+  State& s = *this;
+  const auto t0 = std::chrono::steady_clock::now();
   storage::Manifest m;
-  m.start_lsn = s.wal->last_lsn();
+  m.start_lsn = start_lsn;
   m.written_at = wall_clock_now();
   std::map<std::string, const storage::ManifestNamespace*> previous;
   for (const auto& n : s.last_manifest.namespaces) previous.emplace(n.name, &n);
@@ -37,6 +49,7 @@ std::size_t Service::checkpoint() {
         if (e->deleted) continue;
         n.config_json = write_namespace_spec(e->spec, true);
         n.state_lsn = e->applied_lsn;
+        n.config_lsn = e->config_lsn;
         auto it = previous.find(e->name);
         // LSNs are unique: the same LSN is the same incarnation, unchanged.
         if (it != previous.end() && it->second->state_lsn == n.state_lsn) {
@@ -95,10 +108,10 @@ std::size_t Service::checkpoint() {
     // durable yet (--fsync interval/off, or a batch still waiting for its
     // group commit): sync first, so a checkpoint never claims a record a
     // power loss could take from the log (its LSN would then be reused).
-    s.wal->sync();
+    if (s.wal) s.wal->sync();
     const std::uint64_t keep_from = s.store->commit(m);
     s.last_manifest = std::move(m);
-    s.wal->release(keep_from);
+    if (s.wal) s.wal->release(keep_from);
   } catch (const std::exception& e) {
     std::lock_guard lock(s.metrics_mu);
     ++s.counters.checkpoints_failed;

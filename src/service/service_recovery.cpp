@@ -230,6 +230,7 @@ RecoveryReport Service::recover() {
       Entries loaded;
       for (const auto& n : base.namespaces) {
         auto entry = load_namespace(n.config_json, s.options, n.state_lsn, path.string());
+        entry->config_lsn = n.config_lsn;
         try {
           entry->ns.restore_state(s.store->read_state(n.state_file));
         } catch (const std::exception& e) {
@@ -248,7 +249,7 @@ RecoveryReport Service::recover() {
       base = {};
     }
   }
-  if (!have_checkpoint) {
+  if (!have_checkpoint && !s.options.external_log) {
     // A data directory from before the log: configurations and states.
     for (auto& legacy : s.store->legacy_namespaces()) {
       NamespaceSpec spec;
@@ -291,12 +292,17 @@ RecoveryReport Service::recover() {
   for (const auto& k : base.keys) newest_named = std::max(newest_named, k.lsn);
   std::uint64_t replay_errors = 0;
   storage::LogRecovery log_report;
-  try {
-    s.wal = std::make_unique<storage::SegmentLog>(
-        s.store->wal_dir(), s.options.log, base.start_lsn, newest_named + 1,
-        [&](std::uint64_t lsn, std::string_view payload) { replay_record(s, entries, lsn, payload, replay_errors); }, &log_report);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("cannot recover the write-ahead log in " + s.store->wal_dir().string() + ": " + e.what());
+  if (s.options.external_log) {
+    // The log lives elsewhere: its owner replays it from here.
+    report.log_position = base.start_lsn;
+  } else {
+    try {
+      s.wal = std::make_unique<storage::SegmentLog>(
+          s.store->wal_dir(), s.options.log, base.start_lsn, newest_named + 1,
+          [&](std::uint64_t lsn, std::string_view payload) { replay_record(s, entries, lsn, payload, replay_errors); }, &log_report);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("cannot recover the write-ahead log in " + s.store->wal_dir().string() + ": " + e.what());
+    }
   }
   if (!log_report.truncation.empty()) s.log->error("the log had a torn or corrupt tail, cut: {}", log_report.truncation);
   s.distribution_bins = 0;

@@ -151,6 +151,10 @@ struct Service::State {
   // A background thread running `pass` every `seconds` until `stop`; a pass
   // that throws is logged (as `what` failed) and the next one runs on time.
   std::thread every(double seconds, const char* what, std::function<void()> pass);
+  // A checkpoint whose start is `start_lsn` (every record up to it is in
+  // the states captured); the caller holds checkpoint_mu. Returns the
+  // states written.
+  std::size_t write_checkpoint(std::uint64_t start_lsn);
 
   explicit State(ServiceOptions o, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), log(std::move(l)) {
     for (std::size_t i = 0; i < kDistributionShards; ++i) distribution_shards.push_back(std::make_unique<DistributionShard>(options.distributions));

@@ -1,9 +1,5 @@
 #include "ebb/storage/checkpoint_store.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <set>
@@ -17,9 +13,10 @@
 namespace ebb::storage {
 namespace {
 
-// Version 2 added the parts (the distribution store); version 1 manifests
-// still load (no parts).
-constexpr std::uint16_t kManifestVersion = 2;
+// Version 2 added the parts (the distribution store), version 3 each
+// namespace's configuration LSN (a section after the parts, so the layout
+// before it is version 2's); older manifests still load.
+constexpr std::uint16_t kManifestVersion = 3;
 constexpr std::size_t kMaxText = std::size_t{1} << 26;
 
 std::string manifest_name(std::uint64_t start_lsn) {
@@ -78,6 +75,7 @@ std::string Manifest::serialize() const {
     w.put<std::uint64_t>(p.state_lsn);
     w.put_string(p.state_file);
   }
+  for (const auto& n : namespaces) w.put<std::uint64_t>(n.config_lsn);  // one per namespace, in their order
   return seal_blob(BlobKind::checkpoint_manifest, kManifestVersion, w.buffer());
 }
 
@@ -120,35 +118,17 @@ Manifest Manifest::parse(std::string_view blob) {
       m.parts.push_back(std::move(part));
     }
   }
+  for (auto& ns : m.namespaces) ns.config_lsn = opened.version >= 3 ? r.get<std::uint64_t>() : ns.state_lsn;
   r.expect_end();
   return m;
 }
 
 CheckpointStore::CheckpointStore(std::filesystem::path dir)
-    : dir_(std::move(dir)), checkpoints_(dir_ / "checkpoints"), states_(checkpoints_ / "state"), legacy_(dir_ / "namespaces") {
-  make_dir(dir_);
-  const auto lock_path = dir_ / "LOCK";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) throw IoError("cannot open lock file", lock_path, errno);
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    ::close(lock_fd_);
-    lock_fd_ = -1;
-    throw std::runtime_error("data directory '" + dir_.string() + "' is in use by another ebb server (lock held on " + lock_path.string() + ")");
-  }
-  // The directory itself is locked too: a LOCK file deleted as "stale"
-  // must not let a second server write the same log.
-  dir_lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_lock_fd_ < 0) {
-    const int err = errno;
-    ::close(lock_fd_);
-    throw IoError("cannot open", dir_, err);
-  }
-  if (::flock(dir_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    ::close(dir_lock_fd_);
-    ::close(lock_fd_);  // no destructor runs for a constructor that throws
-    dir_lock_fd_ = lock_fd_ = -1;
-    throw std::runtime_error("data directory '" + dir_.string() + "' is in use by another ebb server (lock held on the directory)");
-  }
+    : dir_(std::move(dir)),
+      checkpoints_(dir_ / "checkpoints"),
+      states_(checkpoints_ / "state"),
+      legacy_(dir_ / "namespaces"),
+      lock_(dir_, "data directory") {
   make_dir(states_);
   // Probe that the directory takes writes now, so a read-only data
   // directory is a startup error naming the path, not a first-request one.
@@ -156,10 +136,7 @@ CheckpointStore::CheckpointStore(std::filesystem::path dir)
   std::filesystem::remove(dir_ / ".write-probe");
 }
 
-CheckpointStore::~CheckpointStore() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
-  if (dir_lock_fd_ >= 0) ::close(dir_lock_fd_);
-}
+CheckpointStore::~CheckpointStore() = default;
 
 std::vector<std::filesystem::path> CheckpointStore::remove_temporaries() {
   std::vector<std::filesystem::path> removed;

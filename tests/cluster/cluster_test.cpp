@@ -10,6 +10,9 @@
 #include <regex>
 #include <thread>
 
+#include "ebb/cluster/nats_client.hpp"
+#include "ebb/service/log_records.hpp"
+#include "ebb/service/namespace_spec.hpp"
 #include "support/ebb_server.hpp"
 #include "support/nats_server.hpp"
 
@@ -75,7 +78,9 @@ class Cluster : public ::testing::Test {
   }
   // A node with a fixed id (a restart with the same id is the same node).
   std::unique_ptr<EbbServer> node(const std::string& id) {
-    return std::make_unique<EbbServer>(dir_ / id, std::vector<std::string>{"--nats", nats_->url(), "--node-id", id, "--nats-partitions", "8"});
+    // Checkpoints every second: a killed node resumes from one, then replays.
+    return std::make_unique<EbbServer>(
+        dir_ / id, std::vector<std::string>{"--nats", nats_->url(), "--node-id", id, "--nats-partitions", "8", "--checkpoint-interval", "1s"});
   }
   void start(std::initializer_list<const char*> ids) {
     for (const char* id : ids) nodes_[id] = node(id);
@@ -249,11 +254,101 @@ TEST_F(Cluster, ANodeAddedLaterTakesPartitionsOver) {
   }
 }
 
+// A node keeps its partitions' checkpoints in its data directory: stopped
+// and started again, it resumes each partition from the sequence its
+// checkpoint includes instead of replaying the stream; against a new
+// stream (the old one deleted) it drops them.
+TEST_F(Cluster, ARestartedNodeResumesItsPartitionsFromItsCheckpoints) {
+  start({"a"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  std::mt19937_64 rng(11);
+  std::map<std::string, double> expected;
+  for (int b = 0; b < 20; ++b) ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+  settled_top(*nodes_["a"], "/top-k?namespace=tags");  // every partition has applied the log
+  EXPECT_EQ(nodes_["a"]->stop(), 0);                   // SIGTERM: a last checkpoint of each partition
+  std::map<std::string, std::string> stopped_at;       // partition -> sequence
+  const std::string stop_log = nodes_["a"]->log();
+  const std::regex let_go(R"(partition (\d+): let go, checkpointed at sequence (\d+))");
+  for (auto it = std::sregex_iterator(stop_log.begin(), stop_log.end(), let_go); it != std::sregex_iterator(); ++it) stopped_at[(*it)[1]] = (*it)[2];
+  EXPECT_EQ(stopped_at.size(), 8u) << stop_log;
+  for (int p = 0; p < 8; ++p) {
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / "cluster" / "EBB" / ("partition-" + std::to_string(p)) / "checkpoints")) << p;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "a" / "wal"));  // JetStream is the log
+
+  nodes_["a"] = node("a");
+  for (int b = 0; b < 10; ++b) ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+  double total = 0;
+  for (const auto& [_, w] : expected) total += w;
+  const TopK got = settled_top(*nodes_["a"], "/top-k?namespace=tags&k=300");
+  EXPECT_EQ(got.total, total);
+  ASSERT_EQ(got.items.size(), expected.size());
+  for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << item.id;
+  // Every partition resumed where it stopped.
+  const std::string log = nodes_["a"]->log();
+  const std::regex resumed(R"(partition (\d+): resuming from its checkpoint at sequence (\d+))");
+  std::map<std::string, std::string> resumed_at;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), resumed); it != std::sregex_iterator(); ++it) resumed_at[(*it)[1]] = (*it)[2];
+  EXPECT_EQ(resumed_at, stopped_at) << log;
+
+  // A new stream (NATS started afresh): the old checkpoints name another
+  // stream's sequences, so they go, and the node counts the new log only.
+  EXPECT_EQ(nodes_["a"]->stop(), 0);
+  nats_ = std::make_unique<NatsServer>(dir_ / "nats-2");
+  nodes_["a"] = node("a");
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/events", R"({"namespace":"tags","events":[{"item_id":"x","weight":2}]})").status, 204);
+  const TopK fresh = settled_top(*nodes_["a"], "/top-k?namespace=tags");
+  EXPECT_EQ(fresh.total, 2);
+  EXPECT_NE(nodes_["a"]->log().find("dropping the checkpoints in"), std::string::npos) << nodes_["a"]->log();
+}
+
 }  // namespace
 }  // namespace ebb
 
 namespace ebb {
 namespace {
+
+// Every create, patch and delete that took effect reaches the
+// <stream>_namespaces bucket, each at its commit-subject sequence (this
+// stream's first records: 1-6).
+TEST_F(Cluster, TheNamespacesAreMirroredInAKeyValueBucket) {
+  start({"a", "b"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  ASSERT_EQ(call(*nodes_["b"], "PATCH", "/namespaces/tags", R"({"k":5})").status, 200);
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", R"({"name":"old.one"})").status, 201);
+  ASSERT_EQ(call(*nodes_["b"], "DELETE", "/namespaces/old.one").status, 204);
+  service::ServiceLimits limits;
+  const auto tags = service::patch_namespace_spec(service::parse_namespace_spec(kNamespace, limits), R"({"k":5})", limits);
+  const std::map<std::string, std::string> want = {
+      {"tags", R"({"revision":2,"config":)" + service::write_namespace_spec(tags, true) + "}"},
+      {"old=2Eone", R"({"revision":4,"deleted":true})"},
+      {"later", R"({"revision":6,"config":)" + service::write_namespace_spec(service::parse_namespace_spec(R"({"name":"later"})", limits), true) + "}"},
+  };
+  cluster::NatsClient client({nats_->url()}, "test");
+  // A create of "tags" that lost the race to the first (as a node that had
+  // not seen it yet would log it): the catalogs keep the first, and so
+  // must the bucket, though this one's revision (5) is newer.
+  service::AdminRecord lost;
+  lost.type = service::RecordType::create;
+  const std::string lost_config = service::write_namespace_spec(service::parse_namespace_spec(R"({"name":"tags","k":9})", limits), true);
+  lost.config_json = lost_config;
+  EXPECT_EQ(client.publish("EBB.c", service::encode_admin(lost), "lost-create", std::chrono::milliseconds(5000)), 5u);
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", R"({"name":"later"})").status, 201);  // 6: both catalogs are past 5 once it is mirrored
+  const cluster::KvPtr kv = client.bucket("EBB_namespaces", 1, std::chrono::milliseconds(0));
+  std::map<std::string, std::string> got;
+  for (int i = 0; i < 100 && got != want; ++i) {
+    got.clear();
+    for (const auto& [key, _] : want) {
+      kvEntry* e = nullptr;
+      if (kvStore_Get(&e, kv.get(), key.c_str()) != NATS_OK) continue;
+      got[key] = kvEntry_ValueString(e);
+      kvEntry_Destroy(e);
+    }
+    if (got != want) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(got, want);
+}
 
 TEST_F(Cluster, WithNatsDownWritesAreRefusedNeverAcknowledged) {
   start({"a"});

@@ -3,7 +3,8 @@
 // holding the batches' parts (one subject per partition) and, on one more
 // subject, the commits and the namespace changes in a single order; query
 // subjects per partition (plain NATS request/reply, not stored); a
-// key-value bucket of the live nodes.
+// key-value bucket of the live nodes, and one mirroring the namespaces'
+// configurations.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -21,6 +22,7 @@ struct ClusterLayout {
   std::string query_subject(std::uint32_t p) const { return prefix + ".q." + std::to_string(p); }
   std::vector<std::string> stream_subjects() const { return {prefix + ".p.*", commit_subject()}; }
   std::string nodes_bucket() const { return stream + "_nodes"; }
+  std::string namespaces_bucket() const { return stream + "_namespaces"; }
 };
 
 }  // namespace ebb::cluster

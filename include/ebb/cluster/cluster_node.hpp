@@ -18,10 +18,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -30,8 +32,10 @@
 
 #include "ebb/cluster/cluster_layout.hpp"
 #include "ebb/cluster/cluster_records.hpp"
+#include "ebb/cluster/namespace_mirror.hpp"
 #include "ebb/cluster/nats_client.hpp"
 #include "ebb/cluster/partition_replica.hpp"
+#include "ebb/cluster/replica_checkpoints.hpp"
 #include "ebb/service/cluster_link.hpp"
 #include "ebb/service/service.hpp"
 
@@ -47,7 +51,10 @@ struct ClusterOptions {
   std::size_t publishers = 4;                    // threads publishing batches
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds node_ttl{5000};  // a node silent this long is gone: its partitions move
-  service::ServiceOptions partition_options;  // the partitions' services (limits)
+  service::ServiceOptions partition_options;  // the partitions' services (limits; checkpoint_interval)
+  // Where the partitions' checkpoints go (replica_checkpoints.hpp); none:
+  // in memory only, a restarted node replays its partitions from the start.
+  std::optional<std::filesystem::path> checkpoint_dir;
 };
 
 // Keeps a node id to letters, digits, '-', '_' and '=' (what a key-value
@@ -122,6 +129,8 @@ class ClusterNode final : public service::ClusterLink {
   ClusterLayout layout_;
   std::unique_ptr<NatsClient> client_;
   KvPtr nodes_;
+  std::unique_ptr<ReplicaCheckpoints> checkpoints_;
+  std::unique_ptr<NamespaceMirror> mirror_;  // fed by the catalog follower
   service::Service* catalog_ = nullptr;
   std::atomic<bool> stop_{false};
   std::atomic<bool> cancelled_{false};

@@ -94,8 +94,12 @@ class NatsClient {
   bool connected() const noexcept;
 
   // Creates the stream unless it exists (its existing configuration wins).
-  // Returns the stream's description.
-  std::string ensure_stream(const std::string& name, const std::vector<std::string>& subjects, int replicas, const std::string& description);
+  // Returns what it is.
+  struct StreamFacts {
+    std::string description;
+    std::int64_t created_ns = 0;  // when the server made it: tells a stream from one deleted and made again
+  };
+  StreamFacts ensure_stream(const std::string& name, const std::vector<std::string>& subjects, int replicas, const std::string& description);
   // The stream's message at `sequence`, or null when the stream no longer
   // holds it (retention, deletion). Throws NatsError on other failures.
   MsgPtr message_at(const std::string& stream, std::uint64_t sequence, std::chrono::milliseconds wait);

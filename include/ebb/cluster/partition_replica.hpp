@@ -12,10 +12,15 @@
 // counted. Every record applies at the commit subject's sequence, so every
 // replica of a partition, and every replay, counts the same records in the
 // same order.
+//
+// With a data directory it checkpoints its service there with the commit
+// sequence the states include, and a restart resumes after it.
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,7 +35,11 @@ namespace ebb::cluster {
 class PartitionReplica {
  public:
   // Starts following the log and answering queries on the partition's
-  // subject. `options` are the partitions' service options (limits).
+  // subject. `options` are the partitions' service options (limits); with
+  // a data_dir, the replica resumes from its newest checkpoint there and
+  // checkpoints every checkpoint_interval and when it stops (checkpoints
+  // it cannot use or write are logged, and the partition served from
+  // memory). Throws NatsError.
   PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
                    std::shared_ptr<spdlog::logger> log);
   ~PartitionReplica();  // stops
@@ -46,7 +55,14 @@ class PartitionReplica {
   bool wait_for(std::uint64_t p, std::chrono::milliseconds wait) const;
 
  private:
+  // Makes service_ from the newest usable checkpoint in options.data_dir
+  // (else empty, in memory: checkpoints_ false); returns the log position
+  // it includes.
+  std::uint64_t open_service(const service::ServiceOptions& options);
   void follow();
+  // On the follower's thread (or once it has stopped): a checkpoint of the
+  // position reached, when the interval has passed (or `now`).
+  void checkpoint(bool now);
   // The part at stream sequence `seq` of this partition's subject (nullptr
   // when it cannot be found: retention dropped it).
   MsgPtr take_part(std::uint64_t seq, std::int64_t commit_time_ns);
@@ -57,10 +73,14 @@ class PartitionReplica {
   const ClusterLayout layout_;
   const std::uint32_t partition_;
   std::shared_ptr<spdlog::logger> log_;
-  service::Service service_;
+  std::unique_ptr<service::Service> service_;
   std::atomic<std::uint64_t> position_{0};
   std::atomic<bool> caught_up_{false};
   std::uint64_t start_target_ = 0;
+  bool checkpoints_ = false;  // set before the follower starts
+  const std::chrono::steady_clock::duration checkpoint_interval_;
+  std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
+  std::chrono::steady_clock::time_point last_checkpoint_;
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable moved_;

@@ -64,6 +64,11 @@ struct ServiceOptions {
   // this service keeps the namespace catalog, fed by apply_record(). No
   // data directory then: the cluster's log is the log.
   std::shared_ptr<ClusterLink> cluster;
+  // A service fed only by apply_record() from a log kept elsewhere (a
+  // cluster partition's replica: JetStream is its log). data_dir then holds
+  // checkpoints alone, no write-ahead log: checkpoint_at() names the log
+  // position they include, and recover() says where to resume.
+  bool external_log = false;
 };
 
 // An item's persisted series (GET /history).
@@ -129,6 +134,9 @@ struct RecoveryReport {
   std::uint64_t records_skipped = 0;  // batches that no longer applied (logged each)
   std::uint64_t log_bytes = 0;
   std::string truncation;          // a torn/corrupt log tail that was cut, if any
+  // external_log: the log position the recovered state includes (0: none,
+  // read the log from its start).
+  std::uint64_t log_position = 0;
   std::size_t migrated_legacy = 0; // namespaces read from the pre-log layout
   double seconds = 0;
 };
@@ -147,6 +155,10 @@ class Service {
   void start_checkpoints();
   // One checkpoint pass now; returns the states written. Throws on failure.
   std::size_t checkpoint();
+  // external_log: a checkpoint that includes every record up to `position`
+  // of the external log. The caller feeds apply_record() and calls this
+  // between records (nothing past `position` applied yet).
+  std::size_t checkpoint_at(std::uint64_t position);
   // Stops the checkpoint thread, syncs the log and writes a last
   // checkpoint. Throws when something could not be persisted.
   void shutdown();

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ebb/storage/directory_lock.hpp"
+
 namespace ebb::storage {
 
 struct ManifestNamespace {
@@ -31,6 +33,10 @@ struct ManifestNamespace {
   std::string config_json;    // the namespace's stored configuration
   std::uint64_t state_lsn = 0;  // the newest record its state includes
   std::string state_file;     // under checkpoints/state/
+  // The record that set its configuration (create or patch): what a cluster
+  // commit names as the revision it was checked against. Version 3 on;
+  // older manifests read it as state_lsn.
+  std::uint64_t config_lsn = 0;
 };
 
 // State that is not a namespace's (the distribution store's shards): a
@@ -106,8 +112,7 @@ class CheckpointStore {
 
  private:
   std::filesystem::path dir_, checkpoints_, states_, legacy_;
-  int lock_fd_ = -1;
-  int dir_lock_fd_ = -1;
+  DirectoryLock lock_;
 };
 
 // File-name form of a namespace name: bytes outside [A-Za-z0-9_-] as %XX;
