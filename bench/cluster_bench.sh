@@ -7,6 +7,7 @@
 # http_load per node at once, median of RUNS (default 3); then GET /top-k
 # (k=100) closed-loop latency through one node of each.
 #   bench/cluster_bench.sh [BUILD_DIR]     (needs nats-server: scripts/bootstrap)
+#   REPLICAS="3" RUNS=1 bench/cluster_bench.sh build    (only the R=3 clusters, one run each)
 set -euo pipefail
 build=${1:-build}
 load="$build/bench/http_load"
@@ -55,7 +56,14 @@ start_nats() {
     nats_urls="nats://127.0.0.1:$p"
   else
     local client=() route=() routes="" i
-    for i in 1 2 3; do client+=("$(free_port)"); route+=("$(free_port)"); done
+    # Six distinct free ports (free_port may hand out one just released again).
+    local all
+    all=$(python3 -c 'import socket
+ss=[socket.socket() for _ in range(6)]
+[s.bind(("127.0.0.1", 0)) for s in ss]
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+    read -r -a all <<<"$all"
+    client=("${all[@]:0:3}") route=("${all[@]:3:3}")
     for i in 0 1 2; do routes+="${routes:+,}nats://127.0.0.1:${route[$i]}"; done
     for i in 0 1 2; do
       nats-server -js -a 127.0.0.1 -p "${client[$i]}" -n "$name-s$i" -sd "$tmp/$name-s$i" \
@@ -70,14 +78,14 @@ start_nats() {
   local ready="Server is ready"
   [ "$replicas" = 1 ] || ready="JetStream cluster new metadata leader"
   for _ in $(seq 200); do
-    cat "$tmp/$name"*.log 2>/dev/null | grep -q "$ready" && return 0
+    cat "$tmp/$name"*.log 2>/dev/null | grep -q "$ready" && sleep 1 && return 0
     sleep 0.1
   done
   echo "NATS did not come up: $(tail -5 "$tmp/$name"*.log)" >&2
   return 1
 }
 
-for replicas in 1 3; do
+for replicas in ${REPLICAS:-1 3}; do
   for nodes in 1 2 3; do
     servers=$([ "$replicas" = 1 ] && echo "one nats-server -js" || echo "three clustered nats-servers")
     echo "== cluster of $nodes node(s), $servers, R=$replicas, 16 partitions"
