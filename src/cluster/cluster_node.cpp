@@ -342,6 +342,7 @@ void ClusterNode::finish(std::uint64_t ticket, const std::string& error) {
 }
 
 void ClusterNode::publish_loop() {
+  std::unique_ptr<AsyncPublisher> parts;
   while (true) {
     Job job;
     {
@@ -353,7 +354,8 @@ void ClusterNode::publish_loop() {
     }
     std::string error;
     try {
-      publish_job(job);
+      if (!parts) parts = std::make_unique<AsyncPublisher>(client_->connection());
+      publish_job(job, *parts);
     } catch (const std::exception& e) {
       error = e.what();
       log_->error("batch {}: {}", job.batch_id, error);
@@ -362,10 +364,11 @@ void ClusterNode::publish_loop() {
   }
 }
 
-void ClusterNode::publish_job(const Job& job) {
-  // The parts, then the commit naming their sequences: the batch counts
-  // once the commit is in the log, whole. Each message is retried with its
-  // own message id, so JetStream keeps one copy and gives its sequence back.
+void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
+  // The parts (all at once), then the commit naming their sequences: the
+  // batch counts once the commit is in the log, whole. Each message is
+  // retried with its own message id, so JetStream keeps one copy and gives
+  // its sequence back.
   auto publish = [&](const std::string& subject, const std::string& payload, const std::string& id) {
     for (int attempt = 1;; ++attempt) {
       try {
@@ -382,7 +385,15 @@ void ClusterNode::publish_job(const Job& job) {
   CommitRecord commit;
   commit.batch_id = job.batch_id;
   commit.configs = job.configs;
-  for (const auto& [p, payload] : job.parts) commit.parts.push_back({p, publish(layout_.part_subject(p), payload, job.batch_id + "." + std::to_string(p))});
+  std::vector<AsyncPublisher::Outgoing> out;
+  for (const auto& [p, payload] : job.parts) out.push_back({layout_.part_subject(p), payload, job.batch_id + "." + std::to_string(p)});
+  std::string errors;
+  const auto sequences = parts.publish_all(out, options_.publish_wait, errors);
+  if (!errors.empty()) log_->warn("batch {}: {}; retrying those", job.batch_id, errors);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::uint64_t seq = sequences[i] ? sequences[i] : publish(out[i].subject, job.parts[i].second, out[i].msg_id);
+    commit.parts.push_back({job.parts[i].first, seq});
+  }
   const std::uint64_t at = publish(layout_.commit_subject(), encode_commit(commit), job.batch_id + ".c");
   // A namespace changed between the check and the commit is not counted
   // (by any partition): then the batch's fate depends on whether the change

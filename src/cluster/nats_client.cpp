@@ -216,4 +216,80 @@ std::uint64_t NatsClient::publish(const std::string& subject, std::string_view d
   return seq;
 }
 
+AsyncPublisher::AsyncPublisher(natsConnection* nc) {
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.PublishAsync.AckHandler = &AsyncPublisher::on_ack;
+  o.PublishAsync.AckHandlerClosure = this;
+  nats_check(natsConnection_JetStream(&js_, nc, &o), "opening JetStream for publishing");
+}
+
+AsyncPublisher::~AsyncPublisher() {
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = 1000;
+  js_PublishAsyncComplete(js_, &po);  // late acknowledgements reach this object, not a freed one
+  natsMsgList pending{nullptr, 0};
+  if (js_PublishAsyncGetPendingList(&pending, js_) == NATS_OK) natsMsgList_Destroy(&pending);
+  jsCtx_Destroy(js_);
+}
+
+void AsyncPublisher::on_ack(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
+  auto* self = static_cast<AsyncPublisher*>(closure);
+  const char* id = nullptr;
+  if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) == NATS_OK && id) {
+    std::lock_guard lock(self->mu_);
+    for (std::size_t i = 0; i < self->ids_.size(); ++i) {
+      if (self->ids_[i] != id) continue;
+      if (pa) {
+        self->sequences_[i] = pa->Sequence;
+      } else if (pae) {
+        self->errors_ += (self->errors_.empty() ? "" : "; ") + self->ids_[i] + ": " +
+                         (pae->ErrText ? std::string(pae->ErrText) : std::string(natsStatus_GetText(pae->Err)));
+      }
+      break;
+    }
+  }
+  natsMsg_Destroy(msg);  // ours to destroy (an acknowledgement of an earlier call's message is dropped here too)
+}
+
+std::vector<std::uint64_t> AsyncPublisher::publish_all(const std::vector<Outgoing>& msgs, std::chrono::milliseconds wait,
+                                                       std::string& errors) {
+  {
+    std::lock_guard lock(mu_);
+    ids_.clear();
+    for (const auto& m : msgs) ids_.push_back(m.msg_id);
+    sequences_.assign(msgs.size(), 0);
+    errors_.clear();
+  }
+  for (const auto& m : msgs) {
+    natsMsg* msg = nullptr;
+    natsStatus s = natsMsg_Create(&msg, m.subject.c_str(), nullptr, m.data.data(), static_cast<int>(m.data.size()));
+    if (s == NATS_OK) {
+      jsPubOptions po;
+      jsPubOptions_Init(&po);
+      po.MsgId = m.msg_id.c_str();
+      po.MaxWait = wait.count();
+      s = js_PublishMsgAsync(js_, &msg, &po);  // takes the message on success
+    }
+    natsMsg_Destroy(msg);
+    if (s != NATS_OK) {
+      std::lock_guard lock(mu_);
+      errors_ += (errors_.empty() ? "" : "; ") + m.msg_id + ": " + natsStatus_GetText(s);
+    }
+  }
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = wait.count();
+  js_PublishAsyncComplete(js_, &po);
+  // What is still unacknowledged is given back and dropped: the caller
+  // retries it under the same id, and a late acknowledgement finds no id.
+  natsMsgList pending{nullptr, 0};
+  if (js_PublishAsyncGetPendingList(&pending, js_) == NATS_OK) natsMsgList_Destroy(&pending);
+  std::lock_guard lock(mu_);
+  errors = errors_;
+  ids_.clear();
+  return sequences_;
+}
+
 }  // namespace ebb::cluster

@@ -162,7 +162,16 @@ std::vector<std::filesystem::path> CheckpointStore::manifests() const {
   return out;
 }
 
-Manifest CheckpointStore::read_manifest(const std::filesystem::path& path) const { return Manifest::parse(read_whole_file(path)); }
+Manifest CheckpointStore::read_manifest(const std::filesystem::path& path) const {
+  Manifest m = Manifest::parse(read_whole_file(path));
+  // Manifests are chosen, newest first, by the start their name says: one
+  // holding another start (a file copied or renamed by hand) would be
+  // chosen again at every start however old it is.
+  if (path.filename() != manifest_name(m.start_lsn)) {
+    throw FormatError("its name says start " + path.filename().string().substr(0, 20) + " but it holds start " + std::to_string(m.start_lsn));
+  }
+  return m;
+}
 
 std::string CheckpointStore::read_state(const std::string& state_file) const { return read_whole_file(states_ / state_file); }
 

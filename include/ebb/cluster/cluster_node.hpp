@@ -112,7 +112,7 @@ class ClusterNode final : public service::ClusterLink {
   void follow_catalog();
   bool wait_catalog(std::uint64_t position, std::chrono::milliseconds wait);
   void publish_loop();
-  void publish_job(const Job& job);
+  void publish_job(const Job& job, AsyncPublisher& parts);
   void finish(std::uint64_t ticket, const std::string& error);
   void heartbeat_loop();
   void rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes);

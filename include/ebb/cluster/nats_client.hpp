@@ -80,6 +80,37 @@ struct MsgMeta {
 };
 MsgMeta msg_meta(natsMsg* m);
 
+// Publishes many JetStream messages at once on a JetStream context of its
+// own (one per thread that uses it) and waits for their acknowledgements:
+// one round trip's wait for a batch's parts instead of one each.
+class AsyncPublisher {
+ public:
+  struct Outgoing {
+    std::string subject;
+    std::string_view data;
+    std::string msg_id;  // JetStream deduplication: a retry under it is stored once
+  };
+  // Throws NatsError.
+  explicit AsyncPublisher(natsConnection* nc);
+  ~AsyncPublisher();
+  AsyncPublisher(const AsyncPublisher&) = delete;
+  AsyncPublisher& operator=(const AsyncPublisher&) = delete;
+
+  // Sends every message, then waits at most `wait` for the acknowledgements:
+  // each message's stream sequence (the original's for a duplicate id), or
+  // 0 for one not acknowledged in time or refused (the caller retries it
+  // under the same id). `errors` gets why, for those.
+  std::vector<std::uint64_t> publish_all(const std::vector<Outgoing>& msgs, std::chrono::milliseconds wait, std::string& errors);
+
+ private:
+  static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
+  jsCtx* js_ = nullptr;
+  std::mutex mu_;
+  std::vector<std::string> ids_;          // this call's message ids, in order (under mu_)
+  std::vector<std::uint64_t> sequences_;  // their acknowledgements (under mu_)
+  std::string errors_;                    // under mu_
+};
+
 // One connection to the cluster's NATS servers and its JetStream context.
 class NatsClient {
  public:
