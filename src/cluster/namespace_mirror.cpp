@@ -3,8 +3,8 @@
 #include "ebb/cluster/namespace_mirror.hpp"
 
 #include <charconv>
-#include <cstdio>
 
+#include "ebb/core/percent_encoding.hpp"
 #include "ebb/service/log_records.hpp"
 #include "ebb/service/namespace_spec.hpp"
 
@@ -17,19 +17,7 @@ constexpr const char* kStreamKey = "=stream";  // '=' in a name is "=3D": no nam
 
 }  // namespace
 
-std::string namespace_key(std::string_view name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "=%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
+std::string namespace_key(std::string_view name) { return percent_encode(name, "-_", '='); }
 
 std::optional<std::uint64_t> mirrored_revision(std::string_view value) {
   if (!value.starts_with(kRevisionPrefix)) return std::nullopt;

@@ -2,7 +2,7 @@
 
 namespace ebb {
 
-std::string percent_encode(std::string_view text, std::string_view also_safe) {
+std::string percent_encode(std::string_view text, std::string_view also_safe, char escape) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
@@ -11,7 +11,7 @@ std::string percent_encode(std::string_view text, std::string_view also_safe) {
     if (alnum || also_safe.find(static_cast<char>(c)) != std::string_view::npos) {
       out += static_cast<char>(c);
     } else {
-      out += '%';
+      out += escape;
       out += kHex[c >> 4];
       out += kHex[c & 15];
     }
