@@ -563,6 +563,13 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
   return ok;
 }
 
+std::vector<QueryReply> ClusterNode::ask_all(const QueryRequest& q, std::vector<std::uint32_t>& missing) {
+  const std::string payload = encode_query(q);
+  std::vector<std::pair<std::uint32_t, std::string>> requests;
+  for (std::uint32_t p = 0; p < layout_.partitions; ++p) requests.emplace_back(p, payload);
+  return ask(requests, q.kind, missing);
+}
+
 engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) {
   QueryRequest q;
   q.kind = QueryRequest::Kind::top;
@@ -571,11 +578,8 @@ engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<e
   if (k) q.k = *k;
   q.min_position = log_position();
   q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
-  const std::string payload = encode_query(q);
-  std::vector<std::pair<std::uint32_t, std::string>> requests;
-  for (std::uint32_t p = 0; p < layout_.partitions; ++p) requests.emplace_back(p, payload);
   std::vector<std::uint32_t> missing;
-  auto replies = ask(requests, q.kind, missing);
+  auto replies = ask_all(q, missing);
   engine::TopKAnswer out;
   if (!replies.empty()) {
     std::vector<engine::TopKAnswer> parts;
@@ -633,6 +637,88 @@ service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<cons
   }
   for (auto& a : out.answers) a.coverage.partitions = layout_.partitions;
   out.view_answer.coverage.partitions = layout_.partitions;
+  return out;
+}
+
+engine::TrendingAnswer ClusterNode::trending(const std::string& ns, std::optional<double> short_half_life,
+                                             std::optional<double> long_half_life, std::size_t k, double min_count) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::trending;
+  q.ns = ns;
+  q.k = k;
+  q.short_half_life = short_half_life.value_or(0);
+  q.long_half_life = long_half_life.value_or(0);
+  q.min_count = min_count;
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  {
+    std::lock_guard lock(since_mu_);
+    if (auto it = since_.find(ns); it != since_.end()) q.since = it->second;
+  }
+  // A score rests on the stream's age, from its first event, which only one
+  // partition saw: each partition scores from the `since` it is given, and
+  // says where its own events start. Asked again (once; twice at the first
+  // question of a namespace) when the earliest of those is not what was
+  // given, so scores are those of a single node fed the same events.
+  std::vector<std::uint32_t> missing;
+  std::vector<QueryReply> replies;
+  for (int round = 0; round < 3; ++round) {
+    replies = ask_all(q, missing);
+    double first = 0;
+    for (const auto& r : replies) {
+      const double f = r.trending.first_event;
+      if (f > 0 && (first == 0 || f < first)) first = f;
+    }
+    if (first == q.since || first == 0) break;
+    q.since = first;
+  }
+  if (missing.empty() && q.since > 0) {
+    std::lock_guard lock(since_mu_);
+    if (since_.size() >= 4096) since_.clear();  // (namespaces come and go; a miss costs one more round)
+    since_[ns] = q.since;
+  }
+  engine::TrendingAnswer out;
+  if (!replies.empty()) {
+    std::vector<engine::TrendingAnswer> parts;
+    for (auto& r : replies) parts.push_back(std::move(r.trending));
+    out = engine::merge_trending(std::move(parts), k);
+  }
+  out.coverage.partitions = layout_.partitions;
+  out.coverage.missing = std::move(missing);
+  return out;
+}
+
+service::HotKeysAnswer ClusterNode::hot_keys(const std::string& ns) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::hot_keys;
+  q.ns = ns;
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  std::vector<std::uint32_t> missing;
+  auto replies = ask_all(q, missing);
+  service::HotKeysAnswer out;
+  bool first = true;
+  for (auto& r : replies) {
+    auto& h = r.hot;
+    if (first) {
+      out.ns = h.ns;
+      out.threshold = h.threshold;
+      out.half_life = h.half_life;
+      out.cool_fraction = h.cool_fraction;
+      out.evaluated_at = h.evaluated_at;
+    }
+    // As of the oldest evaluation among them (each partition evaluates its
+    // own keys on its own clock).
+    if (h.evaluated_at > 0) out.evaluated_at = out.evaluated_at > 0 ? std::min(out.evaluated_at, h.evaluated_at) : h.evaluated_at;
+    out.complete = out.complete && h.complete;
+    for (auto& key : h.items) out.items.push_back(std::move(key));
+    first = false;
+  }
+  std::sort(out.items.begin(), out.items.end(),
+            [](const engine::HotKey& a, const engine::HotKey& b) { return a.rate != b.rate ? a.rate > b.rate : a.key < b.key; });
+  out.coverage.partitions = layout_.partitions;
+  out.coverage.missing = std::move(missing);
+  if (out.coverage.partial()) out.complete = false;
   return out;
 }
 

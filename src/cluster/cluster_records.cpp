@@ -117,6 +117,70 @@ engine::PointAnswer get_point(BinaryReader& r) {
   return a;
 }
 
+void put_trending(BinaryWriter& w, const engine::TrendingAnswer& a) {
+  put_view(w, a.short_view);
+  put_view(w, a.long_view);
+  for (double d : {a.as_of, a.min_count, a.since, a.first_event}) w.put<double>(d);
+  w.put<std::uint64_t>(a.candidates);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(a.items.size()));
+  for (const auto& i : a.items) {
+    w.put_string(i.key);
+    for (double d : {i.score, i.short_rate, i.long_rate}) w.put<double>(d);
+    put_item(w, i.short_count);
+    put_item(w, i.long_count);
+  }
+}
+
+engine::TrendingAnswer get_trending(BinaryReader& r) {
+  engine::TrendingAnswer a;
+  a.short_view = get_view(r);
+  a.long_view = get_view(r);
+  for (double* d : {&a.as_of, &a.min_count, &a.since, &a.first_event}) *d = r.get<double>();
+  a.candidates = r.get<std::uint64_t>();
+  const auto n = r.get<std::uint32_t>();
+  if (n > kMaxItems) r.fail("too many items");
+  a.items.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    engine::TrendingItem t;
+    t.key = r.get_string(kMaxString);
+    for (double* d : {&t.score, &t.short_rate, &t.long_rate}) *d = r.get<double>();
+    t.short_count = get_item(r);
+    t.long_count = get_item(r);
+    a.items.push_back(std::move(t));
+  }
+  return a;
+}
+
+void put_hot_keys(BinaryWriter& w, const service::HotKeysAnswer& a) {
+  w.put_string(a.ns);
+  for (double d : {a.threshold, a.half_life, a.cool_fraction, a.evaluated_at}) w.put<double>(d);
+  w.put<std::uint8_t>(a.complete);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(a.items.size()));
+  for (const auto& k : a.items) {
+    w.put_string(k.key);
+    w.put<double>(k.rate);
+    w.put<double>(k.since);
+  }
+}
+
+service::HotKeysAnswer get_hot_keys(BinaryReader& r) {
+  service::HotKeysAnswer a;
+  a.ns = r.get_string(kMaxString);
+  for (double* d : {&a.threshold, &a.half_life, &a.cool_fraction, &a.evaluated_at}) *d = r.get<double>();
+  a.complete = r.get<std::uint8_t>() != 0;
+  const auto n = r.get<std::uint32_t>();
+  if (n > kMaxItems) r.fail("too many keys");
+  a.items.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    engine::HotKey k;
+    k.key = r.get_string(kMaxString);
+    k.rate = r.get<double>();
+    k.since = r.get<double>();
+    a.items.push_back(std::move(k));
+  }
+  return a;
+}
+
 }  // namespace
 
 std::string encode_commit(const CommitRecord& c) {
@@ -173,6 +237,9 @@ std::string encode_query(const QueryRequest& q) {
   for (const auto& i : q.items) w.put_string(i);
   w.put<std::uint64_t>(q.min_position);
   w.put<std::uint32_t>(q.wait_ms);
+  if (q.kind == QueryRequest::Kind::trending) {
+    for (double d : {q.short_half_life, q.long_half_life, q.min_count, q.since}) w.put<double>(d);
+  }
   return std::move(w.buffer());
 }
 
@@ -180,7 +247,7 @@ QueryRequest decode_query(std::string_view payload) {
   BinaryReader r(payload, "query");
   QueryRequest q;
   const auto kind = r.get<std::uint8_t>();
-  if (kind != 1 && kind != 2) r.fail("unknown query kind " + std::to_string(kind));
+  if (kind < 1 || kind > 4) r.fail("unknown query kind " + std::to_string(kind));
   q.kind = static_cast<QueryRequest::Kind>(kind);
   q.ns = r.get_string(kMaxString);
   if (r.get<std::uint8_t>()) q.view = get_view(r);
@@ -191,6 +258,9 @@ QueryRequest decode_query(std::string_view payload) {
   for (std::uint32_t i = 0; i < n; ++i) q.items.push_back(r.get_string(kMaxString));
   q.min_position = r.get<std::uint64_t>();
   q.wait_ms = r.get<std::uint32_t>();
+  if (q.kind == QueryRequest::Kind::trending) {
+    for (double* d : {&q.short_half_life, &q.long_half_life, &q.min_count, &q.since}) *d = r.get<double>();
+  }
   r.expect_end();
   return q;
 }
@@ -205,11 +275,22 @@ std::string encode_reply(const QueryReply& reply, QueryRequest::Kind kind) {
     w.put_string(reply.error->what());
     return std::move(w.buffer());
   }
-  if (kind == QueryRequest::Kind::counts) {
-    w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.points.size()));
-    for (const auto& p : reply.points) put_point(w, p);
+  switch (kind) {
+    case QueryRequest::Kind::trending:
+      put_trending(w, reply.trending);
+      break;
+    case QueryRequest::Kind::hot_keys:
+      put_hot_keys(w, reply.hot);
+      break;
+    case QueryRequest::Kind::counts:
+      w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.points.size()));
+      for (const auto& p : reply.points) put_point(w, p);
+      put_top(w, reply.top);
+      break;
+    case QueryRequest::Kind::top:
+      put_top(w, reply.top);
+      break;
   }
-  put_top(w, reply.top);
   return std::move(w.buffer());
 }
 
@@ -226,13 +307,25 @@ QueryReply decode_reply(std::string_view payload, QueryRequest::Kind kind) {
     r.expect_end();
     return reply;
   }
-  if (kind == QueryRequest::Kind::counts) {
-    const auto n = r.get<std::uint32_t>();
-    if (n > kMaxItems) r.fail("too many items");
-    reply.points.reserve(n);
-    for (std::uint32_t i = 0; i < n; ++i) reply.points.push_back(get_point(r));
+  switch (kind) {
+    case QueryRequest::Kind::trending:
+      reply.trending = get_trending(r);
+      break;
+    case QueryRequest::Kind::hot_keys:
+      reply.hot = get_hot_keys(r);
+      break;
+    case QueryRequest::Kind::counts: {
+      const auto n = r.get<std::uint32_t>();
+      if (n > kMaxItems) r.fail("too many items");
+      reply.points.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) reply.points.push_back(get_point(r));
+      reply.top = get_top(r);
+      break;
+    }
+    case QueryRequest::Kind::top:
+      reply.top = get_top(r);
+      break;
   }
-  reply.top = get_top(r);
   r.expect_end();
   return reply;
 }

@@ -24,6 +24,7 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node, boo
   service::ServiceOptions o;
   o.limits = node.limits;
   o.answer_cache_ttl = node.answer_cache_ttl;
+  o.hot_key_interval = node.hot_key_interval;
   o.distributions = node.distributions;
   o.history_interval = 0;
   if (with_checkpoints) o.data_dir = node.data_dir;
@@ -40,7 +41,8 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
       partition_(partition),
       log_(std::move(log)),
       checkpoint_interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(std::max(options.checkpoint_interval, 0.05)))) {
+          std::chrono::duration<double>(std::max(options.checkpoint_interval, 0.05)))),
+      hot_key_interval_(options.hot_key_interval) {
   start_target_ = client_.last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
   // The newest checkpoint (none: empty), then the log after it. A partition
   // whose checkpoints cannot be used is still served, from memory: the
@@ -184,6 +186,22 @@ void PartitionReplica::follow() {
       moved_.notify_all();
     }
     checkpoint(false);
+    evaluate_hot_keys();
+  }
+}
+
+void PartitionReplica::evaluate_hot_keys() {
+  // A single node's evaluator thread, on the applying thread: hot keys turn
+  // hot (and are logged) as the records come, not only when asked.
+  const auto interval = std::chrono::duration<double>(hot_key_interval_);
+  if (hot_key_interval_ <= 0) return;
+  const auto t = std::chrono::steady_clock::now();
+  if (t - last_hot_keys_ < interval) return;
+  last_hot_keys_ = t;
+  try {
+    service_->evaluate_hot_keys();
+  } catch (const std::exception& e) {
+    log_->error("partition {}: hot-key evaluation failed: {}", partition_, e.what());
   }
 }
 
@@ -276,8 +294,16 @@ void PartitionReplica::answer(natsMsg* request) {
         r.top = a;
         return encode_reply(r, QueryRequest::Kind::top);
       });
-    } else {
+    } else if (q.kind == QueryRequest::Kind::counts) {
       reply.points = service_->counts(q.ns, q.items, q.view, reply.top);
+      out = encode_reply(reply, q.kind);
+    } else if (q.kind == QueryRequest::Kind::trending) {
+      auto positive = [](double d) { return d > 0 ? std::optional<double>(d) : std::nullopt; };
+      const auto k = q.k ? std::optional<std::size_t>(static_cast<std::size_t>(*q.k)) : std::nullopt;
+      reply.trending = service_->trending(q.ns, positive(q.short_half_life), positive(q.long_half_life), k, q.min_count, positive(q.since));
+      out = encode_reply(reply, q.kind);
+    } else {
+      reply.hot = service_->hot_keys(q.ns);
       out = encode_reply(reply, q.kind);
     }
   } catch (const service::ServiceError& e) {

@@ -392,7 +392,7 @@ std::vector<PointAnswer> Namespace::counts(std::span<const std::string> items, c
 }
 
 TrendingAnswer Namespace::trending(std::optional<double> short_half_life, std::optional<double> long_half_life, std::optional<std::size_t> k,
-                                  double min_count) const {
+                                  double min_count, std::optional<double> since) const {
   const std::size_t want = checked_k(k);
   if (!(std::isfinite(min_count) && min_count >= 0)) throw InvalidArgument("min_count: must be a finite number >= 0");
   if (config_.half_lives.size() < 2) {
@@ -411,7 +411,7 @@ TrendingAnswer Namespace::trending(std::optional<double> short_half_life, std::o
     throw InvalidArgument(std::string(field) + ": namespace '" + config_.name + "' keeps no half-life " + format_duration(h) +
                           " (it keeps: " + kept + ")");
   };
-  return find_trending(decayed(s, "short"), decayed(l, "long"), config_.candidates, want, min_count, now());
+  return find_trending(decayed(s, "short"), decayed(l, "long"), config_.candidates, want, min_count, now(), since);
 }
 
 double Namespace::checked_as_of(double as_of) const {

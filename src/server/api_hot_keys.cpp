@@ -5,6 +5,7 @@
 #include "ebb/core/duration.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/server/api.hpp"
+#include "ebb/service/answer_json.hpp"
 #include "query_params.hpp"
 
 namespace ebb::server {
@@ -73,7 +74,9 @@ void add_hot_key_routes(Router& router, ApiContext& ctx) {
     w.key("complete").value(answer.complete);
     w.key("items").begin_array();
     for (const auto& k : answer.items) write_hot_key(w, k);
-    w.end_array().end_object();
+    w.end_array();
+    service::write_coverage(w, answer.coverage);
+    w.end_object();
     return json_response(200, w.take());
   });
 

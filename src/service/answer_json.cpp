@@ -21,15 +21,6 @@ void write_view(io::JsonWriter& w, const Answer& a) {
   if (a.view.kind == Kind::window || !a.source.empty()) w.key("granularity").value(a.granularity);
 }
 
-// Cluster answers: which partitions the answer spans and which it lacks.
-void write_coverage(io::JsonWriter& w, const engine::Coverage& c) {
-  if (c.partitions == 0) return;
-  w.key("cluster").begin_object().key("partitions").value(std::uint64_t{c.partitions}).key("partial").value(c.partial());
-  w.key("missing_partitions").begin_array();
-  for (auto p : c.missing) w.value(std::uint64_t{p});
-  w.end_array().end_object();
-}
-
 void write_item_fields(io::JsonWriter& w, const CountedItem& item, std::optional<bool> listed = std::nullopt) {
   w.key("item_id").value(item.key);
   // Not in a persisted list: its count is not known, only bounded.
@@ -131,6 +122,14 @@ void write_point(io::JsonWriter& w, const std::string& ns, const engine::PointAn
   w.end_object();
 }
 
+void write_coverage(io::JsonWriter& w, const engine::Coverage& c) {
+  if (c.partitions == 0) return;
+  w.key("cluster").begin_object().key("partitions").value(std::uint64_t{c.partitions}).key("partial").value(c.partial());
+  w.key("missing_partitions").begin_array();
+  for (auto p : c.missing) w.value(std::uint64_t{p});
+  w.end_array().end_object();
+}
+
 void write_trending(io::JsonWriter& w, const std::string& ns, const engine::TrendingAnswer& a) {
   w.begin_object().key("namespace").value(ns);
   w.key("short").value(a.short_view.name()).key("long").value(a.long_view.name());
@@ -147,7 +146,9 @@ void write_trending(io::JsonWriter& w, const std::string& ns, const engine::Tren
     }
     w.end_object();
   }
-  w.end_array().end_object();
+  w.end_array();
+  write_coverage(w, a.coverage);
+  w.end_object();
 }
 
 }  // namespace ebb::service

@@ -535,12 +535,12 @@ engine::PointAnswer Service::count(const std::string& name, std::string_view ite
 }
 
 engine::TrendingAnswer Service::trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
-                                         std::optional<std::size_t> k, double min_count) const {
+                                         std::optional<std::size_t> k, double min_count, std::optional<double> since) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s_->options.cluster) cluster_mode::not_served("GET /trending");
+  if (s_->options.cluster) return cluster_mode::trending(*s_, name, short_half_life, long_half_life, k, min_count);
   auto e = s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
-  return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count); });
+  return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count, since); });
 }
 
 std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::span<const std::string> items,

@@ -110,4 +110,41 @@ std::vector<engine::PointAnswer> counts(const Service::State& s, const std::stri
   return std::move(answers.answers);
 }
 
+engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
+                                std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count) {
+  auto e = require(s, name, "namespace");
+  engine::TrendingAnswer frame;
+  std::size_t want = 0;
+  {
+    // The catalog's copy checks the half-lives, k and min_count as a single
+    // node would, and says which half-lives the defaults are.
+    std::shared_lock lock(e->mu);
+    frame = on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count); });
+    want = k ? *k : e->spec.config.k;
+  }
+  auto merged = s.options.cluster->trending(name, frame.short_view.half_life, frame.long_view.half_life, want, min_count);
+  if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;
+  frame.coverage = std::move(merged.coverage);
+  return frame;
+}
+
+HotKeysAnswer hot_keys(const Service::State& s, const std::string& name) {
+  auto e = require(s, name, "namespace");
+  HotKeysAnswer frame;
+  {
+    std::shared_lock lock(e->mu);
+    const auto* d = e->ns.hot_keys();
+    if (!d) {
+      throw invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
+                                        " {\"hot_key_threshold\": <events/s>}");
+    }
+    frame = {name, d->options().threshold, d->options().half_life, d->options().cool_fraction, 0, true, {}, {}};
+  }
+  auto merged = s.options.cluster->hot_keys(name);
+  if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;
+  frame.coverage = std::move(merged.coverage);
+  frame.complete = false;  // no partition answered: nothing is known
+  return frame;
+}
+
 }  // namespace ebb::service::cluster_mode

@@ -13,6 +13,9 @@ engine::TopKAnswer top(const Service::State& s, const std::string& name, const s
                        std::optional<std::size_t> k);
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
                                         const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer);
+engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
+                                std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count);
+HotKeysAnswer hot_keys(const Service::State& s, const std::string& name);
 // What a cluster does not serve yet: 501 naming it.
 [[noreturn]] void not_served(const char* what);
 

@@ -60,7 +60,7 @@ const engine::HotKeyDetector& detector_of(const NamespaceEntry& e) {
 }
 
 HotKeysAnswer answer_of(const NamespaceEntry& e, const engine::HotKeyDetector& d) {
-  return {e.name, d.options().threshold, d.options().half_life, d.options().cool_fraction, d.evaluated_at(), d.complete(), d.hot()};
+  return {e.name, d.options().threshold, d.options().half_life, d.options().cool_fraction, d.evaluated_at(), d.complete(), d.hot(), {}};
 }
 
 }  // namespace
@@ -95,9 +95,9 @@ void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<en
 
 
 HotKeysAnswer Service::hot_keys(const std::string& name) const {
-  if (s_->options.cluster) cluster_mode::not_served("GET /hot-keys");
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s.options.cluster) return cluster_mode::hot_keys(s, name);
   auto e = s.require(name, "namespace");
   {
     std::shared_lock lock(e->mu);

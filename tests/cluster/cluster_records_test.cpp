@@ -86,6 +86,63 @@ TEST(ClusterRecords, QueriesAndRepliesRoundTrip) {
   EXPECT_STREQ(eb.error->what(), "namespace: no namespace 'x'");
 }
 
+TEST(ClusterRecords, TrendingAndHotKeyQuestionsAndRepliesRoundTrip) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::trending;
+  q.ns = "tags";
+  q.k = 7;
+  q.short_half_life = 300;
+  q.long_half_life = 3600;
+  q.min_count = 5;
+  q.since = 1700000000.25;
+  const QueryRequest back = decode_query(encode_query(q));
+  EXPECT_EQ(back.kind, q.kind);
+  EXPECT_EQ(back.k, q.k);
+  EXPECT_EQ(back.short_half_life, 300);
+  EXPECT_EQ(back.long_half_life, 3600);
+  EXPECT_EQ(back.min_count, 5);
+  EXPECT_EQ(back.since, 1700000000.25);
+  // The trending fields follow only a trending question.
+  std::string top = encode_query(q);
+  q.kind = QueryRequest::Kind::hot_keys;
+  EXPECT_EQ(encode_query(q).size() + 32, top.size());
+  EXPECT_THROW(decode_query(top.substr(0, top.size() - 1)), FormatError);
+
+  QueryReply r;
+  r.partition = 2;
+  r.trending.short_view = engine::ViewSpec::decayed(300);
+  r.trending.long_view = engine::ViewSpec::decayed(3600);
+  r.trending.as_of = 1700003600;
+  r.trending.min_count = 5;
+  r.trending.since = 1700000000;
+  r.trending.first_event = 1700003540;
+  r.trending.candidates = 12;
+  r.trending.items = {{"new", 4.5, 0.2, 0.01, {"new", 55, 54, 56}, {"new", 59, 58, 60}}};
+  const QueryReply rb = decode_reply(encode_reply(r, QueryRequest::Kind::trending), QueryRequest::Kind::trending);
+  EXPECT_EQ(rb.trending.short_view, r.trending.short_view);
+  EXPECT_EQ(rb.trending.long_view, r.trending.long_view);
+  EXPECT_EQ(rb.trending.since, 1700000000);
+  EXPECT_EQ(rb.trending.first_event, 1700003540);
+  EXPECT_EQ(rb.trending.candidates, 12u);
+  ASSERT_EQ(rb.trending.items.size(), 1u);
+  EXPECT_EQ(rb.trending.items[0].key, "new");
+  EXPECT_EQ(rb.trending.items[0].score, 4.5);
+  EXPECT_EQ(rb.trending.items[0].long_count, r.trending.items[0].long_count);
+
+  QueryReply h;
+  h.partition = 5;
+  h.hot = {"tags", 20, 10, 0.8, 1700003600.5, false, {{"hot-1", 90.5, 1700003599}}, {}};
+  const QueryReply hb = decode_reply(encode_reply(h, QueryRequest::Kind::hot_keys), QueryRequest::Kind::hot_keys);
+  EXPECT_EQ(hb.hot.ns, "tags");
+  EXPECT_EQ(hb.hot.threshold, 20);
+  EXPECT_EQ(hb.hot.evaluated_at, 1700003600.5);
+  EXPECT_FALSE(hb.hot.complete);
+  ASSERT_EQ(hb.hot.items.size(), 1u);
+  EXPECT_EQ(hb.hot.items[0].key, "hot-1");
+  EXPECT_EQ(hb.hot.items[0].rate, 90.5);
+  EXPECT_EQ(hb.hot.items[0].since, 1700003599);
+}
+
 TEST(ClusterRecords, PartitionsSpreadItemsEvenly) {
   // 16 partitions, 160k keys: each within 3% of its share.
   std::vector<int> n(16);

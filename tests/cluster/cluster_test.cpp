@@ -8,9 +8,12 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "ebb/cluster/nats_client.hpp"
+#include "ebb/core/hash.hpp"
+#include "ebb/service/cluster_link.hpp"
 #include "ebb/service/log_records.hpp"
 #include "ebb/service/namespace_spec.hpp"
 #include "support/ebb_server.hpp"
@@ -191,7 +194,7 @@ TEST_F(Cluster, ThreeNodesAnswerAsOneNodeFedTheSameEvents) {
   for (auto i : items) got.push_back(double(i["estimated_count"]));
   EXPECT_EQ(got, (std::vector<double>{expected["item-3"], expected["item-0"], 0}));
   // What a cluster does not serve yet says so.
-  EXPECT_EQ(call(*nodes_["a"], "GET", "/trending?namespace=tags").status, 501);
+  EXPECT_EQ(call(*nodes_["a"], "GET", "/top-k?namespace=tags&timestamp=1").status, 501);
   EXPECT_EQ(call(*nodes_["a"], "POST", "/namespaces", R"({"name":"ev","clock":"event"})").status, 501);
   EXPECT_EQ(single.stop(), 0);
   std::filesystem::remove_all(dir);
@@ -366,6 +369,133 @@ TEST_F(Cluster, WithNatsDownWritesAreRefusedNeverAcknowledged) {
   const auto r = call(*nodes_["a"], "POST", "/events", R"({"namespace":"tags","events":[{"item_id":"x"}]})");
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_EQ(call(*nodes_["a"], "GET", "/top-k?namespace=tags").status, 503);
+}
+
+}  // namespace
+}  // namespace ebb
+
+namespace ebb {
+namespace {
+
+struct Trend {
+  std::string id;
+  double score = 0;
+};
+
+std::vector<Trend> parse_trending(const std::string& body, bool& partial) {
+  simdjson::dom::parser p;
+  simdjson::dom::element e;
+  std::vector<Trend> out;
+  partial = true;
+  if (p.parse(body).get(e)) {
+    ADD_FAILURE() << "not JSON: " << body;
+    return out;
+  }
+  for (auto item : e["items"].get_array()) out.push_back({std::string(std::string_view(item["item_id"])), double(item["score"])});
+  simdjson::dom::element cluster;
+  partial = e["cluster"].get(cluster) || bool(cluster["partial"]);
+  return out;
+}
+
+std::string item_in_another_partition(const std::string& stem, std::initializer_list<std::string> others) {
+  for (int i = 0;; ++i) {
+    std::string id = stem + std::to_string(i);
+    bool apart = true;
+    for (const auto& o : others) apart = apart && service::partition_of(hash_key(id), 8) != service::partition_of(hash_key(o), 8);
+    if (apart) return id;
+  }
+}
+
+// GET /trending and GET /hot-keys over the partitions answer as a single
+// node fed the same events. The stream's first event ("steady", an hour
+// ago) is in another partition than the surging items: a partition that
+// measured the stream's age from its own first event would score them
+// against a minute of history, not an hour.
+TEST_F(Cluster, TrendingAndHotKeysAnswerAsOneNode) {
+  start({"a", "b"});
+  auto dir = testing::make_temp_dir("ebb-single");
+  EbbServer single(dir, {"--fsync", "off"});
+  const char* spec = R"({"name":"tags","half_lives":["5m","1h"],"k":10,"hot_key_threshold":20})";
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", spec).status, 201);
+  ASSERT_EQ(call(single, "POST", "/namespaces", spec).status, 201);
+  const std::string fresh = item_in_another_partition("new-", {"steady"});
+  const std::string hot_a = item_in_another_partition("hot-", {"steady", fresh});
+  const std::string hot_b = item_in_another_partition("hot-", {"steady", fresh, hot_a});
+  const auto t0 = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) - 3600;
+  std::string history = R"({"namespace":"tags","events":[)";
+  for (int i = 0; i < 3600; ++i) history += std::string(i ? "," : "") + R"({"item_id":"steady","timestamp":)" + std::to_string(t0 + i) + "}";
+  for (int i = 0; i < 60; ++i) history += R"(,{"item_id":")" + fresh + R"(","timestamp":)" + std::to_string(t0 + 3540 + i) + "}";
+  history += "]}";
+  // Now: two keys at 1000 and 700 events (about 69 and 49 events/s for the detector's 10 s half-life).
+  std::string now = R"({"namespace":"tags","events":[)";
+  for (int i = 0; i < 1000; ++i) now += std::string(i ? "," : "") + R"({"item_id":")" + (i < 700 ? hot_b : hot_a) + R"("},{"item_id":")" + hot_a + R"("})";
+  now += "]}";
+  for (const auto& body : {history, now}) {
+    ASSERT_EQ(call(*nodes_["b"], "POST", "/events", body).status, 204);
+    ASSERT_EQ(call(single, "POST", "/events", body).status, 204);
+  }
+
+  for (const char* id : {"a", "b"}) {
+    // Settled (every partition answers), then the single node and the
+    // node again at once: the same items in the same order, the same
+    // scores but for the few milliseconds between the questions.
+    bool partial = true;
+    for (int i = 0; i < 300 && partial; ++i) {
+      const auto r = call(*nodes_[id], "GET", "/trending?namespace=tags");
+      ASSERT_EQ(r.status, 200) << r.body;
+      parse_trending(r.body, partial);
+      if (partial) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_FALSE(partial) << id;
+    bool single_partial = false;
+    const auto want = parse_trending(call(single, "GET", "/trending?namespace=tags").body, single_partial);
+    const auto r = call(*nodes_[id], "GET", "/trending?namespace=tags");
+    const auto got = parse_trending(r.body, partial);
+    EXPECT_FALSE(partial);
+    ASSERT_EQ(want.size(), 3u);
+    ASSERT_EQ(got.size(), want.size()) << r.body;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].id, want[i].id) << id << " rank " << i + 1;
+      EXPECT_NEAR(got[i].score, want[i].score, 1e-3 * want[i].score) << id << " " << want[i].id << ": " << r.body;
+    }
+    EXPECT_EQ(want.back().id, fresh);
+
+    // Hot keys: the union of the partitions' lists.
+    std::set<std::string> hot;
+    std::string body;
+    for (int i = 0; i < 100; ++i) {
+      const auto h = call(*nodes_[id], "GET", "/hot-keys?namespace=tags");
+      ASSERT_EQ(h.status, 200) << h.body;
+      body = h.body;
+      simdjson::dom::parser p;
+      simdjson::dom::element e = p.parse(body);
+      hot.clear();
+      for (auto k : e["items"].get_array()) {
+        hot.insert(std::string(std::string_view(k["item_id"])));
+        EXPECT_GE(double(k["rate"]), 20) << body;
+      }
+      if (!bool(e["cluster"]["partial"]) && bool(e["complete"])) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(hot, (std::set<std::string>{hot_a, hot_b})) << body;
+    // (An answer is as of the last evaluation, at most --hot-key-interval old.)
+    HttpResult s;
+    for (int i = 0; i < 100; ++i) {
+      s = call(single, "GET", "/hot-keys?namespace=tags");
+      if (s.body.find(hot_a) != std::string::npos && s.body.find(hot_b) != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_NE(s.body.find(hot_a), std::string::npos) << s.body;
+    EXPECT_NE(s.body.find(hot_b), std::string::npos) << s.body;
+  }
+  // Errors are a single node's.
+  const auto bad = call(*nodes_["a"], "GET", "/trending?namespace=tags&long=1d");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("long: namespace 'tags' keeps no half-life 1d"), std::string::npos) << bad.body;
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", R"({"name":"plain"})").status, 201);
+  EXPECT_NE(call(*nodes_["b"], "GET", "/hot-keys?namespace=plain").body.find("hot_keys_off"), std::string::npos);
+  EXPECT_EQ(single.stop(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
 #include "ebb/engine/namespace.hpp"
 #include "support/exact_model.hpp"
 
@@ -116,6 +118,51 @@ TEST(Trending, WithRoomForEveryItemItIsTheExactModelsList) {
       }
     }
     EXPECT_GT(answer.items[0].score, 10) << seed;
+  }
+}
+
+// A cluster's partitions hold disjoint items: each scores its own from the
+// stream's start (which only one of them saw), and the union of their
+// lists is the whole stream's, score for score.
+TEST(Trending, DisjointPartsScoredFromTheStreamsStartMergeIntoTheWholeList) {
+  for (std::uint64_t seed : {1, 2}) {
+    auto events = drifting(seed, 200, "breaking");
+    const double first = events.front().time, last = events.back().time;
+    std::vector<std::vector<ModelEvent>> split(4);
+    for (const auto& e : events) split[hash_key(e.key) % 4].push_back(e);
+    ExactModel model;
+    std::vector<std::unique_ptr<Namespace>> parts;
+    std::vector<TrendingAnswer> answers;
+    double earliest = 0;
+    for (std::size_t p = 0; p < split.size(); ++p) {
+      // Every part's event clock at the stream's last time (as a cluster's
+      // commits move every partition's): an item of its own, too light to list.
+      split[p].push_back({"clock-" + std::to_string(p), last, 1e-6});
+      parts.push_back(std::make_unique<Namespace>(trend_config(1 << 16, 1024)));
+      feed(*parts[p], model, split[p]);
+      const auto own = parts[p]->trending(std::nullopt, std::nullopt, 50, 5);
+      earliest = earliest == 0 ? own.first_event : std::min(earliest, own.first_event);
+      answers.push_back(parts[p]->trending(std::nullopt, std::nullopt, 50, 5, first));
+      EXPECT_EQ(answers.back().since, first);
+    }
+    EXPECT_EQ(earliest, first);
+    const auto merged = merge_trending(answers, 50);
+    const auto want = model_trending(model, last, 5);
+    ASSERT_EQ(merged.items.size(), std::min<std::size_t>(50, want.size())) << seed;
+    for (std::size_t i = 0; i < merged.items.size(); ++i) {
+      EXPECT_EQ(merged.items[i].key, want[i].key) << seed << " rank " << i + 1;
+      EXPECT_NEAR(merged.items[i].score, want[i].score, 1e-6 * std::max(1.0, want[i].score)) << seed << " " << want[i].key;
+    }
+    EXPECT_EQ(merged.items.at(0).key, "breaking");
+    EXPECT_EQ(merged.first_event, first);
+    // Scored from its own first event instead, "breaking"'s part would see
+    // a young stream: another score.
+    const auto& own_part = parts[hash_key("breaking") % 4];
+    const auto alone = own_part->trending(std::nullopt, std::nullopt, 50, 5);
+    if (alone.first_event > first + 60) {
+      ASSERT_FALSE(alone.items.empty());
+      EXPECT_NE(alone.items[0].score, merged.items[0].score);
+    }
   }
 }
 

@@ -93,6 +93,9 @@ class ClusterNode final : public service::ClusterLink {
   bool catch_up() override;
   engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) override;
   service::ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) override;
+  engine::TrendingAnswer trending(const std::string& ns, std::optional<double> short_half_life, std::optional<double> long_half_life,
+                                  std::size_t k, double min_count) override;
+  service::HotKeysAnswer hot_keys(const std::string& ns) override;
   std::string status() const override;
   std::string failure() const override;
 
@@ -122,6 +125,8 @@ class ClusterNode final : public service::ClusterLink {
   std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
                               std::vector<std::uint32_t>& missing);
   std::uint64_t log_position();
+  // Every partition asked `q` (the same question), with what did not answer.
+  std::vector<QueryReply> ask_all(const QueryRequest& q, std::vector<std::uint32_t>& missing);
   static void on_reply(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
 
   ClusterOptions options_;
@@ -162,6 +167,12 @@ class ClusterNode final : public service::ClusterLink {
   std::atomic<std::uint64_t> next_query_{1};
   std::mutex queries_mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<PendingQuery>> pending_;
+
+  // Trending: each namespace's stream start (the earliest first event over
+  // the partitions) as the last complete answer found it, so the next
+  // question is asked with it at once (asked again when it moved).
+  std::mutex since_mu_;
+  std::unordered_map<std::string, double> since_;
 
   // Ownership.
   mutable std::mutex replicas_mu_;

@@ -7,12 +7,13 @@
 //   u8 0x40, str batch_id, u32 n, n x (u32 partition, u64 part's stream sequence),
 //   u32 m, m x (str namespace, u64 configuration revision the batch was checked against)
 // Query (request on <prefix>.q.<partition>):
-//   u8 kind (1 top, 2 counts), str namespace, u8 has_view [u8 view kind, f64 half_life, f64 window],
-//   u8 has_k [u64 k], u32 n, n x str item, u64 min_position, u32 wait_ms
+//   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys), str namespace, u8 has_view [u8 view kind, f64 half_life, f64 window],
+//   u8 has_k [u64 k], u32 n, n x str item, u64 min_position, u32 wait_ms;
+//   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none)
 // Reply:
-//   u32 partition, u8 ok; ok: the answer (u8 kind 1: TopKAnswer; 2: u32 n,
-//   n x PointAnswer, then the view's TopKAnswer); not ok: u8 error kind,
-//   str code, str message
+//   u32 partition, u8 ok; ok: the answer (kind 1: TopKAnswer; 2: u32 n,
+//   n x PointAnswer, then the view's TopKAnswer; 3: TrendingAnswer; 4:
+//   HotKeysAnswer); not ok: u8 error kind, str code, str message
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "ebb/engine/answers.hpp"
+#include "ebb/engine/trending.hpp"
+#include "ebb/service/service.hpp"
 #include "ebb/service/service_error.hpp"
 
 namespace ebb::cluster {
@@ -49,7 +52,7 @@ bool is_commit(std::string_view payload) noexcept;
 CommitRecord decode_commit(std::string_view payload);
 
 struct QueryRequest {
-  enum class Kind : std::uint8_t { top = 1, counts = 2 };
+  enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4 };
   Kind kind = Kind::top;
   std::string ns;
   std::optional<engine::ViewSpec> view;
@@ -58,6 +61,10 @@ struct QueryRequest {
   // Read-your-writes: the owner answers once it has applied the log to here.
   std::uint64_t min_position = 0;
   std::uint32_t wait_ms = 0;  // how long it may wait for that
+  // trending: the two half-lives (resolved by the asking node), the
+  // support asked for, and the stream's start over every partition (0:
+  // each partition's own; the asking node asks again with the earliest).
+  double short_half_life = 0, long_half_life = 0, min_count = 0, since = 0;
 };
 
 std::string encode_query(const QueryRequest& q);
@@ -68,6 +75,8 @@ struct QueryReply {
   std::optional<service::ServiceError> error;
   engine::TopKAnswer top;                  // top; counts: the view block
   std::vector<engine::PointAnswer> points; // counts
+  engine::TrendingAnswer trending;         // trending
+  service::HotKeysAnswer hot;              // hot keys
 };
 
 std::string encode_reply(const QueryReply& r, QueryRequest::Kind kind);

@@ -175,8 +175,9 @@ class Namespace {
   // Items rising fastest (engine/trending.hpp) between two half-lives the
   // namespace keeps (default: its shortest and longest). InvalidArgument
   // ("short: ...", "long: ...", "k: ...", "min_count: ...") otherwise.
+  // `since`: find_trending's (a cluster partition's stream start).
   TrendingAnswer trending(std::optional<double> short_half_life, std::optional<double> long_half_life, std::optional<std::size_t> k,
-                          double min_count) const;
+                          double min_count, std::optional<double> since = std::nullopt) const;
   // What count() checks of an item id: InvalidArgument ("item_id: ...")
   // unless it is 1 to max_item_bytes bytes.
   void check_item(std::string_view item) const;

@@ -25,9 +25,11 @@
 // r_long comes from the long view's upper bound, so a score is never
 // inflated by estimation error (collisions can only lower it).
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ebb/engine/answers.hpp"
 #include "ebb/engine/view.hpp"
 
 namespace ebb::engine {
@@ -50,11 +52,26 @@ struct TrendingAnswer {
   double min_count = 0;
   std::vector<TrendingItem> items;  // score descending, then key
   std::size_t candidates = 0;       // items of the short view considered
+  // The stream's start the exposures were measured from: the first event
+  // counted (0: none yet). A cluster's partitions each saw their own first
+  // event; they are asked again with the earliest (find_trending's since).
+  double since = 0;
+  // The view's own first event (0: none yet), whatever `since` was used.
+  double first_event = 0;
+  Coverage coverage;  // a cluster's: which partitions the list spans
 };
 
 // The k items with the highest positive score among the short view's
 // `candidates` heaviest (both views decayed, short_view's half-life shorter).
+// `since`: the stream's start to measure its age from, when the views hold
+// part of it (a cluster's partition: the earliest first event of all the
+// partitions); none: the short view's first event.
 TrendingAnswer find_trending(const View& short_view, const View& long_view, std::size_t candidates, std::size_t k, double min_count,
-                             double now);
+                             double now, std::optional<double> since = std::nullopt);
+
+// The union of disjoint parts' answers (a cluster's partitions, split by
+// item: each part scored its items with the same `since`), best k first.
+// candidates add up; as_of is the latest part's.
+TrendingAnswer merge_trending(std::vector<TrendingAnswer> parts, std::size_t k);
 
 }  // namespace ebb::engine

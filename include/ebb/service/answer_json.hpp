@@ -21,6 +21,9 @@ void write_accuracy(io::JsonWriter& w, const engine::Accuracy& accuracy, std::op
 // block they share. `view_answer` describes the view when there are no items.
 void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
                   const engine::TopKAnswer& view_answer);
+// Cluster answers (ebb serve --nats): the "cluster" block, which partitions
+// the answer spans and which it lacks; nothing for a single node's.
+void write_coverage(io::JsonWriter& w, const engine::Coverage& coverage);
 // GET /trending.
 void write_trending(io::JsonWriter& w, const std::string& ns, const engine::TrendingAnswer& answer);
 // GET /history: an item's persisted points.

@@ -17,9 +17,12 @@
 #include <vector>
 
 #include "ebb/engine/answers.hpp"
+#include "ebb/engine/trending.hpp"
 #include "ebb/service/log_records.hpp"
 
 namespace ebb::service {
+
+struct HotKeysAnswer;  // service.hpp
 
 // POST /counts over the partitions: each item from its own partition.
 struct ClusterPoints {
@@ -57,6 +60,13 @@ class ClusterLink {
   // could not answer makes them partial, never silently short.
   virtual engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) = 0;
   virtual ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) = 0;
+  // GET /trending over the partitions: each scores its items from the
+  // stream's start measured over all of them, so scores are a single
+  // node's; the union of their lists, best k.
+  virtual engine::TrendingAnswer trending(const std::string& ns, std::optional<double> short_half_life, std::optional<double> long_half_life,
+                                          std::size_t k, double min_count) = 0;
+  // GET /hot-keys over the partitions: the union of their hot keys.
+  virtual HotKeysAnswer hot_keys(const std::string& ns) = 0;
 
   // The partitions and who serves them, for /readyz.
   virtual std::string status() const = 0;

@@ -116,6 +116,7 @@ struct HotKeysAnswer {
   double evaluated_at = 0;  // the namespace's "now" of the evaluation
   bool complete = true;     // false: the candidates are too few to rule out a hot key outside them
   std::vector<engine::HotKey> items;  // highest rate first
+  engine::Coverage coverage;          // a cluster's: which partitions the list spans
 };
 
 // What a hot-key subscriber hears: a key turned hot or cooled; a
@@ -211,8 +212,10 @@ class Service {
   engine::PointAnswer count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const;
   // Items rising fastest from the long half-life's rate to the short one's
   // (engine/trending.hpp); none given: the namespace's shortest and longest.
+  // `since` (a cluster partition's question): the stream's start, measured
+  // over every partition (find_trending).
   engine::TrendingAnswer trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
-                                  std::optional<std::size_t> k, double min_count) const;
+                                  std::optional<std::size_t> k, double min_count, std::optional<double> since = std::nullopt) const;
   // Many items under one lock, in request order; `view_answer` gets the
   // view and accuracy block they share.
   // With `as_of`, as they were then (see top_at()).
