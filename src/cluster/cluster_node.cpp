@@ -32,7 +32,8 @@ std::optional<std::uint32_t> described_partitions(const std::string& description
   return n;
 }
 
-std::string join(const std::set<std::uint32_t>& s) {
+template <typename Partitions>
+std::string join(const Partitions& s) {
   std::string out;
   for (auto p : s) {
     if (!out.empty()) out += ',';
@@ -40,6 +41,12 @@ std::string join(const std::set<std::uint32_t>& s) {
   }
   return out;
 }
+
+// Why a partition is missing from an answer that needs it.
+// How long a write waits for a partition's owner to check it.
+constexpr std::chrono::milliseconds kCheckWait{250};
+
+constexpr const char* kDidNotAnswer = "did not answer in time (no owner, or an owner behind); retry shortly";
 
 std::set<std::uint32_t> split(std::string_view csv) {
   std::set<std::uint32_t> out;
@@ -302,6 +309,17 @@ std::uint64_t ClusterNode::publish_batch(const service::BatchRecord& record, con
     service::encode_batch(payload, part);
     job.parts.emplace_back(p, std::move(payload));
   }
+  return enqueue(std::move(job));
+}
+
+std::uint64_t ClusterNode::publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) {
+  Job job;
+  job.batch_id = batch_id;
+  job.parts.emplace_back(service::partition_of(key_hash, layout_.partitions), std::move(payload));
+  return enqueue(std::move(job));
+}
+
+std::uint64_t ClusterNode::enqueue(Job job) {
   std::lock_guard lock(jobs_mu_);
   if (stop_) throw unavailable("not_ready", "the node is shutting down");
   job.ticket = next_ticket_++;
@@ -502,7 +520,7 @@ std::string ClusterNode::status() const {
 // ---- queries ----
 
 std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
-                                         std::vector<std::uint32_t>& missing) {
+                                         std::vector<std::uint32_t>& missing, std::optional<std::chrono::milliseconds> wait) {
   const std::uint64_t id = next_query_.fetch_add(1);
   auto pending = std::make_shared<PendingQuery>();
   {
@@ -530,7 +548,7 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
   std::map<std::uint32_t, MsgPtr> got;
   {
     std::unique_lock lock(pending->mu);
-    pending->cv.wait_for(lock, options_.query_wait + milliseconds(500), [&] { return pending->replies.size() >= requests.size(); });
+    pending->cv.wait_for(lock, wait.value_or(options_.query_wait + milliseconds(500)), [&] { return pending->replies.size() >= requests.size(); });
     got = std::move(pending->replies);
   }
   // A partition counts once its owner answered; an owner absent ("no
@@ -616,12 +634,7 @@ service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<cons
   auto replies = ask(requests, q.kind, missing);
   if (!missing.empty()) {
     // A count is one partition's: without it there is no honest bound.
-    std::string list;
-    for (auto p : missing) {
-      if (!list.empty()) list += ", ";
-      list += std::to_string(p);
-    }
-    throw unavailable("partition_unavailable", "partition " + list + " did not answer in time (no owner, or an owner behind); retry shortly");
+    throw unavailable("partition_unavailable", "partition " + join(missing) + " " + kDidNotAnswer);
   }
   service::ClusterPoints out;
   out.answers.resize(items.size());
@@ -720,6 +733,52 @@ service::HotKeysAnswer ClusterNode::hot_keys(const std::string& ns) {
   out.coverage.missing = std::move(missing);
   if (out.coverage.partial()) out.complete = false;
   return out;
+}
+
+std::optional<engine::DistributionAnswer> ClusterNode::distribution(std::string_view name, std::span<const std::string_view> fields, double now,
+                                                                    std::optional<double> rate, std::optional<std::size_t> most_probable) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::distribution;
+  q.ns = std::string(name);
+  q.items.assign(fields.begin(), fields.end());
+  if (most_probable) q.k = *most_probable;
+  q.now = now;
+  q.rate = rate;
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  const std::uint32_t p = service::partition_of(hash_key(name), layout_.partitions);
+  std::vector<std::uint32_t> missing;
+  auto replies = ask({{p, encode_query(q)}}, q.kind, missing);
+  if (replies.empty()) throw unavailable("partition_unavailable", "partition " + std::to_string(p) + " " + kDidNotAnswer);
+  return std::move(replies.front().distribution);
+}
+
+void ClusterNode::check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
+  // Against what the owner holds now (no wait for the log): increments of
+  // one distribution racing each other may pass together and overshoot
+  // the bins limit by what they add. Refused only on the owner's word.
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::check_incr;
+  q.ns = std::string(distribution);
+  q.items.assign(fields.begin(), fields.end());
+  q.now = received_at;
+  q.n = n;
+  const std::uint32_t p = service::partition_of(hash_key(distribution), layout_.partitions);
+  std::vector<std::uint32_t> missing;
+  ask({{p, encode_query(q)}}, q.kind, missing, kCheckWait);
+}
+
+std::uint64_t ClusterNode::distributions() {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::distributions;
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  std::vector<std::uint32_t> missing;
+  const auto replies = ask_all(q, missing);
+  if (!missing.empty()) throw unavailable("partition_unavailable", "partition " + join(missing) + " " + kDidNotAnswer);
+  std::uint64_t n = 0;
+  for (const auto& r : replies) n += r.count;
+  return n;
 }
 
 }  // namespace ebb::cluster

@@ -181,6 +181,38 @@ service::HotKeysAnswer get_hot_keys(BinaryReader& r) {
   return a;
 }
 
+void put_distribution(BinaryWriter& w, const engine::DistributionAnswer& a) {
+  w.put_string(a.distribution);
+  for (double d : {a.z, a.t, a.rate}) w.put<double>(d);
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(a.decay));
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(a.bins.size()));
+  for (const auto& b : a.bins) {
+    w.put_string(b.bin);
+    w.put<double>(b.count);
+    w.put<double>(b.p);
+  }
+}
+
+engine::DistributionAnswer get_distribution(BinaryReader& r) {
+  engine::DistributionAnswer a;
+  a.distribution = r.get_string(kMaxString);
+  for (double* d : {&a.z, &a.t, &a.rate}) *d = r.get<double>();
+  const auto decay = r.get<std::uint8_t>();
+  if (decay > static_cast<std::uint8_t>(engine::DistributionDecay::poisson)) r.fail("unknown decay " + std::to_string(decay));
+  a.decay = static_cast<engine::DistributionDecay>(decay);
+  const auto n = r.get<std::uint32_t>();
+  if (n > kMaxItems) r.fail("too many bins");
+  a.bins.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    engine::DistributionBin b;
+    b.bin = r.get_string(kMaxString);
+    b.count = r.get<double>();
+    b.p = r.get<double>();
+    a.bins.push_back(std::move(b));
+  }
+  return a;
+}
+
 }  // namespace
 
 std::string encode_commit(const CommitRecord& c) {
@@ -240,6 +272,15 @@ std::string encode_query(const QueryRequest& q) {
   if (q.kind == QueryRequest::Kind::trending) {
     for (double d : {q.short_half_life, q.long_half_life, q.min_count, q.since}) w.put<double>(d);
   }
+  if (q.kind == QueryRequest::Kind::distribution) {
+    w.put<double>(q.now);
+    w.put<std::uint8_t>(q.rate.has_value());
+    if (q.rate) w.put<double>(*q.rate);
+  }
+  if (q.kind == QueryRequest::Kind::check_incr) {
+    w.put<double>(q.now);
+    w.put<double>(q.n);
+  }
   return std::move(w.buffer());
 }
 
@@ -247,7 +288,7 @@ QueryRequest decode_query(std::string_view payload) {
   BinaryReader r(payload, "query");
   QueryRequest q;
   const auto kind = r.get<std::uint8_t>();
-  if (kind < 1 || kind > 4) r.fail("unknown query kind " + std::to_string(kind));
+  if (kind < 1 || kind > 7) r.fail("unknown query kind " + std::to_string(kind));
   q.kind = static_cast<QueryRequest::Kind>(kind);
   q.ns = r.get_string(kMaxString);
   if (r.get<std::uint8_t>()) q.view = get_view(r);
@@ -260,6 +301,14 @@ QueryRequest decode_query(std::string_view payload) {
   q.wait_ms = r.get<std::uint32_t>();
   if (q.kind == QueryRequest::Kind::trending) {
     for (double* d : {&q.short_half_life, &q.long_half_life, &q.min_count, &q.since}) *d = r.get<double>();
+  }
+  if (q.kind == QueryRequest::Kind::distribution) {
+    q.now = r.get<double>();
+    if (r.get<std::uint8_t>()) q.rate = r.get<double>();
+  }
+  if (q.kind == QueryRequest::Kind::check_incr) {
+    q.now = r.get<double>();
+    q.n = r.get<double>();
   }
   r.expect_end();
   return q;
@@ -281,6 +330,15 @@ std::string encode_reply(const QueryReply& reply, QueryRequest::Kind kind) {
       break;
     case QueryRequest::Kind::hot_keys:
       put_hot_keys(w, reply.hot);
+      break;
+    case QueryRequest::Kind::distribution:
+      w.put<std::uint8_t>(reply.distribution.has_value());
+      if (reply.distribution) put_distribution(w, *reply.distribution);
+      break;
+    case QueryRequest::Kind::distributions:
+      w.put<std::uint64_t>(reply.count);
+      break;
+    case QueryRequest::Kind::check_incr:
       break;
     case QueryRequest::Kind::counts:
       w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.points.size()));
@@ -313,6 +371,14 @@ QueryReply decode_reply(std::string_view payload, QueryRequest::Kind kind) {
       break;
     case QueryRequest::Kind::hot_keys:
       reply.hot = get_hot_keys(r);
+      break;
+    case QueryRequest::Kind::distribution:
+      if (r.get<std::uint8_t>()) reply.distribution = get_distribution(r);
+      break;
+    case QueryRequest::Kind::distributions:
+      reply.count = r.get<std::uint64_t>();
+      break;
+    case QueryRequest::Kind::check_incr:
       break;
     case QueryRequest::Kind::counts: {
       const auto n = r.get<std::uint32_t>();

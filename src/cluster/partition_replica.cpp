@@ -25,6 +25,7 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node, boo
   o.limits = node.limits;
   o.answer_cache_ttl = node.answer_cache_ttl;
   o.hot_key_interval = node.hot_key_interval;
+  o.distribution_expire_interval = node.distribution_expire_interval;
   o.distributions = node.distributions;
   o.history_interval = 0;
   if (with_checkpoints) o.data_dir = node.data_dir;
@@ -42,7 +43,8 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
       log_(std::move(log)),
       checkpoint_interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(std::max(options.checkpoint_interval, 0.05)))),
-      hot_key_interval_(options.hot_key_interval) {
+      hot_key_interval_(options.hot_key_interval),
+      expire_interval_(options.distribution_expire_interval) {
   start_target_ = client_.last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
   // The newest checkpoint (none: empty), then the log after it. A partition
   // whose checkpoints cannot be used is still served, from memory: the
@@ -186,22 +188,25 @@ void PartitionReplica::follow() {
       moved_.notify_all();
     }
     checkpoint(false);
-    evaluate_hot_keys();
+    housekeeping();
   }
 }
 
-void PartitionReplica::evaluate_hot_keys() {
-  // A single node's evaluator thread, on the applying thread: hot keys turn
-  // hot (and are logged) as the records come, not only when asked.
-  const auto interval = std::chrono::duration<double>(hot_key_interval_);
-  if (hot_key_interval_ <= 0) return;
+void PartitionReplica::housekeeping() {
+  // A single node's evaluator and expiry threads, on the applying thread:
+  // hot keys turn hot (and are logged) as the records come, not only when
+  // asked; idle distributions are dropped as a single node drops them.
   const auto t = std::chrono::steady_clock::now();
-  if (t - last_hot_keys_ < interval) return;
-  last_hot_keys_ = t;
+  auto due = [&](double interval, std::chrono::steady_clock::time_point& last) {
+    if (interval <= 0 || t - last < std::chrono::duration<double>(interval)) return false;
+    last = t;
+    return true;
+  };
   try {
-    service_->evaluate_hot_keys();
+    if (due(hot_key_interval_, last_hot_keys_)) service_->evaluate_hot_keys();
+    if (due(expire_interval_, last_expiry_)) service_->expire_idle_distributions();
   } catch (const std::exception& e) {
-    log_->error("partition {}: hot-key evaluation failed: {}", partition_, e.what());
+    log_->error("partition {}: housekeeping failed: {}", partition_, e.what());
   }
 }
 
@@ -302,8 +307,20 @@ void PartitionReplica::answer(natsMsg* request) {
       const auto k = q.k ? std::optional<std::size_t>(static_cast<std::size_t>(*q.k)) : std::nullopt;
       reply.trending = service_->trending(q.ns, positive(q.short_half_life), positive(q.long_half_life), k, q.min_count, positive(q.since));
       out = encode_reply(reply, q.kind);
-    } else {
+    } else if (q.kind == QueryRequest::Kind::hot_keys) {
       reply.hot = service_->hot_keys(q.ns);
+      out = encode_reply(reply, q.kind);
+    } else if (q.kind == QueryRequest::Kind::distribution) {
+      const std::vector<std::string_view> fields(q.items.begin(), q.items.end());
+      const auto n = q.k ? std::optional<std::size_t>(static_cast<std::size_t>(*q.k)) : std::nullopt;
+      reply.distribution = service_->distribution(q.ns, fields, q.now, q.rate, n);
+      out = encode_reply(reply, q.kind);
+    } else if (q.kind == QueryRequest::Kind::distributions) {
+      reply.count = service_->distributions();
+      out = encode_reply(reply, q.kind);
+    } else {
+      const std::vector<std::string_view> fields(q.items.begin(), q.items.end());
+      service_->check_incr(q.ns, fields, q.n, q.now);
       out = encode_reply(reply, q.kind);
     }
   } catch (const service::ServiceError& e) {

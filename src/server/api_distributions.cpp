@@ -184,7 +184,7 @@ void add_distribution_routes(Router& router, ApiContext& ctx) {
 
   router.add("GET", "/dbsize", "/dbsize", Router::Access::read, [&ctx](const Request&, const std::string&) {
     return enveloped([&] {
-      const std::uint64_t n = ctx.service.distributions();
+      const std::uint64_t n = ctx.service.count_distributions();
       return ok_data([&](io::JsonWriter& w) { w.value(n); });
     });
   });

@@ -1,6 +1,12 @@
 // Cluster mode's admin and query paths (service_cluster.hpp).
 #include "service_cluster.hpp"
 
+#include <cstdio>
+#include <random>
+
+#include "ebb/core/error.hpp"
+#include "ebb/core/hash.hpp"
+
 namespace ebb::service::cluster_mode {
 namespace {
 
@@ -145,6 +151,27 @@ HotKeysAnswer hot_keys(const Service::State& s, const std::string& name) {
   frame.coverage = std::move(merged.coverage);
   frame.complete = false;  // no partition answered: nothing is known
   return frame;
+}
+
+Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
+  s.refuse_when_overloaded("writes");
+  // A new distribution's rate and decay go with the record, as a single
+  // node logs them: every partition replica creates it alike.
+  const DistributionIncrRecord record{received_at, distribution, n, s.options.distributions.default_rate, {fields.begin(), fields.end()},
+                                      s.options.distributions.default_decay};
+  // The distribution lives in its partition, not here: this store is
+  // empty, so what it checks is the increment itself (names, N, time);
+  // the partition's owner checks the bins it would have.
+  s.check_increment(distribution, fields, n, received_at);
+  s.options.cluster->check_incr(distribution, fields, n, received_at);
+  std::string payload;
+  encode_distribution_incr(payload, record);
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  char id[40];
+  std::snprintf(id, sizeof id, "d%016llx%016llx", static_cast<unsigned long long>(random()), static_cast<unsigned long long>(random()));
+  const std::uint64_t ticket = s.options.cluster->publish_record(hash_key(distribution), std::move(payload), id);
+  ++s.distribution_increments;
+  return Commit{ticket};
 }
 
 }  // namespace ebb::service::cluster_mode

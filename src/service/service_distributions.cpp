@@ -35,9 +35,9 @@ DistributionShard& Service::State::shard_of(std::string_view distribution) const
 }
 
 Commit Service::incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
-  if (s_->options.cluster) cluster_mode::not_served("GET /incr");
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s.options.cluster) return cluster_mode::incr(s, distribution, fields, n, received_at);
   s.refuse_when_overloaded("writes");
   // A new distribution's rate and decay, logged: replay makes the same call.
   const double rate = s.options.distributions.default_rate;
@@ -84,8 +84,20 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
 
 std::optional<engine::DistributionAnswer> Service::distribution(std::string_view name, std::span<const std::string_view> fields, double now,
                                                                 std::optional<double> rate, std::optional<std::size_t> most_probable) const {
-  if (s_->options.cluster) cluster_mode::not_served("GET /get");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s_->options.cluster) {
+    {
+      // The question's own checks (a bad rate or N) before any partition is asked.
+      const DistributionShard& shard = s_->shard_of(name);
+      std::lock_guard lock(shard.mu);
+      try {
+        shard.store.read(name, fields, now, rate, most_probable);
+      } catch (const InvalidArgument& e) {
+        throw invalid("bad_parameter", e.what());
+      }
+    }
+    return s_->options.cluster->distribution(name, fields, now, rate, most_probable);
+  }
   const DistributionShard& shard = s_->shard_of(name);
   std::lock_guard lock(shard.mu);
   try {
@@ -93,6 +105,27 @@ std::optional<engine::DistributionAnswer> Service::distribution(std::string_view
   } catch (const InvalidArgument& e) {
     throw invalid("bad_parameter", e.what());
   }
+}
+
+void Service::State::check_increment(std::string_view distribution, std::span<const std::string_view> fields, double n,
+                                     double received_at) const {
+  const DistributionShard& shard = shard_of(distribution);
+  std::lock_guard lock(shard.mu);
+  try {
+    shard.store.check_incr(distribution, fields, n, received_at);
+  } catch (const InvalidArgument& e) {
+    throw invalid("bad_parameter", e.what());
+  }
+}
+
+void Service::check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) const {
+  s_->check_increment(distribution, fields, n, received_at);
+}
+
+std::uint64_t Service::count_distributions() const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s_->options.cluster) return s_->options.cluster->distributions();
+  return distributions();
 }
 
 const engine::DistributionOptions& Service::distribution_options() const noexcept { return s_->options.distributions; }
@@ -124,7 +157,9 @@ void Service::start_distribution_expiry() {
   State& s = *s_;
   if (s.options.distribution_expire_interval <= 0 || s.distribution_expirer.joinable()) return;
   s.distribution_expirer = s.every(s.options.distribution_expire_interval, "distribution expiry",
-                                   [this] { expire_distributions(wall_clock_now() - kExpiryMarginSeconds); });
+                                   [this] { expire_idle_distributions(); });
 }
+
+std::size_t Service::expire_idle_distributions() { return expire_distributions(wall_clock_now() - kExpiryMarginSeconds); }
 
 }  // namespace ebb::service

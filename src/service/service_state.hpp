@@ -140,6 +140,9 @@ struct Service::State {
   std::atomic<std::uint64_t> distribution_increments{0}, distributions_expired{0};
   std::thread distribution_expirer;
   DistributionShard& shard_of(std::string_view distribution) const;
+  // What an increment must pass against its distribution as this state
+  // holds it (under its shard's lock): ServiceError invalid otherwise.
+  void check_increment(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) const;
 
   // Metrics.
   mutable std::mutex metrics_mu;

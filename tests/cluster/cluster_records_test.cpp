@@ -143,6 +143,51 @@ TEST(ClusterRecords, TrendingAndHotKeyQuestionsAndRepliesRoundTrip) {
   EXPECT_EQ(hb.hot.items[0].since, 1700003599);
 }
 
+TEST(ClusterRecords, DistributionQuestionsAndRepliesRoundTrip) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::distribution;
+  q.ns = "colors";
+  q.items = {"red", "blue"};
+  q.k = 3;
+  q.now = 1700000000.5;
+  q.rate = 0.25;
+  QueryRequest back = decode_query(encode_query(q));
+  EXPECT_EQ(back.items, q.items);
+  EXPECT_EQ(back.now, q.now);
+  EXPECT_EQ(back.rate, q.rate);
+  q.rate.reset();
+  EXPECT_FALSE(decode_query(encode_query(q)).rate);
+  q.kind = QueryRequest::Kind::check_incr;
+  q.n = 2.5;
+  back = decode_query(encode_query(q));
+  EXPECT_EQ(back.kind, QueryRequest::Kind::check_incr);
+  EXPECT_EQ(back.n, 2.5);
+  EXPECT_EQ(back.now, q.now);
+
+  QueryReply r;
+  r.partition = 4;
+  engine::DistributionAnswer a;
+  a.distribution = "colors";
+  a.z = 6;
+  a.t = 1700000000;
+  a.rate = 0.25;
+  a.decay = engine::DistributionDecay::poisson;
+  a.bins = {{"red", 3.5, 0.58}, {"blue", 2.5, 0.42}};
+  r.distribution = a;
+  auto rb = decode_reply(encode_reply(r, QueryRequest::Kind::distribution), QueryRequest::Kind::distribution);
+  ASSERT_TRUE(rb.distribution);
+  EXPECT_EQ(rb.distribution->distribution, "colors");
+  EXPECT_EQ(rb.distribution->z, 6);
+  EXPECT_EQ(rb.distribution->decay, engine::DistributionDecay::poisson);
+  ASSERT_EQ(rb.distribution->bins.size(), 2u);
+  EXPECT_EQ(rb.distribution->bins[1].bin, "blue");
+  EXPECT_EQ(rb.distribution->bins[1].p, 0.42);
+  r.distribution.reset();
+  EXPECT_FALSE(decode_reply(encode_reply(r, QueryRequest::Kind::distribution), QueryRequest::Kind::distribution).distribution);
+  r.count = 12345;
+  EXPECT_EQ(decode_reply(encode_reply(r, QueryRequest::Kind::distributions), QueryRequest::Kind::distributions).count, 12345u);
+}
+
 TEST(ClusterRecords, PartitionsSpreadItemsEvenly) {
   // 16 partitions, 160k keys: each within 3% of its share.
   std::vector<int> n(16);

@@ -80,10 +80,11 @@ class Cluster : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   // A node with a fixed id (a restart with the same id is the same node).
-  std::unique_ptr<EbbServer> node(const std::string& id) {
+  std::unique_ptr<EbbServer> node(const std::string& id, const std::vector<std::string>& more = {}) {
     // Checkpoints every second: a killed node resumes from one, then replays.
-    return std::make_unique<EbbServer>(
-        dir_ / id, std::vector<std::string>{"--nats", nats_->url(), "--node-id", id, "--nats-partitions", "8", "--checkpoint-interval", "1s"});
+    std::vector<std::string> args{"--nats", nats_->url(), "--node-id", id, "--nats-partitions", "8", "--checkpoint-interval", "1s"};
+    args.insert(args.end(), more.begin(), more.end());
+    return std::make_unique<EbbServer>(dir_ / id, args);
   }
   void start(std::initializer_list<const char*> ids) {
     for (const char* id : ids) nodes_[id] = node(id);
@@ -494,6 +495,70 @@ TEST_F(Cluster, TrendingAndHotKeysAnswerAsOneNode) {
   EXPECT_NE(bad.body.find("long: namespace 'tags' keeps no half-life 1d"), std::string::npos) << bad.body;
   ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", R"({"name":"plain"})").status, 201);
   EXPECT_NE(call(*nodes_["b"], "GET", "/hot-keys?namespace=plain").body.find("hot_keys_off"), std::string::npos);
+  EXPECT_EQ(single.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// A distribution's answer without its last write's time (each node stamps
+// its own receive time).
+std::string without_t(const std::string& body) { return std::regex_replace(body, std::regex(R"("T":[0-9.e+]+)"), R"("T":<T>)"); }
+
+// Distributions (bitly's Forget Table routes) live whole in the partition
+// of their name: written through any node, read through any node, the
+// answers are a single node's. No decay (--distribution-rate 0), so they
+// are exact whenever asked.
+TEST_F(Cluster, DistributionsAnswerAsOneNode) {
+  const std::vector<std::string> flags{"--distribution-rate", "0", "--distribution-max-bins", "3"};
+  nodes_["a"] = node("a", flags);
+  nodes_["b"] = node("b", flags);
+  auto dir = testing::make_temp_dir("ebb-single");
+  EbbServer single(dir, {"--fsync", "off", "--distribution-rate", "0", "--distribution-max-bins", "3"});
+  // Until every partition has an owner, reads may answer 503.
+  auto settled = [&](const EbbServer& s, const std::string& target) {
+    HttpResult r;
+    for (int i = 0; i < 300; ++i) {
+      r = call(s, "GET", target);
+      if (r.status != 503) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return r;
+  };
+  ASSERT_EQ(settled(*nodes_["a"], "/dbsize").body, R"({"status_code":200,"status_txt":"","data":0})");
+  const char* ids[] = {"a", "b"};
+  for (int i = 0; i < 20; ++i) {
+    const std::string target =
+        "/incr?distribution=d" + std::to_string(i % 5) + "&field=f" + std::to_string(i % 3) + "&N=" + std::to_string(i + 1);
+    const auto r = call(*nodes_[ids[i % 2]], "GET", target);
+    ASSERT_EQ(r.status, 200) << target << ": " << r.body;
+    ASSERT_EQ(r.body, "OK");
+    ASSERT_EQ(call(single, "GET", target).body, "OK");
+  }
+  // Past the bins limit, refused by the distribution's owner, as a single node refuses it.
+  const std::string over = "/incr?distribution=d0&field=x&field=y";
+  const auto refused = call(*nodes_["b"], "GET", over);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(refused.body, call(single, "GET", over).body);
+  EXPECT_EQ(call(*nodes_["a"], "GET", "/incr?distribution=d0").body, call(single, "GET", "/incr?distribution=d0").body);
+
+  for (const char* id : ids) {
+    for (int d = 0; d < 5; ++d) {
+      const std::string target = "/dist?distribution=d" + std::to_string(d);
+      EXPECT_EQ(without_t(settled(*nodes_[id], target).body), without_t(call(single, "GET", target).body)) << id << " " << target;
+    }
+    for (const std::string target : {"/get?distribution=d1&field=f2&field=zz&field=f0", "/nmostprobable?distribution=d2&N=2",
+                                      "/dist?distribution=nothing&rate=0.5", "/get?distribution=d3&field=f1&rate=1e9"}) {
+      EXPECT_EQ(without_t(settled(*nodes_[id], target).body), without_t(call(single, "GET", target).body)) << id << " " << target;
+    }
+    EXPECT_EQ(settled(*nodes_[id], "/dbsize").body, R"({"status_code":200,"status_txt":"","data":5})");
+  }
+  const std::string bad_rate = "/dist?distribution=d1&rate=-1";
+  EXPECT_EQ(call(*nodes_["a"], "GET", bad_rate).body, call(single, "GET", bad_rate).body);
   EXPECT_EQ(single.stop(), 0);
   std::filesystem::remove_all(dir);
 }

@@ -88,6 +88,7 @@ class ClusterNode final : public service::ClusterLink {
   // service::ClusterLink
   std::uint64_t publish_batch(const service::BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
                               const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) override;
+  std::uint64_t publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) override;
   void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) override;
   std::uint64_t publish_admin(std::string_view payload) override;
   bool catch_up() override;
@@ -96,6 +97,10 @@ class ClusterNode final : public service::ClusterLink {
   engine::TrendingAnswer trending(const std::string& ns, std::optional<double> short_half_life, std::optional<double> long_half_life,
                                   std::size_t k, double min_count) override;
   service::HotKeysAnswer hot_keys(const std::string& ns) override;
+  std::optional<engine::DistributionAnswer> distribution(std::string_view name, std::span<const std::string_view> fields, double now,
+                                                         std::optional<double> rate, std::optional<std::size_t> most_probable) override;
+  void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) override;
+  std::uint64_t distributions() override;
   std::string status() const override;
   std::string failure() const override;
 
@@ -114,6 +119,7 @@ class ClusterNode final : public service::ClusterLink {
 
   void follow_catalog();
   bool wait_catalog(std::uint64_t position, std::chrono::milliseconds wait);
+  std::uint64_t enqueue(Job job);  // a ticket; the publishers take it from here
   void publish_loop();
   void publish_job(const Job& job, AsyncPublisher& parts);
   void finish(std::uint64_t ticket, const std::string& error);
@@ -123,7 +129,7 @@ class ClusterNode final : public service::ClusterLink {
   // before the deadline (a partition nobody serves answers at once with
   // "no responders"), in partition order.
   std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
-                              std::vector<std::uint32_t>& missing);
+                              std::vector<std::uint32_t>& missing, std::optional<std::chrono::milliseconds> wait = std::nullopt);
   std::uint64_t log_position();
   // Every partition asked `q` (the same question), with what did not answer.
   std::vector<QueryReply> ask_all(const QueryRequest& q, std::vector<std::uint32_t>& missing);

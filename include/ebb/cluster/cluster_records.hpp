@@ -7,13 +7,16 @@
 //   u8 0x40, str batch_id, u32 n, n x (u32 partition, u64 part's stream sequence),
 //   u32 m, m x (str namespace, u64 configuration revision the batch was checked against)
 // Query (request on <prefix>.q.<partition>):
-//   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys), str namespace, u8 has_view [u8 view kind, f64 half_life, f64 window],
-//   u8 has_k [u64 k], u32 n, n x str item, u64 min_position, u32 wait_ms;
-//   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none)
+//   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys, 5 distribution, 6 distributions held, 7 check an increment),
+//   str namespace (5: the distribution), u8 has_view [u8 view kind, f64 half_life, f64 window],
+//   u8 has_k [u64 k] (5: N most probable), u32 n, n x str item (5: fields), u64 min_position, u32 wait_ms;
+//   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none);
+//   distribution only: f64 now, u8 has_rate [f64 rate]; check an increment (items: its fields): f64 received_at, f64 N
 // Reply:
 //   u32 partition, u8 ok; ok: the answer (kind 1: TopKAnswer; 2: u32 n,
 //   n x PointAnswer, then the view's TopKAnswer; 3: TrendingAnswer; 4:
-//   HotKeysAnswer); not ok: u8 error kind, str code, str message
+//   HotKeysAnswer; 5: u8 found [DistributionAnswer]; 6: u64 count; 7: nothing); not ok:
+//   u8 error kind, str code, str message
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,7 +55,7 @@ bool is_commit(std::string_view payload) noexcept;
 CommitRecord decode_commit(std::string_view payload);
 
 struct QueryRequest {
-  enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4 };
+  enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4, distribution = 5, distributions = 6, check_incr = 7 };
   Kind kind = Kind::top;
   std::string ns;
   std::optional<engine::ViewSpec> view;
@@ -65,6 +68,11 @@ struct QueryRequest {
   // support asked for, and the stream's start over every partition (0:
   // each partition's own; the asking node asks again with the earliest).
   double short_half_life = 0, long_half_life = 0, min_count = 0, since = 0;
+  // distribution: the time to decay to, and the rate asked for;
+  // check_incr: the increment's time and N.
+  double now = 0;
+  std::optional<double> rate;
+  double n = 0;
 };
 
 std::string encode_query(const QueryRequest& q);
@@ -77,6 +85,8 @@ struct QueryReply {
   std::vector<engine::PointAnswer> points; // counts
   engine::TrendingAnswer trending;         // trending
   service::HotKeysAnswer hot;              // hot keys
+  std::optional<engine::DistributionAnswer> distribution;  // distribution (none: it holds nothing)
+  std::uint64_t count = 0;                 // distributions held
 };
 
 std::string encode_reply(const QueryReply& r, QueryRequest::Kind kind);

@@ -63,8 +63,9 @@ class PartitionReplica {
   // On the follower's thread (or once it has stopped): a checkpoint of the
   // position reached, when the interval has passed (or `now`).
   void checkpoint(bool now);
-  // The hot-key detectors, every hot_key_interval (on the applying thread).
-  void evaluate_hot_keys();
+  // The hot-key detectors every hot_key_interval, the expiry of idle
+  // distributions every distribution_expire_interval (on the applying thread).
+  void housekeeping();
   // The part at stream sequence `seq` of this partition's subject (nullptr
   // when it cannot be found: retention dropped it).
   MsgPtr take_part(std::uint64_t seq, std::int64_t commit_time_ns);
@@ -83,8 +84,8 @@ class PartitionReplica {
   const std::chrono::steady_clock::duration checkpoint_interval_;
   std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
   std::chrono::steady_clock::time_point last_checkpoint_;
-  const double hot_key_interval_;  // seconds
-  std::chrono::steady_clock::time_point last_hot_keys_;
+  const double hot_key_interval_, expire_interval_;  // seconds
+  std::chrono::steady_clock::time_point last_hot_keys_, last_expiry_;
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable moved_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ebb/engine/answers.hpp"
+#include "ebb/engine/distribution_store.hpp"
 #include "ebb/engine/trending.hpp"
 #include "ebb/service/log_records.hpp"
 
@@ -41,6 +42,9 @@ class ClusterLink {
   // share it, so the log counts them once). Must not block on the network.
   virtual std::uint64_t publish_batch(const BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
                                       const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) = 0;
+  // Publishes one record (a distribution's increment) in the partition of
+  // `key_hash`, committed like a batch of one part; a ticket as above.
+  virtual std::uint64_t publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) = 0;
   // done("") once every part and the commit of the batch are acknowledged
   // by the log, or done(reason); may run on another thread.
   virtual void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) = 0;
@@ -67,6 +71,18 @@ class ClusterLink {
                                           std::size_t k, double min_count) = 0;
   // GET /hot-keys over the partitions: the union of their hot keys.
   virtual HotKeysAnswer hot_keys(const std::string& ns) = 0;
+  // Distributions live whole in the partition of their name's hash: asked
+  // there (read-your-writes); ServiceError unavailable when it cannot answer.
+  virtual std::optional<engine::DistributionAnswer> distribution(std::string_view name, std::span<const std::string_view> fields, double now,
+                                                                 std::optional<double> rate, std::optional<std::size_t> most_probable) = 0;
+  // An increment checked against its distribution as the partition's owner
+  // holds it (the bins it would have: --distribution-max-bins): ServiceError
+  // invalid when it would not fit. An owner that does not answer at once
+  // (none yet, a hand-over) leaves it unchecked.
+  virtual void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) = 0;
+  // GET /dbsize: the distributions every partition holds, added up
+  // (ServiceError unavailable when a partition cannot answer).
+  virtual std::uint64_t distributions() = 0;
 
   // The partitions and who serves them, for /readyz.
   virtual std::string status() const = 0;

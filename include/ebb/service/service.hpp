@@ -285,10 +285,19 @@ class Service {
   // drops it: it judges idleness 5 minutes behind the clock, and goes
   // through a million distributions in about 15 s).
   std::size_t distributions() const;
+  // What incr() checks of an increment against the distribution's state
+  // (a cluster partition's check for the node that takes the write).
+  void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) const;
+  // GET /dbsize: distributions() on a single node; a cluster node's adds up
+  // its partitions' (ServiceError unavailable when one cannot answer).
+  std::uint64_t count_distributions() const;
   const engine::DistributionOptions& distribution_options() const noexcept;
   // One expiry step over every shard (what the expiry thread runs each
   // distribution_expire_interval); returns the distributions dropped.
   std::size_t expire_distributions(double now);
+  // One step of what start_distribution_expiry() runs: idle as of now,
+  // less a margin for increments still on their way.
+  std::size_t expire_idle_distributions();
   void start_distribution_expiry();
 
   ServiceMetrics metrics() const;
