@@ -345,6 +345,7 @@ int run_serve(ServeOptions o) {
         // Cluster mode: JetStream is the log; the catalog follows it.
         node->start(service);
         service.recover();
+        service.start_hot_keys();  // the hot-key streams follow the partitions
         log->info("cluster: {}", node->status());
         return;
       }

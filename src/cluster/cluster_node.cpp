@@ -701,14 +701,22 @@ engine::TrendingAnswer ClusterNode::trending(const std::string& ns, std::optiona
   return out;
 }
 
-service::HotKeysAnswer ClusterNode::hot_keys(const std::string& ns) {
+service::HotKeysAnswer ClusterNode::hot_keys(const std::string& ns, std::span<const std::string> watch) {
   QueryRequest q;
   q.kind = QueryRequest::Kind::hot_keys;
   q.ns = ns;
   q.min_position = log_position();
   q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  // Every partition, each watching its own keys.
+  std::vector<std::vector<std::string>> watched(layout_.partitions);
+  for (const auto& key : watch) watched[service::partition_of(hash_key(key), layout_.partitions)].push_back(key);
+  std::vector<std::pair<std::uint32_t, std::string>> requests;
+  for (std::uint32_t p = 0; p < layout_.partitions; ++p) {
+    q.items = std::move(watched[p]);
+    requests.emplace_back(p, encode_query(q));
+  }
   std::vector<std::uint32_t> missing;
-  auto replies = ask_all(q, missing);
+  auto replies = ask(requests, q.kind, missing);
   service::HotKeysAnswer out;
   bool first = true;
   for (auto& r : replies) {
@@ -725,6 +733,7 @@ service::HotKeysAnswer ClusterNode::hot_keys(const std::string& ns) {
     if (h.evaluated_at > 0) out.evaluated_at = out.evaluated_at > 0 ? std::min(out.evaluated_at, h.evaluated_at) : h.evaluated_at;
     out.complete = out.complete && h.complete;
     for (auto& key : h.items) out.items.push_back(std::move(key));
+    for (auto& key : h.watched) out.watched.push_back(std::move(key));
     first = false;
   }
   std::sort(out.items.begin(), out.items.end(),

@@ -155,11 +155,13 @@ void put_hot_keys(BinaryWriter& w, const service::HotKeysAnswer& a) {
   w.put_string(a.ns);
   for (double d : {a.threshold, a.half_life, a.cool_fraction, a.evaluated_at}) w.put<double>(d);
   w.put<std::uint8_t>(a.complete);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(a.items.size()));
-  for (const auto& k : a.items) {
-    w.put_string(k.key);
-    w.put<double>(k.rate);
-    w.put<double>(k.since);
+  for (const auto* list : {&a.items, &a.watched}) {
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(list->size()));
+    for (const auto& k : *list) {
+      w.put_string(k.key);
+      w.put<double>(k.rate);
+      w.put<double>(k.since);
+    }
   }
 }
 
@@ -168,15 +170,17 @@ service::HotKeysAnswer get_hot_keys(BinaryReader& r) {
   a.ns = r.get_string(kMaxString);
   for (double* d : {&a.threshold, &a.half_life, &a.cool_fraction, &a.evaluated_at}) *d = r.get<double>();
   a.complete = r.get<std::uint8_t>() != 0;
-  const auto n = r.get<std::uint32_t>();
-  if (n > kMaxItems) r.fail("too many keys");
-  a.items.reserve(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    engine::HotKey k;
-    k.key = r.get_string(kMaxString);
-    k.rate = r.get<double>();
-    k.since = r.get<double>();
-    a.items.push_back(std::move(k));
+  for (auto* list : {&a.items, &a.watched}) {
+    const auto n = r.get<std::uint32_t>();
+    if (n > kMaxItems) r.fail("too many keys");
+    list->reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      engine::HotKey k;
+      k.key = r.get_string(kMaxString);
+      k.rate = r.get<double>();
+      k.since = r.get<double>();
+      list->push_back(std::move(k));
+    }
   }
   return a;
 }

@@ -308,7 +308,7 @@ void PartitionReplica::answer(natsMsg* request) {
       reply.trending = service_->trending(q.ns, positive(q.short_half_life), positive(q.long_half_life), k, q.min_count, positive(q.since));
       out = encode_reply(reply, q.kind);
     } else if (q.kind == QueryRequest::Kind::hot_keys) {
-      reply.hot = service_->hot_keys(q.ns);
+      reply.hot = service_->hot_keys(q.ns, q.items);
       out = encode_reply(reply, q.kind);
     } else if (q.kind == QueryRequest::Kind::distribution) {
       const std::vector<std::string_view> fields(q.items.begin(), q.items.end());

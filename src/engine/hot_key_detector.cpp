@@ -29,6 +29,11 @@ void HotKeyDetector::set_threshold(double threshold) {
   options_ = next;
 }
 
+double HotKeyDetector::rate_of(std::string_view key) const {
+  if (auto it = hot_.find(key); it != hot_.end()) return it->second.rate;
+  return lambda_ * view_.point(key, hash_key(key), evaluated_at_).item.upper;
+}
+
 std::vector<HotKeyEvent> HotKeyDetector::evaluate(double now) {
   now = std::max(now, evaluated_at_);  // a judgement never goes back in time
   const auto top = view_.top(candidates_, now);

@@ -144,7 +144,7 @@ HotKeysAnswer hot_keys(const Service::State& s, const std::string& name) {
       throw invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
                                         " {\"hot_key_threshold\": <events/s>}");
     }
-    frame = {name, d->options().threshold, d->options().half_life, d->options().cool_fraction, 0, true, {}, {}};
+    frame = {name, d->options().threshold, d->options().half_life, d->options().cool_fraction, 0, true, {}, {}, {}};
   }
   auto merged = s.options.cluster->hot_keys(name);
   if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;

@@ -1,6 +1,7 @@
 // Hot keys (seed 004): the evaluator thread, GET /hot-keys, and the
 // listeners of GET /hot-keys/stream. The detection itself is the engine's
 // (engine/hot_key_detector.hpp); here it is scheduled and delivered.
+#include <algorithm>
 #include <chrono>
 
 #include "ebb/core/hash.hpp"
@@ -59,8 +60,65 @@ const engine::HotKeyDetector& detector_of(const NamespaceEntry& e) {
   return *d;
 }
 
+// Cluster mode (the caller holds e.notice_mu): what changed in the
+// partitions' merged hot keys since the namespace's streams were last told.
+// A key of a partition that did not answer stays as it was; one that left
+// the list cooled, with its rate now. Throws what asking them throws.
+std::vector<HotKeyNotice> cluster_changes(Service::State& s, NamespaceEntry& e) {
+  std::vector<std::string> watch;
+  for (const auto& [key, _] : e.cluster_hot) watch.push_back(key);
+  const HotKeysAnswer now = s.options.cluster->hot_keys(e.name, watch);
+  const std::set<std::uint32_t> missing(now.coverage.missing.begin(), now.coverage.missing.end());
+  std::vector<HotKeyNotice> notices;
+  std::set<std::string_view> hot;
+  for (const auto& k : now.items) {
+    hot.insert(k.key);
+    auto it = e.cluster_hot.find(k.key);
+    if (it == e.cluster_hot.end()) {
+      notices.push_back({HotKeyNotice::Kind::hot, k});
+      e.cluster_hot.emplace(k.key, k);
+    } else {
+      it->second.rate = k.rate;
+    }
+  }
+  for (auto it = e.cluster_hot.begin(); it != e.cluster_hot.end();) {
+    if (hot.contains(it->first) || missing.contains(partition_of(hash_key(it->first), now.coverage.partitions))) {
+      ++it;
+      continue;
+    }
+    engine::HotKey cooled = it->second;
+    for (const auto& w : now.watched) {
+      if (w.key == cooled.key) cooled.rate = w.rate;
+    }
+    notices.push_back({HotKeyNotice::Kind::cool, std::move(cooled)});
+    it = e.cluster_hot.erase(it);
+  }
+  e.cluster_hot_known = true;
+  return notices;
+}
+
+// Cluster mode, the evaluator thread (holding e.notice_mu): the streams
+// hear the changes, or the end of a deleted namespace. False once nobody
+// listens.
+bool poll_cluster(Service::State& s, NamespaceEntry& e) {
+  std::erase_if(e.subscribers, [](const auto& sub) { return sub->cancelled.load(); });
+  if (e.subscribers.empty() || e.deleted) {
+    if (e.deleted) notify(e, {HotKeyNotice::Kind::closed, {}});
+    e.subscribers.clear();
+    e.cluster_hot.clear();
+    e.cluster_hot_known = false;
+    return false;
+  }
+  try {
+    for (const auto& n : cluster_changes(s, e)) notify(e, n);
+  } catch (const std::exception& err) {
+    s.log->warn("hot-key streams of namespace '{}': the partitions could not be asked ({}); next time", e.name, err.what());
+  }
+  return true;
+}
+
 HotKeysAnswer answer_of(const NamespaceEntry& e, const engine::HotKeyDetector& d) {
-  return {e.name, d.options().threshold, d.options().half_life, d.options().cool_fraction, d.evaluated_at(), d.complete(), d.hot(), {}};
+  return {e.name, d.options().threshold, d.options().half_life, d.options().cool_fraction, d.evaluated_at(), d.complete(), d.hot(), {}, {}};
 }
 
 }  // namespace
@@ -94,30 +152,36 @@ void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<en
 }
 
 
-HotKeysAnswer Service::hot_keys(const std::string& name) const {
+HotKeysAnswer Service::hot_keys(const std::string& name, std::span<const std::string> watch) const {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   if (s.options.cluster) return cluster_mode::hot_keys(s, name);
   auto e = s.require(name, "namespace");
+  bool fresh = false;
   {
     std::shared_lock lock(e->mu);
-    const auto& d = detector_of(*e);
     // Stale past the evaluator's interval (it is not running, or behind):
     // evaluated first, below.
-    if (e->ns.now() - d.evaluated_at() <= s.options.hot_key_interval) return answer_of(*e, d);
+    fresh = e->ns.now() - detector_of(*e).evaluated_at() <= s.options.hot_key_interval;
   }
-  {
+  if (!fresh) {
     std::lock_guard notice(e->notice_mu);
     evaluate(s, *e);
   }
   std::shared_lock lock(e->mu);
-  return answer_of(*e, detector_of(*e));
+  const auto& d = detector_of(*e);
+  HotKeysAnswer answer = answer_of(*e, d);
+  for (const auto& key : watch) {
+    const bool hot = std::any_of(answer.items.begin(), answer.items.end(), [&](const engine::HotKey& k) { return k.key == key; });
+    if (!hot) answer.watched.push_back({key, d.rate_of(key), 0});
+  }
+  return answer;
 }
 
 std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKeyListener listener) {
-  if (s_->options.cluster) cluster_mode::not_served("GET /hot-keys/stream");
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s.options.cluster && !s.find(name)) s.options.cluster->catch_up();  // created on another node a moment ago
   auto e = s.require(name, "namespace");
   if (s.hot_key_streams.fetch_add(1) >= s.options.limits.max_hot_key_streams) {
     --s.hot_key_streams;
@@ -134,8 +198,23 @@ std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKe
       std::shared_lock lock(e->mu);
       now_hot = detector_of(*e).hot();
     }
+    if (s.options.cluster) {
+      // The partitions' keys, as the namespace's streams were last told
+      // (asked now when it has no stream yet: a failure is this request's);
+      // the evaluator thread follows them.
+      if (!e->cluster_hot_known) {
+        for (const auto& n : cluster_changes(s, *e)) notify(*e, n);
+      }
+      e->subscribers.push_back(sub);
+      now_hot.clear();
+      for (const auto& [_, k] : e->cluster_hot) now_hot.push_back(k);
+      std::sort(now_hot.begin(), now_hot.end(), [](const auto& a, const auto& b) { return a.rate != b.rate ? a.rate > b.rate : a.key < b.key; });
+      std::lock_guard streams(s.cluster_streams_mu);
+      if (std::find(s.cluster_streams.begin(), s.cluster_streams.end(), e) == s.cluster_streams.end()) s.cluster_streams.push_back(e);
+    } else {
+      e->subscribers.push_back(sub);
+    }
     for (const auto& k : now_hot) sub->listener({HotKeyNotice::Kind::hot, k});
-    e->subscribers.push_back(sub);
   } catch (...) {
     --s.hot_key_streams;
     throw;
@@ -156,6 +235,25 @@ std::size_t Service::evaluate_hot_keys() {
   const bool heartbeat = now - s.last_heartbeat >= kHeartbeatSeconds;
   if (heartbeat) s.last_heartbeat = now;
   std::size_t evaluated = 0;
+  if (s.options.cluster) {
+    // The partitions evaluate; here, the namespaces with streams follow them.
+    std::vector<EntryPtr> streamed;
+    {
+      std::lock_guard lock(s.cluster_streams_mu);
+      streamed = s.cluster_streams;
+    }
+    for (const auto& e : streamed) {
+      std::lock_guard notice(e->notice_mu);
+      if (poll_cluster(s, *e)) {
+        ++evaluated;
+        if (heartbeat) notify(*e, {HotKeyNotice::Kind::heartbeat, {}});
+        continue;
+      }
+      std::lock_guard lock(s.cluster_streams_mu);
+      std::erase(s.cluster_streams, e);
+    }
+    return evaluated;
+  }
   for (const auto& e : s.all_entries()) {
     std::lock_guard notice(e->notice_mu);
     if (evaluate(s, *e)) ++evaluated;

@@ -53,6 +53,10 @@ struct NamespaceEntry {
   // The version the last evaluation saw (under notice_mu): with no new
   // batch and no hot key, an evaluation can change nothing and is skipped.
   std::uint64_t evaluated_version = ~std::uint64_t{0};
+  // Cluster mode: the hot keys its streams were last told (under
+  // notice_mu), merged from the partitions; known once asked.
+  std::map<std::string, engine::HotKey, std::less<>> cluster_hot;
+  bool cluster_hot_known = false;
 
   // Call after changing ns, holding mu exclusively.
   void changed() noexcept { version.fetch_add(1, std::memory_order_release); }
@@ -132,6 +136,11 @@ struct Service::State {
   // Hot keys.
   std::thread hot_key_evaluator;
   std::atomic<std::size_t> hot_key_streams{0};
+  // Cluster mode: the namespaces with hot-key streams, which the evaluator
+  // thread asks the partitions about (a deleted one stays until its
+  // streams are told).
+  std::mutex cluster_streams_mu;
+  std::vector<EntryPtr> cluster_streams;
   double last_heartbeat = 0;  // steady seconds; the evaluator thread's
 
   // Distributions.

@@ -131,7 +131,7 @@ TEST(ClusterRecords, TrendingAndHotKeyQuestionsAndRepliesRoundTrip) {
 
   QueryReply h;
   h.partition = 5;
-  h.hot = {"tags", 20, 10, 0.8, 1700003600.5, false, {{"hot-1", 90.5, 1700003599}}, {}};
+  h.hot = {"tags", 20, 10, 0.8, 1700003600.5, false, {{"hot-1", 90.5, 1700003599}}, {}, {{"cold-1", 3.5, 0}}};
   const QueryReply hb = decode_reply(encode_reply(h, QueryRequest::Kind::hot_keys), QueryRequest::Kind::hot_keys);
   EXPECT_EQ(hb.hot.ns, "tags");
   EXPECT_EQ(hb.hot.threshold, 20);
@@ -141,6 +141,9 @@ TEST(ClusterRecords, TrendingAndHotKeyQuestionsAndRepliesRoundTrip) {
   EXPECT_EQ(hb.hot.items[0].key, "hot-1");
   EXPECT_EQ(hb.hot.items[0].rate, 90.5);
   EXPECT_EQ(hb.hot.items[0].since, 1700003599);
+  ASSERT_EQ(hb.hot.watched.size(), 1u);
+  EXPECT_EQ(hb.hot.watched[0].key, "cold-1");
+  EXPECT_EQ(hb.hot.watched[0].rate, 3.5);
 }
 
 TEST(ClusterRecords, DistributionQuestionsAndRepliesRoundTrip) {

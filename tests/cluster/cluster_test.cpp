@@ -18,6 +18,7 @@
 #include "ebb/service/namespace_spec.hpp"
 #include "support/ebb_server.hpp"
 #include "support/nats_server.hpp"
+#include "support/sse_reader.hpp"
 
 namespace ebb {
 namespace {
@@ -424,12 +425,27 @@ TEST_F(Cluster, TrendingAndHotKeysAnswerAsOneNode) {
   const std::string hot_b = item_in_another_partition("hot-", {"steady", fresh, hot_a});
   const auto t0 = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) - 3600;
   std::string history = R"({"namespace":"tags","events":[)";
-  for (int i = 0; i < 3600; ++i) history += std::string(i ? "," : "") + R"({"item_id":"steady","timestamp":)" + std::to_string(t0 + i) + "}";
-  for (int i = 0; i < 60; ++i) history += R"(,{"item_id":")" + fresh + R"(","timestamp":)" + std::to_string(t0 + 3540 + i) + "}";
+  auto event = [](std::string& body, const std::string& item, long t) {
+    if (body.back() != '[') body += ',';
+    body += R"({"item_id":")";
+    body += item;
+    body += R"(","timestamp":)";
+    body += std::to_string(t);
+    body += '}';
+  };
+  for (int i = 0; i < 3600; ++i) event(history, "steady", t0 + i);
+  for (int i = 0; i < 60; ++i) event(history, fresh, t0 + 3540 + i);
   history += "]}";
   // Now: two keys at 1000 and 700 events (about 69 and 49 events/s for the detector's 10 s half-life).
   std::string now = R"({"namespace":"tags","events":[)";
-  for (int i = 0; i < 1000; ++i) now += std::string(i ? "," : "") + R"({"item_id":")" + (i < 700 ? hot_b : hot_a) + R"("},{"item_id":")" + hot_a + R"("})";
+  for (int i = 0; i < 1000; ++i) {
+    if (i) now += ',';
+    now += R"({"item_id":")";
+    now += i < 700 ? hot_b : hot_a;
+    now += R"("},{"item_id":")";
+    now += hot_a;
+    now += R"("})";
+  }
   now += "]}";
   for (const auto& body : {history, now}) {
     ASSERT_EQ(call(*nodes_["b"], "POST", "/events", body).status, 204);
@@ -561,6 +577,44 @@ TEST_F(Cluster, DistributionsAnswerAsOneNode) {
   EXPECT_EQ(call(*nodes_["a"], "GET", bad_rate).body, call(single, "GET", bad_rate).body);
   EXPECT_EQ(single.stop(), 0);
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// GET /hot-keys/stream on a cluster node follows the partitions: a key
+// written through another node turns hot on the stream, cools (with its
+// rate then, under 0.8 x the threshold) and the stream ends when another
+// node deletes the namespace.
+TEST_F(Cluster, AHotKeyStreamFollowsThePartitions) {
+  start({"a", "b"});
+  // A one-second half-life: 100 events now are about 69 events/s, under 16 within 2.2 s.
+  ASSERT_EQ(call(*nodes_["b"], "POST", "/namespaces", R"({"name":"hot","windows":["all"],"hot_key_threshold":20,"hot_key_half_life":"1s"})").status,
+            201);
+  settled_top(*nodes_["a"], "/top-k?namespace=hot");
+  testing::SseReader stream(nodes_["a"]->port(), "/hot-keys/stream?namespace=hot");
+  ASSERT_NE(stream.head().find("200 OK"), std::string::npos) << stream.head();
+  EXPECT_EQ(stream.message(), "retry: 2000");
+  std::string body = R"({"namespace":"hot","events":[)";
+  for (int i = 0; i < 100; ++i) body += i ? R"(,{"item_id":"k"})" : R"({"item_id":"k"})";
+  ASSERT_EQ(call(*nodes_["b"], "POST", "/events", body + "]}").status, 204);
+  const auto hot = testing::parse_notice(stream.message());
+  EXPECT_EQ(hot.event, "hot");
+  EXPECT_EQ(hot.item_id, "k");
+  EXPECT_GE(hot.rate, 20);
+  const auto cool = testing::parse_notice(stream.message());
+  EXPECT_EQ(cool.event, "cool");
+  EXPECT_EQ(cool.item_id, "k");
+  EXPECT_LT(cool.rate, 16);
+  EXPECT_GT(cool.rate, 0);
+  EXPECT_EQ(cool.since, hot.since);
+  ASSERT_EQ(call(*nodes_["b"], "DELETE", "/namespaces/hot").status, 204);
+  EXPECT_EQ(testing::parse_notice(stream.message()).event, "end");
+  EXPECT_EQ(stream.message(), "");
+  EXPECT_TRUE(stream.closed());
 }
 
 }  // namespace

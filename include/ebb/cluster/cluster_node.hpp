@@ -96,7 +96,7 @@ class ClusterNode final : public service::ClusterLink {
   service::ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) override;
   engine::TrendingAnswer trending(const std::string& ns, std::optional<double> short_half_life, std::optional<double> long_half_life,
                                   std::size_t k, double min_count) override;
-  service::HotKeysAnswer hot_keys(const std::string& ns) override;
+  service::HotKeysAnswer hot_keys(const std::string& ns, std::span<const std::string> watch = {}) override;
   std::optional<engine::DistributionAnswer> distribution(std::string_view name, std::span<const std::string_view> fields, double now,
                                                          std::optional<double> rate, std::optional<std::size_t> most_probable) override;
   void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) override;

@@ -9,13 +9,13 @@
 // Query (request on <prefix>.q.<partition>):
 //   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys, 5 distribution, 6 distributions held, 7 check an increment),
 //   str namespace (5: the distribution), u8 has_view [u8 view kind, f64 half_life, f64 window],
-//   u8 has_k [u64 k] (5: N most probable), u32 n, n x str item (5: fields), u64 min_position, u32 wait_ms;
+//   u8 has_k [u64 k] (5: N most probable), u32 n, n x str item (4: keys watched; 5, 7: fields), u64 min_position, u32 wait_ms;
 //   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none);
 //   distribution only: f64 now, u8 has_rate [f64 rate]; check an increment (items: its fields): f64 received_at, f64 N
 // Reply:
 //   u32 partition, u8 ok; ok: the answer (kind 1: TopKAnswer; 2: u32 n,
 //   n x PointAnswer, then the view's TopKAnswer; 3: TrendingAnswer; 4:
-//   HotKeysAnswer; 5: u8 found [DistributionAnswer]; 6: u64 count; 7: nothing); not ok:
+//   HotKeysAnswer: its hot keys, then the watched ones not hot; 5: u8 found [DistributionAnswer]; 6: u64 count; 7: nothing); not ok:
 //   u8 error kind, str code, str message
 #include <cstdint>
 #include <optional>

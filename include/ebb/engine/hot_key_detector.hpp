@@ -77,6 +77,9 @@ class HotKeyDetector {
   // or when more keys were hot than the list holds.
   std::vector<HotKey> hot() const;
   bool complete() const noexcept { return complete_; }
+  // A key's rate as of the last evaluation, as evaluate() judges it (the
+  // sketch's upper bound: never under the true rate).
+  double rate_of(std::string_view key) const;
   double evaluated_at() const noexcept { return evaluated_at_; }
 
   std::size_t memory_bytes() const noexcept;

@@ -69,8 +69,10 @@ class ClusterLink {
   // node's; the union of their lists, best k.
   virtual engine::TrendingAnswer trending(const std::string& ns, std::optional<double> short_half_life, std::optional<double> long_half_life,
                                           std::size_t k, double min_count) = 0;
-  // GET /hot-keys over the partitions: the union of their hot keys.
-  virtual HotKeysAnswer hot_keys(const std::string& ns) = 0;
+  // GET /hot-keys over the partitions: the union of their hot keys; with
+  // `watch`, the rates of those keys that are not hot (each from its
+  // partition) in `watched`.
+  virtual HotKeysAnswer hot_keys(const std::string& ns, std::span<const std::string> watch = {}) = 0;
   // Distributions live whole in the partition of their name's hash: asked
   // there (read-your-writes); ServiceError unavailable when it cannot answer.
   virtual std::optional<engine::DistributionAnswer> distribution(std::string_view name, std::span<const std::string_view> fields, double now,

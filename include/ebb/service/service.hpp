@@ -117,6 +117,10 @@ struct HotKeysAnswer {
   bool complete = true;     // false: the candidates are too few to rule out a hot key outside them
   std::vector<engine::HotKey> items;  // highest rate first
   engine::Coverage coverage;          // a cluster's: which partitions the list spans
+  // hot_keys(name, watch): the watched keys that are not hot, each with its
+  // rate as of the evaluation (a cluster's hot-key streams tell a key that
+  // cooled in a partition from one that is still hot).
+  std::vector<engine::HotKey> watched;
 };
 
 // What a hot-key subscriber hears: a key turned hot or cooled; a
@@ -251,8 +255,9 @@ class Service {
   // every detector each hot_key_interval (start_hot_keys); hot_keys()
   // evaluates first when the last evaluation is older than that.
   // ServiceError not_found, or invalid "hot_keys_off" while the namespace
-  // has no threshold.
-  HotKeysAnswer hot_keys(const std::string& name) const;
+  // has no threshold. `watch`: keys whose rates the answer gives in
+  // `watched` when they are not hot.
+  HotKeysAnswer hot_keys(const std::string& name, std::span<const std::string> watch = {}) const;
   // Calls `listener` with the namespace's hot keys now (as `hot` notices),
   // then with every change from the next evaluation on, none missed or
   // repeated, until the returned handle is dropped. The listener runs on
