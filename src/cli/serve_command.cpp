@@ -189,6 +189,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "With --nats: how long a query waits for every partition's owner to catch up and answer (then it answers partial)")
       ->capture_default_str()
       ->check(duration_validator());
+  cmd->add_option("--nats-consumer-idle", o.nats_consumer_idle,
+                  "With --nats: how long JetStream keeps a partition's idle reader before dropping it (readers are made again as needed)")
+      ->capture_default_str()
+      ->check(duration_validator());
   return cmd;
 }
 
@@ -276,6 +280,7 @@ int run_serve(ServeOptions o) {
     co.layout.partitions = o.nats_partitions;
     co.replicas = o.nats_replicas;
     co.query_wait = std::chrono::milliseconds(static_cast<std::int64_t>(parse_duration(o.nats_query_timeout) * 1000));
+    co.consumer_idle = std::chrono::milliseconds(std::max<std::int64_t>(1000, static_cast<std::int64_t>(parse_duration(o.nats_consumer_idle) * 1000)));
     co.partition_options = so;
     co.node_id = o.node_id;
     if (!o.data_dir.empty()) co.checkpoint_dir = std::filesystem::path(o.data_dir) / "cluster" / o.nats_stream;

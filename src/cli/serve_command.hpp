@@ -53,6 +53,7 @@ struct ServeOptions {
   int nats_replicas = 1;
   std::string nats_stream = "EBB";
   std::string nats_query_timeout = "2s";
+  std::string nats_consumer_idle = "60s";
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);

@@ -61,23 +61,47 @@ std::set<std::uint32_t> split(std::string_view csv) {
   return out;
 }
 
-// Rendezvous hashing: the live node with the highest hash of (node,
-// partition) owns it. A node joining or leaving moves only the partitions
-// it gains or held.
-const std::string& owner_of(std::uint32_t partition, const std::map<std::string, std::set<std::uint32_t>>& nodes) {
-  const std::string* best = nullptr;
-  std::uint64_t best_score = 0;
-  for (const auto& [id, _] : nodes) {
-    const std::uint64_t score = mix64(hash_key(id) ^ (std::uint64_t{partition} * 0x9e3779b97f4a7c15ULL));
-    if (!best || score > best_score) {
-      best = &id;
-      best_score = score;
-    }
-  }
-  return *best;
-}
-
 }  // namespace
+
+std::vector<std::string> assign_partitions(std::uint32_t partitions, const std::vector<std::string>& nodes) {
+  std::vector<std::string> owner(partitions);
+  if (nodes.empty()) return owner;
+  struct Pair {
+    std::uint64_t score;
+    std::uint32_t partition;
+    std::size_t node;
+  };
+  std::vector<Pair> pairs;
+  pairs.reserve(static_cast<std::size_t>(partitions) * nodes.size());
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const std::uint64_t h = hash_key(nodes[n]);
+    for (std::uint32_t p = 0; p < partitions; ++p) pairs.push_back({mix64(h ^ (std::uint64_t{p} * 0x9e3779b97f4a7c15ULL)), p, n});
+  }
+  // Highest score first (ties: by partition, then node, so every node
+  // computes the same); each partition to its best node that has room.
+  std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.partition != b.partition ? a.partition < b.partition : a.node < b.node;
+  });
+  // Shares: every node `floor` partitions, and `extra` of them one more
+  // (whichever reach it first): the room adds up to `partitions` exactly,
+  // so every partition finds a node.
+  const std::size_t floor = partitions / nodes.size();
+  std::size_t extra = partitions % nodes.size();
+  std::vector<std::size_t> load(nodes.size());
+  std::vector<bool> placed(partitions);
+  for (const auto& pr : pairs) {
+    if (placed[pr.partition]) continue;
+    if (load[pr.node] >= floor) {
+      if (load[pr.node] > floor || extra == 0) continue;
+      --extra;
+    }
+    placed[pr.partition] = true;
+    ++load[pr.node];
+    owner[pr.partition] = nodes[pr.node];
+  }
+  return owner;
+}
 
 std::string sanitize_node_id(std::string id) {
   for (char& c : id) {
@@ -98,6 +122,7 @@ ClusterNode::~ClusterNode() { stop(); }
 void ClusterNode::start(service::Service& catalog) {
   catalog_ = &catalog;
   client_ = std::make_unique<NatsClient>(options_.urls, "ebb " + options_.node_id);
+  client_->set_consumer_idle(options_.consumer_idle);
   const auto stream = client_->ensure_stream(layout_.stream, layout_.stream_subjects(), options_.replicas,
                                              "ebb cluster log partitions=" + std::to_string(layout_.partitions));
   if (auto p = described_partitions(stream.description); p && *p != layout_.partitions) {
@@ -130,6 +155,7 @@ void ClusterNode::start(service::Service& catalog) {
   if (cancelled_) throw std::runtime_error("stopped while catching up with the cluster's log");
   for (std::size_t i = 0; i < options_.publishers; ++i) publishers_.emplace_back([this] { publish_loop(); });
   heartbeat_ = std::thread([this] { heartbeat_loop(); });
+  ownership_ = std::thread([this] { ownership_loop(); });
   log_->info("cluster node {} joined: stream {} ({} partitions), catalog at {}", options_.node_id, layout_.stream, layout_.partitions, target);
 }
 
@@ -148,6 +174,7 @@ void ClusterNode::stop() {
   }
   heartbeat_cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
+  if (ownership_.joinable()) ownership_.join();
   if (nodes_) kvStore_Delete(nodes_.get(), options_.node_id.c_str());  // leave now, not after the TTL
   {
     std::lock_guard lock(jobs_mu_);
@@ -320,6 +347,11 @@ std::uint64_t ClusterNode::publish_record(std::uint64_t key_hash, std::string pa
 }
 
 std::uint64_t ClusterNode::enqueue(Job job) {
+  // Known down: refused at once, before anything is written (the publishers
+  // would retry for their whole wait, then say the outcome is unknown).
+  if (client_ && !client_->connected()) {
+    throw unavailable("cluster_unreachable", "the connection to NATS is down (reconnecting): nothing was written; retry");
+  }
   std::lock_guard lock(jobs_mu_);
   if (stop_) throw unavailable("not_ready", "the node is shutting down");
   job.ticket = next_ticket_++;
@@ -449,7 +481,13 @@ void ClusterNode::heartbeat_loop() {
       }
       kvKeysList_Destroy(&keys);
       nodes[options_.node_id] = split(mine);
-      rebalance(nodes);
+      // Partitions are taken up and let go on a thread of their own: a
+      // replica loading its checkpoint, or writing its last one, must not
+      // hold the heartbeat back (past the TTL the others would take this
+      // node's partitions).
+      std::lock_guard lock(heartbeat_mu_);
+      next_members_ = std::move(nodes);
+      heartbeat_cv_.notify_all();
     } catch (const std::exception& e) {
       log_->warn("heartbeat failed: {}", e.what());
     }
@@ -458,13 +496,30 @@ void ClusterNode::heartbeat_loop() {
   }
 }
 
+void ClusterNode::ownership_loop() {
+  for (;;) {
+    std::map<std::string, std::set<std::uint32_t>> nodes;
+    {
+      std::unique_lock lock(heartbeat_mu_);
+      heartbeat_cv_.wait(lock, [&] { return stop_.load() || next_members_.has_value(); });
+      if (stop_) return;
+      nodes = std::move(*next_members_);
+      next_members_.reset();
+    }
+    rebalance(nodes);
+  }
+}
+
 void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes) {
   std::vector<std::uint32_t> start, drop;
   {
     std::lock_guard lock(replicas_mu_);
     members_ = nodes;
+    std::vector<std::string> ids;
+    for (const auto& [id, _] : nodes) ids.push_back(id);
+    const std::vector<std::string> owners = assign_partitions(layout_.partitions, ids);
     for (std::uint32_t p = 0; p < layout_.partitions; ++p) {
-      const std::string& owner = owner_of(p, nodes);
+      const std::string& owner = owners[p];
       const bool held = replicas_.contains(p);
       if (owner == options_.node_id && !held) start.push_back(p);
       // Handed over once the new owner serves it: no moment with nobody.
@@ -728,9 +783,10 @@ service::HotKeysAnswer ClusterNode::hot_keys(const std::string& ns, std::span<co
       out.cool_fraction = h.cool_fraction;
       out.evaluated_at = h.evaluated_at;
     }
-    // As of the oldest evaluation among them (each partition evaluates its
-    // own keys on its own clock).
-    if (h.evaluated_at > 0) out.evaluated_at = out.evaluated_at > 0 ? std::min(out.evaluated_at, h.evaluated_at) : h.evaluated_at;
+    // As of the newest evaluation among them: a partition evaluates when its
+    // last one is older than --hot-key-interval, unless nothing was counted
+    // since and no key is hot (then its older answer still holds now).
+    out.evaluated_at = std::max(out.evaluated_at, h.evaluated_at);
     out.complete = out.complete && h.complete;
     for (auto& key : h.items) out.items.push_back(std::move(key));
     for (auto& key : h.watched) out.watched.push_back(std::move(key));

@@ -180,7 +180,7 @@ SubscriptionPtr NatsClient::pull_from(const std::string& stream, const std::stri
   so.Config.DeliverPolicy = from <= 1 ? js_DeliverAll : js_DeliverByStartSequence;
   so.Config.OptStartSeq = from <= 1 ? 0 : from;
   so.Config.AckPolicy = js_AckNone;
-  so.Config.InactiveThreshold = std::int64_t{60} * 1000 * 1000 * 1000;
+  so.Config.InactiveThreshold = static_cast<std::int64_t>(consumer_idle_.count()) * 1000 * 1000;
   natsSubscription* sub = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   nats_check(js_PullSubscribe(&sub, js_, subject.c_str(), nullptr, nullptr, &so, &code), "subscribing to " + subject, code);

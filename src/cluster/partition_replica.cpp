@@ -18,6 +18,7 @@ constexpr std::size_t kMaxPartsAhead = 100'000;
 // reads it by sequence (it is in the stream already).
 constexpr auto kPartWait = std::chrono::seconds(30);
 
+
 // A partition's service: the node's limits and caching; with a data
 // directory, checkpoints there (JetStream is its log), no history.
 service::ServiceOptions replica_options(const service::ServiceOptions& node, bool with_checkpoints) {
@@ -242,11 +243,24 @@ MsgPtr PartitionReplica::take_part(std::uint64_t seq, std::int64_t commit_time_n
     return m;
   }
   if (seq <= parts_read_) return by_sequence();
+  auto renew = [&] {
+    try {
+      parts_ = client_.pull_from(layout_.stream, layout_.part_subject(partition_), parts_read_ + 1);
+    } catch (const std::exception& e) {
+      log_->warn("partition {}: reading its parts again from sequence {} failed ({}); parts are read by sequence meanwhile", partition_,
+                 parts_read_ + 1, e.what());
+    }
+  };
+  // The server deletes a consumer idle past its threshold: the parts'
+  // consumer, read only when a commit names a part, is made again when it
+  // has been idle half that long.
+  if (std::chrono::steady_clock::now() - last_parts_fetch_ > client_.consumer_idle() / 2) renew();
   const auto deadline = std::chrono::steady_clock::now() + kPartWait;
   while (!stop_ && std::chrono::steady_clock::now() < deadline) {
     std::vector<MsgPtr> msgs;
     try {
       msgs = client_.fetch(parts_.get(), 256, milliseconds(200));
+      last_parts_fetch_ = std::chrono::steady_clock::now();
     } catch (const std::exception& e) {
       log_->warn("partition {}: reading its parts failed ({}); retrying", partition_, e.what());
       std::this_thread::sleep_for(milliseconds(250));
@@ -268,6 +282,13 @@ MsgPtr PartitionReplica::take_part(std::uint64_t seq, std::int64_t commit_time_n
       return found;
     }
     if (parts_read_ > seq) break;  // read past it
+    if (msgs.empty()) {
+      // The commit names this part, so the stream holds it: nothing to
+      // read means the consumer is gone (deleted by the server) or stuck.
+      // Made again; this part read by its sequence.
+      renew();
+      break;
+    }
   }
   return by_sequence();
 }

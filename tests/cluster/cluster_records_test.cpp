@@ -3,6 +3,10 @@
 // Queries and replies round trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
+#include "ebb/cluster/cluster_node.hpp"
 #include "ebb/cluster/cluster_records.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
@@ -201,6 +205,50 @@ TEST(ClusterRecords, PartitionsSpreadItemsEvenly) {
     ++n[service::partition_of(hash_key(key), 16)];
   }
   for (int c : n) EXPECT_NEAR(c, 10000, 300);
+}
+
+}  // namespace
+}  // namespace ebb::cluster
+
+namespace ebb::cluster {
+namespace {
+
+// Owners: every node its share (rounded down or up), the same answer
+// whatever the order the members come in, and a join moves little.
+TEST(PartitionOwners, EveryNodeHoldsItsShareAndAJoinMovesLittle) {
+  for (std::uint32_t partitions : {1u, 8u, 16u, 64u}) {
+    for (std::size_t n = 1; n <= 7; ++n) {
+      std::vector<std::string> nodes;
+      auto id = [](std::size_t i) {
+        std::string out = "n";
+        out += std::to_string(i);
+        return out;
+      };
+      for (std::size_t i = 0; i < n; ++i) nodes.push_back(id(i + 1));
+      const auto owners = assign_partitions(partitions, nodes);
+      std::map<std::string, std::uint32_t> load;
+      for (const auto& o : owners) {
+        ASSERT_FALSE(o.empty());
+        ++load[o];
+      }
+      for (const auto& id : nodes) {
+        EXPECT_GE(load[id], partitions / n) << partitions << " partitions, " << n << " nodes, " << id;
+        EXPECT_LE(load[id], (partitions + n - 1) / n) << partitions << " partitions, " << n << " nodes, " << id;
+      }
+      std::vector<std::string> reversed(nodes.rbegin(), nodes.rend());
+      EXPECT_EQ(assign_partitions(partitions, reversed), owners);
+      // A join: the partitions that move go to the new node, or make room
+      // for it; about a share, never most of them.
+      nodes.push_back(id(n + 1));
+      const auto after = assign_partitions(partitions, nodes);
+      std::uint32_t moved = 0;
+      for (std::uint32_t p = 0; p < partitions; ++p) moved += after[p] != owners[p];
+      EXPECT_LE(moved, 2 * ((partitions + n) / (n + 1)) + 1) << partitions << " partitions, " << n << " nodes";
+    }
+  }
+  // The three nodes plain rendezvous hashing left one without any of 8.
+  const auto owners = assign_partitions(8, {"n1", "n2", "n3"});
+  EXPECT_GE(std::count(owners.begin(), owners.end(), "n3"), 2);
 }
 
 }  // namespace

@@ -370,7 +370,11 @@ TEST_F(Cluster, WithNatsDownWritesAreRefusedNeverAcknowledged) {
   EXPECT_NE(ready.body.find("NATS"), std::string::npos) << ready.body;
   const auto r = call(*nodes_["a"], "POST", "/events", R"({"namespace":"tags","events":[{"item_id":"x"}]})");
   EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_NE(r.body.find("nothing was written"), std::string::npos) << r.body;
   EXPECT_EQ(call(*nodes_["a"], "GET", "/top-k?namespace=tags").status, 503);
+  const auto incr = call(*nodes_["a"], "GET", "/incr?distribution=d&field=f");
+  EXPECT_EQ(incr.status, 503) << incr.body;
+  EXPECT_NE(incr.body.find("nothing was written"), std::string::npos) << incr.body;
 }
 
 }  // namespace
@@ -615,6 +619,36 @@ TEST_F(Cluster, AHotKeyStreamFollowsThePartitions) {
   EXPECT_EQ(testing::parse_notice(stream.message()).event, "end");
   EXPECT_EQ(stream.message(), "");
   EXPECT_TRUE(stream.closed());
+}
+
+}  // namespace
+}  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// JetStream drops a reader idle past its threshold (--nats-consumer-idle,
+// 2 s here): a partition that had no write for longer still counts the
+// next one at once (its reader is made again), where it used to wait 30 s
+// for a reader the server had dropped.
+TEST_F(Cluster, APartitionIdleLongerThanItsReadersLifeCountsTheNextWriteAtOnce) {
+  nodes_["a"] = node("a", {"--nats-consumer-idle", "2s", "--distribution-rate", "0"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  settled_top(*nodes_["a"], "/top-k?namespace=tags");
+  const std::string one = R"({"namespace":"tags","events":[{"item_id":"x"}]})";
+  for (int round = 1; round <= 3; ++round) {
+    ASSERT_EQ(call(*nodes_["a"], "POST", "/events", one).status, 204);
+    ASSERT_EQ(call(*nodes_["a"], "GET", "/incr?distribution=d&field=f").status, 200);
+    // Read-your-writes within --nats-query-timeout (2 s): 503 if the partition is stuck.
+    const auto r = call(*nodes_["a"], "GET", "/count?namespace=tags&item_id=x");
+    ASSERT_EQ(r.status, 200) << "round " << round << ": " << r.body;
+    simdjson::dom::parser p;
+    EXPECT_EQ(double(p.parse(r.body)["estimated_count"]), round);
+    const auto d = call(*nodes_["a"], "GET", "/get?distribution=d&field=f");
+    ASSERT_EQ(d.status, 200) << d.body;
+    EXPECT_NE(d.body.find(R"("count":)" + std::to_string(round) + ","), std::string::npos) << d.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // past the readers' life
+  }
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ struct ClusterOptions {
   std::size_t publishers = 4;                    // threads publishing batches
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds node_ttl{5000};  // a node silent this long is gone: its partitions move
+  std::chrono::milliseconds consumer_idle{60'000};  // JetStream drops a reader idle this long (NatsClient::pull_from)
   service::ServiceOptions partition_options;  // the partitions' services (limits; checkpoint_interval)
   // Where the partitions' checkpoints go (replica_checkpoints.hpp); none:
   // in memory only, a restarted node replays its partitions from the start.
@@ -61,6 +62,16 @@ struct ClusterOptions {
 // key may hold, less '.', which NATS reads as a token separator); others
 // become '_'.
 std::string sanitize_node_id(std::string id);
+
+// Who owns each partition among the live `nodes` (the same on every node
+// that sees the same members): rendezvous hashing with bounded loads. Each
+// (node, partition) pair scores a hash; from the highest score down, a
+// partition goes to its node unless that node already holds its share
+// (partitions / nodes, and one more for the first partitions % nodes nodes
+// to reach it). Every node holds partitions / nodes, rounded down or up,
+// and a join or a leave moves about the partitions it gains or held (plain
+// rendezvous hashing left a node of three with none of 8 partitions).
+std::vector<std::string> assign_partitions(std::uint32_t partitions, const std::vector<std::string>& nodes);
 
 class ClusterNode final : public service::ClusterLink {
  public:
@@ -124,6 +135,7 @@ class ClusterNode final : public service::ClusterLink {
   void publish_job(const Job& job, AsyncPublisher& parts);
   void finish(std::uint64_t ticket, const std::string& error);
   void heartbeat_loop();
+  void ownership_loop();  // rebalance()s to the members each heartbeat saw
   void rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes);
   // Sends each (partition, request) and gathers the replies that come
   // before the deadline (a partition nobody serves answers at once with
@@ -184,9 +196,10 @@ class ClusterNode final : public service::ClusterLink {
   mutable std::mutex replicas_mu_;
   std::map<std::uint32_t, std::unique_ptr<PartitionReplica>> replicas_;
   std::map<std::string, std::set<std::uint32_t>> members_;  // as of the last heartbeat
-  std::thread heartbeat_;
+  std::thread heartbeat_, ownership_;
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
+  std::optional<std::map<std::string, std::set<std::uint32_t>>> next_members_;  // under heartbeat_mu_: for ownership_
 };
 
 }  // namespace ebb::cluster

@@ -139,8 +139,11 @@ class NatsClient {
   // A key-value bucket, created unless it exists; ttl 0: entries never expire.
   KvPtr bucket(const std::string& name, int replicas, std::chrono::milliseconds ttl, int history = 1);
   // A pull subscription on `subject` of `stream` from sequence `from` (no
-  // acks: the caller keeps its position), dropped by the server when idle.
+  // acks: the caller keeps its position), dropped by the server when idle
+  // for consumer_idle() (a reader must fetch, or make it again, before).
   SubscriptionPtr pull_from(const std::string& stream, const std::string& subject, std::uint64_t from);
+  std::chrono::milliseconds consumer_idle() const noexcept { return consumer_idle_; }
+  void set_consumer_idle(std::chrono::milliseconds idle) noexcept { consumer_idle_ = idle; }
   // Up to `batch` messages, waiting at most `wait` for the first; none on timeout.
   std::vector<MsgPtr> fetch(natsSubscription* sub, int batch, std::chrono::milliseconds wait);
   // Publishes to JetStream and waits for the acknowledgement: the message's
@@ -150,6 +153,7 @@ class NatsClient {
  private:
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
+  std::chrono::milliseconds consumer_idle_{60'000};
 };
 
 }  // namespace ebb::cluster

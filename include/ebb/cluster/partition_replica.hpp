@@ -92,6 +92,7 @@ class PartitionReplica {
   SubscriptionPtr commits_, parts_;
   std::unique_ptr<AsyncSubscription> queries_;
   std::uint64_t parts_read_ = 0;  // the newest part sequence read
+  std::chrono::steady_clock::time_point last_parts_fetch_ = std::chrono::steady_clock::now();
   std::map<std::uint64_t, MsgPtr> parts_ahead_;  // parts read before their commit (or with none)
   std::thread follower_;
 };
