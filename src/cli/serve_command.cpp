@@ -378,7 +378,20 @@ int run_serve(ServeOptions o) {
   if (resp_thread.joinable()) resp_thread.join();
   recovery.join();
   blocking.join();
-  if (node) node->stop();
+  if (node) {
+    // The service's threads first (the hot-key streams' poll asks the
+    // node), then the node. JetStream holds every acknowledged write; the
+    // partitions write their last checkpoints as the node stops.
+    try {
+      service.shutdown();
+    } catch (const std::exception& e) {
+      log->error("stopping: {}", e.what());
+    }
+    node->stop();
+    if (recovery_failed) return 1;
+    log->info("stopped");
+    return 0;
+  }
   if (recovery_failed) return 1;
   // Everything acknowledged is in the synced log; the last checkpoint
   // shortens the next start.

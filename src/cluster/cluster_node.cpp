@@ -79,9 +79,9 @@ std::vector<std::string> assign_partitions(std::uint32_t partitions, const std::
   }
   // Highest score first (ties: by partition, then node, so every node
   // computes the same); each partition to its best node that has room.
-  std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+  std::sort(pairs.begin(), pairs.end(), [&](const Pair& a, const Pair& b) {
     if (a.score != b.score) return a.score > b.score;
-    return a.partition != b.partition ? a.partition < b.partition : a.node < b.node;
+    return a.partition != b.partition ? a.partition < b.partition : nodes[a.node] < nodes[b.node];
   });
   // Shares: every node `floor` partitions, and `extra` of them one more
   // (whichever reach it first): the room adds up to `partitions` exactly,
@@ -643,12 +643,14 @@ std::vector<QueryReply> ClusterNode::ask_all(const QueryRequest& q, std::vector<
   return ask(requests, q.kind, missing);
 }
 
-engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) {
+engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                                    std::optional<double> as_of) {
   QueryRequest q;
   q.kind = QueryRequest::Kind::top;
   q.ns = ns;
   q.view = view;
   if (k) q.k = *k;
+  q.as_of = as_of.value_or(0);
   q.min_position = log_position();
   q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
   std::vector<std::uint32_t> missing;
@@ -668,7 +670,8 @@ engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<e
   return out;
 }
 
-service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) {
+service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view,
+                                           std::optional<double> as_of) {
   // Each item asks its own partition; one request per partition.
   std::map<std::uint32_t, std::vector<std::size_t>> by_partition;
   for (std::size_t i = 0; i < items.size(); ++i) by_partition[service::partition_of(hash_key(items[i]), layout_.partitions)].push_back(i);
@@ -677,6 +680,7 @@ service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<cons
   q.kind = QueryRequest::Kind::counts;
   q.ns = ns;
   q.view = view;
+  q.as_of = as_of.value_or(0);
   q.min_position = log_position();
   q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
   std::vector<std::pair<std::uint32_t, std::string>> requests;
@@ -730,6 +734,7 @@ engine::TrendingAnswer ClusterNode::trending(const std::string& ns, std::optiona
   // given, so scores are those of a single node fed the same events.
   std::vector<std::uint32_t> missing;
   std::vector<QueryReply> replies;
+  bool confirmed = false;  // the replies were scored from the earliest first event of all the partitions
   for (int round = 0; round < 3; ++round) {
     replies = ask_all(q, missing);
     double first = 0;
@@ -737,10 +742,17 @@ engine::TrendingAnswer ClusterNode::trending(const std::string& ns, std::optiona
       const double f = r.trending.first_event;
       if (f > 0 && (first == 0 || f < first)) first = f;
     }
-    if (first == q.since || first == 0) break;
+    // Without every partition, the earliest seen may be later than the
+    // stream's start (its partition is the missing one): `since` only
+    // moves earlier then.
+    if (!missing.empty() && q.since > 0) first = first > 0 ? std::min(first, q.since) : q.since;
+    if (first == q.since || first == 0) {
+      confirmed = missing.empty() && first > 0;
+      break;
+    }
     q.since = first;
   }
-  if (missing.empty() && q.since > 0) {
+  if (confirmed) {
     std::lock_guard lock(since_mu_);
     if (since_.size() >= 4096) since_.clear();  // (namespaces come and go; a miss costs one more round)
     since_[ns] = q.since;

@@ -273,6 +273,7 @@ std::string encode_query(const QueryRequest& q) {
   for (const auto& i : q.items) w.put_string(i);
   w.put<std::uint64_t>(q.min_position);
   w.put<std::uint32_t>(q.wait_ms);
+  if (q.kind == QueryRequest::Kind::top || q.kind == QueryRequest::Kind::counts) w.put<double>(q.as_of);
   if (q.kind == QueryRequest::Kind::trending) {
     for (double d : {q.short_half_life, q.long_half_life, q.min_count, q.since}) w.put<double>(d);
   }
@@ -303,6 +304,7 @@ QueryRequest decode_query(std::string_view payload) {
   for (std::uint32_t i = 0; i < n; ++i) q.items.push_back(r.get_string(kMaxString));
   q.min_position = r.get<std::uint64_t>();
   q.wait_ms = r.get<std::uint32_t>();
+  if (q.kind == QueryRequest::Kind::top || q.kind == QueryRequest::Kind::counts) q.as_of = r.get<double>();
   if (q.kind == QueryRequest::Kind::trending) {
     for (double* d : {&q.short_half_life, &q.long_half_life, &q.min_count, &q.since}) *d = r.get<double>();
   }

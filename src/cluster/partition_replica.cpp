@@ -254,13 +254,17 @@ MsgPtr PartitionReplica::take_part(std::uint64_t seq, std::int64_t commit_time_n
   // The server deletes a consumer idle past its threshold: the parts'
   // consumer, read only when a commit names a part, is made again when it
   // has been idle half that long.
-  if (std::chrono::steady_clock::now() - last_parts_fetch_ > client_.consumer_idle() / 2) renew();
+  if (std::chrono::steady_clock::now() - last_parts_fetch_ > client_.consumer_idle() / 2) {
+    renew();
+    last_parts_data_ = std::chrono::steady_clock::now();
+  }
   const auto deadline = std::chrono::steady_clock::now() + kPartWait;
   while (!stop_ && std::chrono::steady_clock::now() < deadline) {
     std::vector<MsgPtr> msgs;
     try {
       msgs = client_.fetch(parts_.get(), 256, milliseconds(200));
       last_parts_fetch_ = std::chrono::steady_clock::now();
+      if (!msgs.empty()) last_parts_data_ = last_parts_fetch_;
     } catch (const std::exception& e) {
       log_->warn("partition {}: reading its parts failed ({}); retrying", partition_, e.what());
       std::this_thread::sleep_for(milliseconds(250));
@@ -284,9 +288,10 @@ MsgPtr PartitionReplica::take_part(std::uint64_t seq, std::int64_t commit_time_n
     if (parts_read_ > seq) break;  // read past it
     if (msgs.empty()) {
       // The commit names this part, so the stream holds it: nothing to
-      // read means the consumer is gone (deleted by the server) or stuck.
-      // Made again; this part read by its sequence.
-      renew();
+      // read means the consumer is slow, or gone (deleted by the server
+      // after its idle time): this part is read by its sequence, and the
+      // consumer made again if it has brought nothing for half that time.
+      if (std::chrono::steady_clock::now() - last_parts_data_ > client_.consumer_idle() / 2) renew();
       break;
     }
   }
@@ -312,7 +317,11 @@ void PartitionReplica::answer(natsMsg* request) {
                                   "partition " + std::to_string(partition_) + " has applied the log to " + std::to_string(position()) + " of " +
                                       std::to_string(q.min_position));
     }
-    if (q.kind == QueryRequest::Kind::top) {
+    if (q.kind == QueryRequest::Kind::top && q.as_of > 0) {
+      const auto k = q.k ? std::optional<std::size_t>(static_cast<std::size_t>(*q.k)) : std::nullopt;
+      reply.top = service_->top_at(q.ns, q.view, k, q.as_of);
+      out = encode_reply(reply, q.kind);
+    } else if (q.kind == QueryRequest::Kind::top) {
       const auto k = q.k ? std::optional<std::size_t>(static_cast<std::size_t>(*q.k)) : std::nullopt;
       out = *service_->top_rendered(q.ns, q.view, k, "cluster", [&](const engine::TopKAnswer& a) {
         QueryReply r;
@@ -321,7 +330,7 @@ void PartitionReplica::answer(natsMsg* request) {
         return encode_reply(r, QueryRequest::Kind::top);
       });
     } else if (q.kind == QueryRequest::Kind::counts) {
-      reply.points = service_->counts(q.ns, q.items, q.view, reply.top);
+      reply.points = service_->counts(q.ns, q.items, q.view, reply.top, q.as_of > 0 ? std::optional<double>(q.as_of) : std::nullopt);
       out = encode_reply(reply, q.kind);
     } else if (q.kind == QueryRequest::Kind::trending) {
       auto positive = [](double d) { return d > 0 ? std::optional<double>(d) : std::nullopt; };

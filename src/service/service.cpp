@@ -551,10 +551,7 @@ std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::s
     throw ServiceError(ErrorKind::too_large, "batch_too_large",
                        "item_ids: more than " + std::to_string(s_->options.limits.max_batch_events) + " ids (--max-batch-events)");
   }
-  if (s_->options.cluster) {
-    if (as_of) cluster_mode::not_served("as_of");
-    return cluster_mode::counts(*s_, name, items, view, view_answer);
-  }
+  if (s_->options.cluster) return cluster_mode::counts(*s_, name, items, view, view_answer, as_of);
   auto e = s_->require(name, "namespace");
   std::vector<engine::PointAnswer> answers;
   answers.reserve(items.size());

@@ -78,20 +78,21 @@ void remove(Service::State& s, const std::string& name) {
 }
 
 engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
-                       std::optional<std::size_t> k) {
+                       std::optional<std::size_t> k, std::optional<double> as_of) {
   auto e = require(s, name, "namespace");
   engine::TopKAnswer frame;
   std::size_t namespace_k = 0;
   {
-    // The catalog's copy holds no counts: asking it checks the view and k
-    // as a single node would, before any partition is asked.
+    // The catalog's copy holds no counts: asking it checks the view, k and
+    // the timestamp as a single node would, before any partition is asked.
     std::shared_lock lock(e->mu);
     frame = on_query([&] { return e->ns.top(view, k); });
+    if (as_of) on_query([&] { return e->ns.top_at(view, k, *as_of); });
     namespace_k = e->spec.config.k;
   }
   // Every partition is asked for the namespace's k when none is given, and
   // the merge cuts there too.
-  auto merged = s.options.cluster->top(name, view, k ? *k : namespace_k);
+  auto merged = s.options.cluster->top(name, view, k ? *k : namespace_k, as_of);
   if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;
   // No partition answered: the view's frame, empty, and saying so.
   frame.coverage = std::move(merged.coverage);
@@ -99,7 +100,8 @@ engine::TopKAnswer top(const Service::State& s, const std::string& name, const s
 }
 
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
-                                        const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer) {
+                                        const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
+                                        std::optional<double> as_of) {
   auto e = require(s, name, "namespace");
   {
     std::shared_lock lock(e->mu);
@@ -110,8 +112,9 @@ std::vector<engine::PointAnswer> counts(const Service::State& s, const std::stri
       }
     }
     on_query([&] { return e->ns.top(view, 1); });
+    if (as_of) on_query([&] { return e->ns.top_at(view, 1, *as_of); });
   }
-  auto answers = s.options.cluster->counts(name, items, view);
+  auto answers = s.options.cluster->counts(name, items, view, as_of);
   view_answer = std::move(answers.view_answer);
   return std::move(answers.answers);
 }
@@ -155,6 +158,9 @@ HotKeysAnswer hot_keys(const Service::State& s, const std::string& name) {
 
 Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
   s.refuse_when_overloaded("writes");
+  if (const std::string down = s.options.cluster->failure(); !down.empty()) {
+    throw ServiceError(ErrorKind::unavailable, "cluster_unreachable", down + "; nothing was written, retry");
+  }
   // A new distribution's rate and decay go with the record, as a single
   // node logs them: every partition replica creates it alike.
   const DistributionIncrRecord record{received_at, distribution, n, s.options.distributions.default_rate, {fields.begin(), fields.end()},

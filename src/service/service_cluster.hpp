@@ -9,10 +9,13 @@ namespace ebb::service::cluster_mode {
 NamespaceSpec create(Service::State& s, NamespaceSpec spec);
 NamespaceSpec patch(Service::State& s, const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
 void remove(Service::State& s, const std::string& name);
+// `as_of`: as the partitions' memory holds it then (their rings; a cluster
+// keeps no history yet).
 engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
-                       std::optional<std::size_t> k);
+                       std::optional<std::size_t> k, std::optional<double> as_of = std::nullopt);
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
-                                        const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer);
+                                        const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
+                                        std::optional<double> as_of = std::nullopt);
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
                                 std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count);
 HotKeysAnswer hot_keys(const Service::State& s, const std::string& name);

@@ -73,6 +73,7 @@ PastView past_view(const NamespaceEntry& e, const std::optional<engine::ViewSpec
 std::string no_history(const Service::State& s) {
   std::lock_guard lock(s.metrics_mu);
   if (!s.history_off.empty()) return s.history_off;
+  if (s.options.external_log) return "a cluster keeps no history yet (docs/cluster.md)";  // a cluster partition's
   return std::string("this server keeps no history (") + (s.options.data_dir ? "--history-interval 0" : "no data directory") + ")";
 }
 
@@ -186,16 +187,20 @@ std::vector<engine::PointAnswer> points_as_of(const Service::State& s, const Nam
 
 engine::TopKAnswer Service::top_at(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                                    double as_of) const {
-  if (s_->options.cluster) cluster_mode::not_served("as_of");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s_->options.cluster) return cluster_mode::top(*s_, name, view, k, as_of);
   auto e = s_->require(name, "namespace");
   return on_query([&] { return top_as_of(*s_, *e, view, k, as_of); });
 }
 
 engine::PointAnswer Service::count_at(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view,
                                       double as_of) const {
-  if (s_->options.cluster) cluster_mode::not_served("as_of");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  if (s_->options.cluster) {
+    engine::TopKAnswer view_answer;
+    const std::string items[] = {std::string(item)};
+    return cluster_mode::counts(*s_, name, items, view, view_answer, as_of).at(0);
+  }
   auto e = s_->require(name, "namespace");
   const std::string one(item);
   return on_query([&] { return std::move(points_as_of(*s_, *e, std::span<const std::string>(&one, 1), view, as_of).front()); });

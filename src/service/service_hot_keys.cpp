@@ -102,8 +102,21 @@ std::vector<HotKeyNotice> cluster_changes(Service::State& s, NamespaceEntry& e) 
 // listens.
 bool poll_cluster(Service::State& s, NamespaceEntry& e) {
   std::erase_if(e.subscribers, [](const auto& sub) { return sub->cancelled.load(); });
-  if (e.subscribers.empty() || e.deleted) {
-    if (e.deleted) notify(e, {HotKeyNotice::Kind::closed, {}});
+  bool deleted = false, detecting = false;
+  {
+    std::shared_lock lock(e.mu);  // (the catalog follower changes them)
+    deleted = e.deleted;
+    detecting = e.ns.hot_keys() != nullptr;
+  }
+  if (!detecting && !deleted) {
+    // Detection turned off (PATCH): every key cools, as on a single node;
+    // the streams stay open, hearing heartbeats, until it is on again.
+    for (const auto& [_, k] : e.cluster_hot) notify(e, {HotKeyNotice::Kind::cool, k});
+    e.cluster_hot.clear();
+    return !e.subscribers.empty();
+  }
+  if (e.subscribers.empty() || deleted) {
+    if (deleted) notify(e, {HotKeyNotice::Kind::closed, {}});
     e.subscribers.clear();
     e.cluster_hot.clear();
     e.cluster_hot_known = false;

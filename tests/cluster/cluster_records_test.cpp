@@ -237,13 +237,24 @@ TEST(PartitionOwners, EveryNodeHoldsItsShareAndAJoinMovesLittle) {
       }
       std::vector<std::string> reversed(nodes.rbegin(), nodes.rend());
       EXPECT_EQ(assign_partitions(partitions, reversed), owners);
-      // A join: the partitions that move go to the new node, or make room
-      // for it; about a share, never most of them.
+      // A join: the new node takes its share, and the moves that make room
+      // for it between the others are at most as many again.
       nodes.push_back(id(n + 1));
       const auto after = assign_partitions(partitions, nodes);
-      std::uint32_t moved = 0;
-      for (std::uint32_t p = 0; p < partitions; ++p) moved += after[p] != owners[p];
-      EXPECT_LE(moved, 2 * ((partitions + n) / (n + 1)) + 1) << partitions << " partitions, " << n << " nodes";
+      const std::uint32_t share = partitions / static_cast<std::uint32_t>(n + 1);
+      std::uint32_t moved = 0, to_new = 0;
+      for (std::uint32_t p = 0; p < partitions; ++p) {
+        moved += after[p] != owners[p];
+        to_new += after[p] == nodes.back();
+      }
+      EXPECT_GE(to_new, share) << partitions << " partitions, " << n << " nodes";
+      EXPECT_LE(moved - to_new, share + 1) << partitions << " partitions, " << n << " nodes";
+      if (n == 1) {
+        EXPECT_EQ(moved, to_new);  // two nodes: whatever moves goes to the new one
+      }
+      // A leave (the newest node goes again): back to the first answer.
+      nodes.pop_back();
+      EXPECT_EQ(assign_partitions(partitions, nodes), owners);
     }
   }
   // The three nodes plain rendezvous hashing left one without any of 8.

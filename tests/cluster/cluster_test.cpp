@@ -196,7 +196,7 @@ TEST_F(Cluster, ThreeNodesAnswerAsOneNodeFedTheSameEvents) {
   for (auto i : items) got.push_back(double(i["estimated_count"]));
   EXPECT_EQ(got, (std::vector<double>{expected["item-3"], expected["item-0"], 0}));
   // What a cluster does not serve yet says so.
-  EXPECT_EQ(call(*nodes_["a"], "GET", "/top-k?namespace=tags&timestamp=1").status, 501);
+  EXPECT_EQ(call(*nodes_["a"], "GET", "/history?namespace=tags&item_id=item-0&from=1&to=2").status, 501);
   EXPECT_EQ(call(*nodes_["a"], "POST", "/namespaces", R"({"name":"ev","clock":"event"})").status, 501);
   EXPECT_EQ(single.stop(), 0);
   std::filesystem::remove_all(dir);
@@ -615,6 +615,13 @@ TEST_F(Cluster, AHotKeyStreamFollowsThePartitions) {
   EXPECT_LT(cool.rate, 16);
   EXPECT_GT(cool.rate, 0);
   EXPECT_EQ(cool.since, hot.since);
+  // Hot again; then detection turned off on the other node: it cools at once.
+  ASSERT_EQ(call(*nodes_["b"], "POST", "/events", body + "]}").status, 204);
+  EXPECT_EQ(testing::parse_notice(stream.message()).event, "hot");
+  ASSERT_EQ(call(*nodes_["b"], "PATCH", "/namespaces/hot", R"({"hot_key_threshold":null})").status, 200);
+  const auto off = testing::parse_notice(stream.message());
+  EXPECT_EQ(off.event, "cool");
+  EXPECT_EQ(off.item_id, "k");
   ASSERT_EQ(call(*nodes_["b"], "DELETE", "/namespaces/hot").status, 204);
   EXPECT_EQ(testing::parse_notice(stream.message()).event, "end");
   EXPECT_EQ(stream.message(), "");
@@ -649,6 +656,65 @@ TEST_F(Cluster, APartitionIdleLongerThanItsReadersLifeCountsTheNextWriteAtOnce) 
     EXPECT_NE(d.body.find(R"("count":)" + std::to_string(round) + ","), std::string::npos) << d.body;
     std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // past the readers' life
   }
+}
+
+}  // namespace
+}  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// As of a past time, from the partitions' memory (their windows' rings):
+// the answers of a single node fed the same timestamped events. Past what
+// memory holds, a clear 400 (a cluster keeps no history yet).
+TEST_F(Cluster, AsOfAPastTimeAnswersFromThePartitionsMemory) {
+  start({"a", "b"});
+  auto dir = testing::make_temp_dir("ebb-single");
+  EbbServer single(dir, {"--fsync", "off"});
+  const char* spec = R"({"name":"w","windows":["1h"],"k":10})";
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", spec).status, 201);
+  ASSERT_EQ(call(single, "POST", "/namespaces", spec).status, 201);
+  const auto t0 = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  std::string body = R"({"namespace":"w","events":[)";
+  for (int i = 0; i < 200; ++i) {
+    if (i) body += ',';
+    body += R"({"item_id":"item-)";
+    body += std::to_string(i % 7);
+    body += R"(","weight":)";
+    body += std::to_string(i % 5 + 1);
+    body += R"(,"timestamp":)";
+    body += std::to_string(t0 - 400 + 2 * i);
+    body += '}';
+  }
+  body += "]}";
+  ASSERT_EQ(call(*nodes_["b"], "POST", "/events", body).status, 204);
+  ASSERT_EQ(call(single, "POST", "/events", body).status, 204);
+  const std::string as_of = std::to_string(t0 - 150);
+  settled_top(*nodes_["a"], "/top-k?namespace=w");
+  const auto want = call(single, "GET", "/top-k?namespace=w&timestamp=" + as_of);
+  ASSERT_EQ(want.status, 200) << want.body;
+  EXPECT_NE(want.body.find(R"("source":"memory")"), std::string::npos) << want.body;
+  const TopK expected = parse_top(want.body);
+  ASSERT_EQ(expected.items.size(), 7u);
+  for (const char* id : {"a", "b"}) {
+    const auto r = call(*nodes_[id], "GET", "/top-k?namespace=w&timestamp=" + as_of);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("source":"memory")"), std::string::npos) << r.body;
+    const TopK got = parse_top(r.body);
+    EXPECT_FALSE(got.partial);
+    EXPECT_EQ(got.total, expected.total) << r.body;
+    EXPECT_EQ(got.items, expected.items) << r.body << "\n" << want.body;
+    const std::string count = "/count?namespace=w&item_id=item-3&timestamp=" + as_of;
+    simdjson::dom::parser p, q;
+    EXPECT_EQ(double(p.parse(call(*nodes_[id], "GET", count).body)["estimated_count"]),
+              double(q.parse(call(single, "GET", count).body)["estimated_count"]));
+  }
+  // Past memory: no history in a cluster yet.
+  const auto old = call(*nodes_["a"], "GET", "/top-k?namespace=w&timestamp=1000000");
+  EXPECT_EQ(old.status, 400) << old.body;
+  EXPECT_NE(old.body.find("a cluster keeps no history yet"), std::string::npos) << old.body;
+  EXPECT_EQ(single.stop(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

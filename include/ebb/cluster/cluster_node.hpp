@@ -69,8 +69,9 @@ std::string sanitize_node_id(std::string id);
 // partition goes to its node unless that node already holds its share
 // (partitions / nodes, and one more for the first partitions % nodes nodes
 // to reach it). Every node holds partitions / nodes, rounded down or up,
-// and a join or a leave moves about the partitions it gains or held (plain
-// rendezvous hashing left a node of three with none of 8 partitions).
+// and a join moves the new node's share to it and at most about as many
+// again between the others (plain rendezvous hashing left a node of three
+// with none of 8 partitions).
 std::vector<std::string> assign_partitions(std::uint32_t partitions, const std::vector<std::string>& nodes);
 
 class ClusterNode final : public service::ClusterLink {
@@ -103,8 +104,10 @@ class ClusterNode final : public service::ClusterLink {
   void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) override;
   std::uint64_t publish_admin(std::string_view payload) override;
   bool catch_up() override;
-  engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) override;
-  service::ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) override;
+  engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                         std::optional<double> as_of = std::nullopt) override;
+  service::ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view,
+                                std::optional<double> as_of = std::nullopt) override;
   engine::TrendingAnswer trending(const std::string& ns, std::optional<double> short_half_life, std::optional<double> long_half_life,
                                   std::size_t k, double min_count) override;
   service::HotKeysAnswer hot_keys(const std::string& ns, std::span<const std::string> watch = {}) override;

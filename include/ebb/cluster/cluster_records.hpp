@@ -10,6 +10,7 @@
 //   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys, 5 distribution, 6 distributions held, 7 check an increment),
 //   str namespace (5: the distribution), u8 has_view [u8 view kind, f64 half_life, f64 window],
 //   u8 has_k [u64 k] (5: N most probable), u32 n, n x str item (4: keys watched; 5, 7: fields), u64 min_position, u32 wait_ms;
+//   top and counts only: f64 as_of (0: now);
 //   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none);
 //   distribution only: f64 now, u8 has_rate [f64 rate]; check an increment (items: its fields): f64 received_at, f64 N
 // Reply:
@@ -73,6 +74,7 @@ struct QueryRequest {
   double now = 0;
   std::optional<double> rate;
   double n = 0;
+  double as_of = 0;  // top, counts: as of then, from memory (0: now)
 };
 
 std::string encode_query(const QueryRequest& q);

@@ -93,6 +93,7 @@ class PartitionReplica {
   std::unique_ptr<AsyncSubscription> queries_;
   std::uint64_t parts_read_ = 0;  // the newest part sequence read
   std::chrono::steady_clock::time_point last_parts_fetch_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_parts_data_ = last_parts_fetch_;  // the last fetch that brought parts
   std::map<std::uint64_t, MsgPtr> parts_ahead_;  // parts read before their commit (or with none)
   std::thread follower_;
 };

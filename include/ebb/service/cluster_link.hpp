@@ -62,8 +62,11 @@ class ClusterLink {
   // where it stands when the question arrives (bounded by the deadline).
   // Answers carry their Coverage (engine/answers.hpp): a partition that
   // could not answer makes them partial, never silently short.
-  virtual engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k) = 0;
-  virtual ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view) = 0;
+  // `as_of`: as the partitions' memory holds it then (no history yet).
+  virtual engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                                 std::optional<double> as_of = std::nullopt) = 0;
+  virtual ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view,
+                               std::optional<double> as_of = std::nullopt) = 0;
   // GET /trending over the partitions: each scores its items from the
   // stream's start measured over all of them, so scores are a single
   // node's; the union of their lists, best k.
