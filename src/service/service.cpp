@@ -30,6 +30,11 @@ EntryPtr Service::State::require(std::string_view name, const std::string& field
   return e;
 }
 
+EntryPtr Service::State::require_known(std::string_view name, const std::string& field) const {
+  if (options.cluster && !find(name)) options.cluster->catch_up();
+  return require(name, field);
+}
+
 std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
   // A sketch view: its counters, plus each candidate slot with a key of
   // typical length (the heap, its index and the key bytes). The hot-key
@@ -202,22 +207,16 @@ Commit Service::ingest(const IngestRequest& req) {
     std::vector<engine::Event> events;
     std::vector<std::uint64_t> hashes;  // hash_key() of each of its events
   };
-  // Cluster mode: a namespace created on another node a moment ago is
-  // waited for (this node's catalog catches up) before it is called unknown.
-  auto require = [&](std::string_view name, const std::string& field) {
-    if (s.options.cluster && !s.find(name)) s.options.cluster->catch_up();
-    return s.require(name, field);
-  };
   std::vector<Target> targets;
   const std::string_view first_ns = req.namespaces.front();
   const bool single = std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
   if (single) {
-    targets.push_back({require(first_ns, at_event(0) + ".namespace"), {}, {}, {}});
+    targets.push_back({s.require_known(first_ns, at_event(0) + ".namespace"), {}, {}, {}});
   } else {
     std::map<std::string_view, std::vector<std::size_t>> groups;  // name order: a fixed lock order
     for (std::size_t i = 0; i < req.events.size(); ++i) groups[req.namespaces[i]].push_back(i);
     for (auto& [name, indices] : groups) {
-      Target t{require(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}};
+      Target t{s.require_known(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}};
       t.events.reserve(t.indices.size());
       for (std::size_t i : t.indices) t.events.push_back(req.events[i]);
       targets.push_back(std::move(t));

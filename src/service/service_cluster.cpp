@@ -10,15 +10,6 @@
 namespace ebb::service::cluster_mode {
 namespace {
 
-// The namespace in this node's catalog; one created on another node a
-// moment ago is waited for (the catalog catches up with the log) before
-// the name is called unknown.
-EntryPtr require(const Service::State& s, const std::string& name, const std::string& field) {
-  if (auto e = s.find(name)) return e;
-  s.options.cluster->catch_up();
-  return s.require(name, field);
-}
-
 ServiceError exists(const std::string& name) {
   return {ErrorKind::conflict, "namespace_exists", "name: namespace '" + name + "' already exists"};
 }
@@ -79,7 +70,7 @@ void remove(Service::State& s, const std::string& name) {
 
 engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
                        std::optional<std::size_t> k, std::optional<double> as_of) {
-  auto e = require(s, name, "namespace");
+  auto e = s.require_known(name, "namespace");
   engine::TopKAnswer frame;
   std::size_t namespace_k = 0;
   {
@@ -102,7 +93,7 @@ engine::TopKAnswer top(const Service::State& s, const std::string& name, const s
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
                                         const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
                                         std::optional<double> as_of) {
-  auto e = require(s, name, "namespace");
+  auto e = s.require_known(name, "namespace");
   {
     std::shared_lock lock(e->mu);
     const auto max_bytes = e->ns.config().max_item_bytes;
@@ -121,7 +112,7 @@ std::vector<engine::PointAnswer> counts(const Service::State& s, const std::stri
 
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
                                 std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count) {
-  auto e = require(s, name, "namespace");
+  auto e = s.require_known(name, "namespace");
   engine::TrendingAnswer frame;
   std::size_t want = 0;
   {
@@ -134,25 +125,6 @@ engine::TrendingAnswer trending(const Service::State& s, const std::string& name
   auto merged = s.options.cluster->trending(name, frame.short_view.half_life, frame.long_view.half_life, want, min_count);
   if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;
   frame.coverage = std::move(merged.coverage);
-  return frame;
-}
-
-HotKeysAnswer hot_keys(const Service::State& s, const std::string& name) {
-  auto e = require(s, name, "namespace");
-  HotKeysAnswer frame;
-  {
-    std::shared_lock lock(e->mu);
-    const auto* d = e->ns.hot_keys();
-    if (!d) {
-      throw invalid("hot_keys_off", "namespace: '" + name + "' has no hot-key detection; set one with PATCH /namespaces/" + name +
-                                        " {\"hot_key_threshold\": <events/s>}");
-    }
-    frame = {name, d->options().threshold, d->options().half_life, d->options().cool_fraction, 0, true, {}, {}, {}};
-  }
-  auto merged = s.options.cluster->hot_keys(name);
-  if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;
-  frame.coverage = std::move(merged.coverage);
-  frame.complete = false;  // no partition answered: nothing is known
   return frame;
 }
 

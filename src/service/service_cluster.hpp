@@ -18,7 +18,6 @@ std::vector<engine::PointAnswer> counts(const Service::State& s, const std::stri
                                         std::optional<double> as_of = std::nullopt);
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
                                 std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count);
-HotKeysAnswer hot_keys(const Service::State& s, const std::string& name);
 Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at);
 // What a cluster does not serve yet: 501 naming it.
 [[noreturn]] void not_served(const char* what);

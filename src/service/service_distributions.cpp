@@ -85,26 +85,20 @@ Commit Service::incr(std::string_view distribution, std::span<const std::string_
 std::optional<engine::DistributionAnswer> Service::distribution(std::string_view name, std::span<const std::string_view> fields, double now,
                                                                 std::optional<double> rate, std::optional<std::size_t> most_probable) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s_->options.cluster) {
-    {
-      // The question's own checks (a bad rate or N) before any partition is asked.
-      const DistributionShard& shard = s_->shard_of(name);
-      std::lock_guard lock(shard.mu);
-      try {
-        shard.store.read(name, fields, now, rate, most_probable);
-      } catch (const InvalidArgument& e) {
-        throw invalid("bad_parameter", e.what());
-      }
+  std::optional<engine::DistributionAnswer> here;
+  {
+    // In cluster mode this store is empty: reading it makes the question's
+    // own checks (a bad rate or N) before the distribution's partition is asked.
+    const DistributionShard& shard = s_->shard_of(name);
+    std::lock_guard lock(shard.mu);
+    try {
+      here = shard.store.read(name, fields, now, rate, most_probable);
+    } catch (const InvalidArgument& e) {
+      throw invalid("bad_parameter", e.what());
     }
-    return s_->options.cluster->distribution(name, fields, now, rate, most_probable);
   }
-  const DistributionShard& shard = s_->shard_of(name);
-  std::lock_guard lock(shard.mu);
-  try {
-    return shard.store.read(name, fields, now, rate, most_probable);
-  } catch (const InvalidArgument& e) {
-    throw invalid("bad_parameter", e.what());
-  }
+  if (s_->options.cluster) return s_->options.cluster->distribution(name, fields, now, rate, most_probable);
+  return here;
 }
 
 void Service::State::check_increment(std::string_view distribution, std::span<const std::string_view> fields, double n,

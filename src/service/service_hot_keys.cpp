@@ -168,7 +168,21 @@ void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<en
 HotKeysAnswer Service::hot_keys(const std::string& name, std::span<const std::string> watch) const {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s.options.cluster) return cluster_mode::hot_keys(s, name);
+  if (s.options.cluster) {
+    auto e = s.require_known(name, "namespace");
+    HotKeysAnswer frame;
+    {
+      // The catalog's detector counts nothing: it says whether detection is
+      // on, and with what threshold.
+      std::shared_lock lock(e->mu);
+      frame = answer_of(*e, detector_of(*e));
+    }
+    auto merged = s.options.cluster->hot_keys(name);
+    if (merged.coverage.missing.size() < merged.coverage.partitions) return merged;
+    frame.coverage = std::move(merged.coverage);
+    frame.complete = false;  // no partition answered: nothing is known
+    return frame;
+  }
   auto e = s.require(name, "namespace");
   bool fresh = false;
   {
@@ -194,8 +208,7 @@ HotKeysAnswer Service::hot_keys(const std::string& name, std::span<const std::st
 std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKeyListener listener) {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s.options.cluster && !s.find(name)) s.options.cluster->catch_up();  // created on another node a moment ago
-  auto e = s.require(name, "namespace");
+  auto e = s.require_known(name, "namespace");
   if (s.hot_key_streams.fetch_add(1) >= s.options.limits.max_hot_key_streams) {
     --s.hot_key_streams;
     throw ServiceError(ErrorKind::overloaded, "too_many_streams",

@@ -178,6 +178,10 @@ struct Service::State {
     return it == entries.end() ? nullptr : it->second;
   }
   EntryPtr require(std::string_view name, const std::string& field) const;
+  // require(), but in cluster mode a namespace created on another node a
+  // moment ago is waited for (the catalog catches up with the log) before
+  // the name is called unknown. Not on the catalog's applying thread.
+  EntryPtr require_known(std::string_view name, const std::string& field) const;
   // Every namespace now (the map lock held only to copy the pointers).
   std::vector<EntryPtr> all_entries() const {
     std::shared_lock lock(map_mu);

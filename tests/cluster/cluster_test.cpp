@@ -308,11 +308,6 @@ TEST_F(Cluster, ARestartedNodeResumesItsPartitionsFromItsCheckpoints) {
   EXPECT_NE(nodes_["a"]->log().find("dropping the checkpoints in"), std::string::npos) << nodes_["a"]->log();
 }
 
-}  // namespace
-}  // namespace ebb
-
-namespace ebb {
-namespace {
 
 // Every create, patch and delete that took effect reaches the
 // <stream>_namespaces bucket, each at its commit-subject sequence (this
@@ -377,11 +372,6 @@ TEST_F(Cluster, WithNatsDownWritesAreRefusedNeverAcknowledged) {
   EXPECT_NE(incr.body.find("nothing was written"), std::string::npos) << incr.body;
 }
 
-}  // namespace
-}  // namespace ebb
-
-namespace ebb {
-namespace {
 
 struct Trend {
   std::string id;
@@ -519,11 +509,6 @@ TEST_F(Cluster, TrendingAndHotKeysAnswerAsOneNode) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
-}  // namespace ebb
-
-namespace ebb {
-namespace {
 
 // A distribution's answer without its last write's time (each node stamps
 // its own receive time).
@@ -583,11 +568,6 @@ TEST_F(Cluster, DistributionsAnswerAsOneNode) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
-}  // namespace ebb
-
-namespace ebb {
-namespace {
 
 // GET /hot-keys/stream on a cluster node follows the partitions: a key
 // written through another node turns hot on the stream, cools (with its
@@ -628,11 +608,6 @@ TEST_F(Cluster, AHotKeyStreamFollowsThePartitions) {
   EXPECT_TRUE(stream.closed());
 }
 
-}  // namespace
-}  // namespace ebb
-
-namespace ebb {
-namespace {
 
 // JetStream drops a reader idle past its threshold (--nats-consumer-idle,
 // 2 s here): a partition that had no write for longer still counts the
@@ -658,11 +633,6 @@ TEST_F(Cluster, APartitionIdleLongerThanItsReadersLifeCountsTheNextWriteAtOnce) 
   }
 }
 
-}  // namespace
-}  // namespace ebb
-
-namespace ebb {
-namespace {
 
 // As of a past time, from the partitions' memory (their windows' rings):
 // the answers of a single node fed the same timestamped events. Past what
