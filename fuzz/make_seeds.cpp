@@ -4,10 +4,12 @@
 // are valid and the fuzzer starts from real files. The text targets' seeds
 // are written by hand. Run by `scripts/fuzz seeds` (then commit the files):
 //   fuzz_make_seeds <corpus dir>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "ebb/cluster/cluster_records.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/decay/exact_decayed_counter.hpp"
 #include "ebb/decay/forward_decay.hpp"
@@ -151,5 +153,76 @@ int main(int argc, char** argv) {
   seed("fuzz_blobs", "space-saving-capacity-4", "23", space.serialize());
   seed("fuzz_blobs", "augmented-heap", "51", augmented.serialize());
   seed("fuzz_blobs", "augmented-heap-capacity-4", "53", augmented.serialize());
+
+  // The cluster's records: option '0' a commit, '1' a query, '1' + kind a reply.
+  cluster::CommitRecord commit{"batch-7", {{0, 12}, {3, 15}}, {{"tags", 2}}};
+  seed("fuzz_cluster_records", "commit", "0", cluster::encode_commit(commit));
+  commit.clocks = {{"tags", std::nan(""), 1.7e9 + 5}};
+  seed("fuzz_cluster_records", "commit-clocked", "0", cluster::encode_commit(commit));
+  cluster::QueryRequest q;
+  q.ns = "tags";
+  q.view = engine::ViewSpec::decayed(300);
+  q.k = 10;
+  q.items = {"#rust", "#go"};
+  q.min_position = 42;
+  q.wait_ms = 2000;
+  q.from = 1.7e9;
+  q.to = 1.7e9 + 60;
+  for (int kind = 1; kind <= 9; ++kind) {
+    q.kind = static_cast<cluster::QueryRequest::Kind>(kind);
+    q.rate = kind == 5 ? std::optional<double>(0.5) : std::nullopt;
+    seed("fuzz_cluster_records", "query-" + std::to_string(kind), "1", cluster::encode_query(q));
+  }
+  cluster::QueryReply reply;
+  reply.partition = 3;
+  reply.top.view = engine::ViewSpec::all_time();
+  CountedItem item;
+  item.key = "#rust";
+  item.estimate = 5;
+  item.lower = 4;
+  item.upper = 6;
+  reply.top.items.push_back(item);
+  reply.points.emplace_back();
+  reply.points.back().item = item;
+  engine::TrendingItem trend;
+  trend.key = "#go";
+  trend.score = 2.5;
+  trend.short_count = item;
+  reply.trending.items.push_back(trend);
+  engine::HotKey hot;
+  hot.key = "#zig";
+  hot.rate = 12.5;
+  hot.since = 1.7e9;
+  reply.hot.items.push_back(hot);
+  engine::DistributionAnswer colors;
+  colors.distribution = "colors";
+  colors.z = 6;
+  colors.t = 1.7e9;
+  colors.decay = engine::DistributionDecay::poisson;
+  colors.bins.emplace_back();
+  colors.bins.back().bin = "red";
+  colors.bins.back().count = 3.5;
+  reply.distribution = colors;
+  reply.count = 9;
+  engine::NamespaceStats stats;
+  stats.events = 10;
+  stats.weight = 12.5;
+  stats.views.emplace_back();
+  stats.views.back().view = engine::ViewSpec::sliding(3600);
+  stats.views.back().dropped = 4;
+  reply.stats.emplace_back("tags", stats);
+  reply.history.view = engine::ViewSpec::decayed(300);
+  reply.history.points.resize(2);
+  reply.history.points[0].t = 1.7e9;
+  reply.history.points[0].rank = 2;
+  reply.history.points[0].estimate = 5;
+  reply.history.points[1].t = 1.7e9 + 10;
+  reply.history.points[1].upper = 3;
+  for (int kind = 1; kind <= 9; ++kind) {
+    const auto k = static_cast<cluster::QueryRequest::Kind>(kind);
+    seed("fuzz_cluster_records", "reply-" + std::to_string(kind), std::string(1, static_cast<char>('1' + kind)), cluster::encode_reply(reply, k));
+  }
+  reply.error = service::ServiceError(service::ErrorKind::unavailable, "partition_behind", "partition 3 is behind");
+  seed("fuzz_cluster_records", "reply-error", "2", cluster::encode_reply(reply, cluster::QueryRequest::Kind::top));
   return 0;
 }

@@ -271,10 +271,6 @@ int run_serve(ServeOptions o) {
       log->error("--nats: give at least one URL, e.g. nats://127.0.0.1:4222");
       return 2;
     }
-    if (o.resp_port >= 0) {
-      log->error("--resp-port: the Redis protocol is not served in cluster mode (--nats) yet (docs/cluster.md)");
-      return 2;
-    }
     co.layout.stream = o.nats_stream;
     co.layout.prefix = o.nats_stream;  // its subjects too: clusters sharing NATS servers stay apart
     co.layout.partitions = o.nats_partitions;
@@ -326,6 +322,7 @@ int run_serve(ServeOptions o) {
   if (o.resp_port >= 0) {
     o.resp.bind = o.resp_bind.empty() ? o.http.bind : o.resp_bind;
     o.resp.port = static_cast<std::uint16_t>(o.resp_port);
+    if (node) o.resp.blocking_threads = 16;  // every read and write waits on the network (as HTTP's queries above)
     resp_commands.emplace(service, tokens, resp_figures, kVersion);
     resp_server.emplace(o.resp, *resp_commands, log);
     try {

@@ -252,13 +252,19 @@ void ClusterNode::follow_catalog() {
       for (auto& m : msgs) {
         const MsgMeta meta = msg_meta(m.get());
         const std::string_view payload = msg_data(m.get());
-        if (!is_commit(payload)) {
-          try {
+        try {
+          if (!is_commit(payload)) {
             catalog_->apply_record(meta.sequence, payload);
             mirror_->applied(meta.sequence, payload, *catalog_);
-          } catch (const std::exception& e) {
-            log_->error("catalog: record {} does not decode ({}); skipped", meta.sequence, e.what());
+          } else if (static_cast<std::uint8_t>(payload[0]) == kClockedCommitRecord) {
+            // The catalog checks the next batches against the clocks the
+            // partitions keep (event-clock namespaces).
+            const CommitRecord commit = decode_commit(payload);
+            catalog_->advance_event_clocks(meta.sequence, commit.clocks,
+                                           service::Service::ConfigRevisions(commit.configs.begin(), commit.configs.end()));
           }
+        } catch (const std::exception& e) {
+          log_->error("catalog: record {} does not decode ({}); skipped", meta.sequence, e.what());
         }
         catalog_position_.store(meta.sequence, std::memory_order_release);
       }
@@ -312,7 +318,8 @@ bool ClusterNode::catch_up() { return wait_catalog(log_position(), options_.quer
 // ---- publishing ----
 
 std::uint64_t ClusterNode::publish_batch(const service::BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
-                                         const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) {
+                                         const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id,
+                                         std::vector<service::EventClockCheck> clocks) {
   // One record per partition the batch touches, with the groups' events
   // of that partition (the receive time stays the batch's).
   std::map<std::uint32_t, service::BatchRecord> by_partition;
@@ -331,6 +338,7 @@ std::uint64_t ClusterNode::publish_batch(const service::BatchRecord& record, con
   Job job;
   job.batch_id = batch_id;
   job.configs.assign(configs.begin(), configs.end());
+  job.clocks = std::move(clocks);
   for (const auto& [p, part] : by_partition) {
     std::string payload;
     service::encode_batch(payload, part);
@@ -426,7 +434,8 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
       } catch (const std::exception& e) {
         if (attempt == 3 || stop_) {
           throw std::runtime_error(std::string(e.what()) +
-                                   "; the batch's outcome is unknown (it may yet be counted): retry it with the same Idempotency-Key to have it counted once");
+                                   "; the batch's outcome is unknown (it may yet be counted): retry it with the same Idempotency-Key "
+                                   "(HTTP) to have it counted once; a retry without one (RESP) may count it twice: check the counts first");
         }
         log_->warn("batch {}: {}; retrying", job.batch_id, e.what());
       }
@@ -435,6 +444,7 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
   CommitRecord commit;
   commit.batch_id = job.batch_id;
   commit.configs = job.configs;
+  commit.clocks = job.clocks;
   std::vector<AsyncPublisher::Outgoing> out;
   for (const auto& [p, payload] : job.parts) out.push_back({layout_.part_subject(p), payload, job.batch_id + "." + std::to_string(p)});
   std::string errors;
@@ -453,11 +463,17 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
     throw std::runtime_error("the batch is in the log (sequence " + std::to_string(at) + ") but this node has not followed the log that far; outcome unknown");
   }
   for (const auto& [ns, revision] : job.configs) {
-    if (catalog_->config_revision(ns) != revision) {
-      throw std::runtime_error("namespace '" + ns +
-                               "' changed while the batch was written; it was counted only if the change came after it (outcome unknown): "
-                               "check the namespace and retry");
+    const auto now = catalog_->config_revision(ns);
+    if (now == revision) continue;
+    // A change logged before the commit (its position below the commit's):
+    // every partition judged the commit against it, so nothing of the
+    // batch counted, in any namespace. A retry is a new batch.
+    if (now && *now < at) {
+      throw std::runtime_error("namespace '" + ns + "' changed before the batch was committed: nothing of the batch was counted; retry it");
     }
+    throw std::runtime_error("namespace '" + ns +
+                             "' changed while the batch was written; it was counted, whole, only if the change came after it (outcome "
+                             "unknown): check the namespace before you retry");
   }
 }
 
@@ -643,6 +659,16 @@ std::vector<QueryReply> ClusterNode::ask_all(const QueryRequest& q, std::vector<
   return ask(requests, q.kind, missing);
 }
 
+QueryReply ClusterNode::ask_owner(QueryRequest& q, std::string_view key) {
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  const std::uint32_t p = service::partition_of(hash_key(key), layout_.partitions);
+  std::vector<std::uint32_t> missing;
+  auto replies = ask({{p, encode_query(q)}}, q.kind, missing);
+  if (replies.empty()) throw unavailable("partition_unavailable", "partition " + std::to_string(p) + " " + kDidNotAnswer);
+  return std::move(replies.front());
+}
+
 engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                                     std::optional<double> as_of) {
   QueryRequest q;
@@ -821,13 +847,7 @@ std::optional<engine::DistributionAnswer> ClusterNode::distribution(std::string_
   if (most_probable) q.k = *most_probable;
   q.now = now;
   q.rate = rate;
-  q.min_position = log_position();
-  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
-  const std::uint32_t p = service::partition_of(hash_key(name), layout_.partitions);
-  std::vector<std::uint32_t> missing;
-  auto replies = ask({{p, encode_query(q)}}, q.kind, missing);
-  if (replies.empty()) throw unavailable("partition_unavailable", "partition " + std::to_string(p) + " " + kDidNotAnswer);
-  return std::move(replies.front().distribution);
+  return std::move(ask_owner(q, name).distribution);
 }
 
 void ClusterNode::check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) {
@@ -856,6 +876,54 @@ std::uint64_t ClusterNode::distributions() {
   std::uint64_t n = 0;
   for (const auto& r : replies) n += r.count;
   return n;
+}
+
+std::vector<std::pair<std::string, engine::NamespaceStats>> ClusterNode::stats(const std::string& ns, engine::Coverage& coverage) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::stats;
+  q.ns = ns;
+  q.min_position = log_position();
+  q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
+  std::vector<std::uint32_t> missing;
+  const auto replies = ask_all(q, missing);
+  std::map<std::string, engine::NamespaceStats> by_name;
+  for (const auto& r : replies) {
+    for (const auto& [name, part] : r.stats) {
+      auto& sum = by_name[name];
+      sum.events += part.events;
+      sum.excluded += part.excluded;
+      sum.batches += part.batches;
+      sum.weight += part.weight;
+      sum.newest_time = std::max(sum.newest_time, part.newest_time);
+      sum.memory_bytes += part.memory_bytes;
+      // Views by spec: a partition behind another may not have a patch's view yet.
+      for (const auto& v : part.views) {
+        auto same = std::find_if(sum.views.begin(), sum.views.end(), [&](const engine::ViewStats& s) { return s.view == v.view; });
+        if (same == sum.views.end()) {
+          sum.views.push_back(v);
+        } else {
+          same->memory_bytes += v.memory_bytes;
+          same->dropped += v.dropped;
+        }
+      }
+    }
+  }
+  coverage.partitions = layout_.partitions;
+  coverage.missing = std::move(missing);
+  return {std::make_move_iterator(by_name.begin()), std::make_move_iterator(by_name.end())};
+}
+
+service::HistorySeries ClusterNode::history(const std::string& ns, std::string_view item, const std::optional<engine::ViewSpec>& view,
+                                            double from, double to, std::size_t max_points) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::history;
+  q.ns = ns;
+  q.view = view;
+  q.k = max_points;
+  q.items.emplace_back(item);
+  q.from = from;
+  q.to = to;
+  return std::move(ask_owner(q, item).history);
 }
 
 }  // namespace ebb::cluster

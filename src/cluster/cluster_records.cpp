@@ -10,6 +10,15 @@ namespace {
 constexpr std::size_t kMaxString = std::size_t{64} << 20;
 constexpr std::size_t kMaxItems = std::size_t{1} << 24;
 
+// A count of elements to come, each at least `min_bytes` long: refused
+// when the bytes left cannot hold them (so a forged count never makes a
+// reader reserve gigabytes), or past kMaxItems.
+std::uint32_t count_of(BinaryReader& r, std::size_t min_bytes, const char* what) {
+  const auto n = r.get<std::uint32_t>();
+  if (n > kMaxItems || n > r.remaining() / min_bytes) r.fail(std::string("too many ") + what);
+  return n;
+}
+
 void put_view(BinaryWriter& w, const engine::ViewSpec& v) {
   w.put<std::uint8_t>(static_cast<std::uint8_t>(v.kind));
   w.put<double>(v.half_life);
@@ -90,8 +99,7 @@ void put_top(BinaryWriter& w, const engine::TopKAnswer& a) {
 engine::TopKAnswer get_top(BinaryReader& r) {
   engine::TopKAnswer a;
   get_frame(r, a);
-  const auto n = r.get<std::uint32_t>();
-  if (n > kMaxItems) r.fail("too many items");
+  const auto n = count_of(r, 4, "items");
   a.items.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) a.items.push_back(get_item(r));
   a.unlisted_upper = r.get<double>();
@@ -137,8 +145,7 @@ engine::TrendingAnswer get_trending(BinaryReader& r) {
   a.long_view = get_view(r);
   for (double* d : {&a.as_of, &a.min_count, &a.since, &a.first_event}) *d = r.get<double>();
   a.candidates = r.get<std::uint64_t>();
-  const auto n = r.get<std::uint32_t>();
-  if (n > kMaxItems) r.fail("too many items");
+  const auto n = count_of(r, 4, "items");
   a.items.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     engine::TrendingItem t;
@@ -171,8 +178,7 @@ service::HotKeysAnswer get_hot_keys(BinaryReader& r) {
   for (double* d : {&a.threshold, &a.half_life, &a.cool_fraction, &a.evaluated_at}) *d = r.get<double>();
   a.complete = r.get<std::uint8_t>() != 0;
   for (auto* list : {&a.items, &a.watched}) {
-    const auto n = r.get<std::uint32_t>();
-    if (n > kMaxItems) r.fail("too many keys");
+    const auto n = count_of(r, 4, "keys");
     list->reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) {
       engine::HotKey k;
@@ -204,8 +210,7 @@ engine::DistributionAnswer get_distribution(BinaryReader& r) {
   const auto decay = r.get<std::uint8_t>();
   if (decay > static_cast<std::uint8_t>(engine::DistributionDecay::poisson)) r.fail("unknown decay " + std::to_string(decay));
   a.decay = static_cast<engine::DistributionDecay>(decay);
-  const auto n = r.get<std::uint32_t>();
-  if (n > kMaxItems) r.fail("too many bins");
+  const auto n = count_of(r, 4, "bins");
   a.bins.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     engine::DistributionBin b;
@@ -215,6 +220,40 @@ engine::DistributionAnswer get_distribution(BinaryReader& r) {
     a.bins.push_back(std::move(b));
   }
   return a;
+}
+
+void put_stats(BinaryWriter& w, const engine::NamespaceStats& s) {
+  w.put<std::uint64_t>(s.events);
+  w.put<std::uint64_t>(s.excluded);
+  w.put<std::uint64_t>(s.batches);
+  w.put<double>(s.weight);
+  w.put<double>(s.newest_time);
+  w.put<std::uint64_t>(s.memory_bytes);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(s.views.size()));
+  for (const auto& v : s.views) {
+    put_view(w, v.view);
+    w.put<std::uint64_t>(v.memory_bytes);
+    w.put<std::uint64_t>(v.dropped);
+  }
+}
+
+engine::NamespaceStats get_stats(BinaryReader& r) {
+  engine::NamespaceStats s;
+  s.events = r.get<std::uint64_t>();
+  s.excluded = r.get<std::uint64_t>();
+  s.batches = r.get<std::uint64_t>();
+  s.weight = r.get<double>();
+  s.newest_time = r.get<double>();
+  s.memory_bytes = static_cast<std::size_t>(r.get<std::uint64_t>());
+  const auto n = r.get<std::uint32_t>();
+  if (n > 1024) r.fail("too many views");
+  s.views.resize(n);
+  for (auto& v : s.views) {
+    v.view = get_view(r);
+    v.memory_bytes = static_cast<std::size_t>(r.get<std::uint64_t>());
+    v.dropped = r.get<std::uint64_t>();
+  }
+  return s;
 }
 
 }  // namespace
@@ -233,29 +272,51 @@ std::string encode_commit(const CommitRecord& c) {
     w.put_string(ns);
     w.put<std::uint64_t>(revision);
   }
+  if (!c.clocks.empty()) {
+    w.buffer()[0] = static_cast<char>(kClockedCommitRecord);
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(c.clocks.size()));
+    for (const auto& clock : c.clocks) {
+      w.put_string(clock.ns);
+      w.put<double>(clock.before);
+      w.put<double>(clock.after);
+    }
+  }
   return std::move(w.buffer());
 }
 
-bool is_commit(std::string_view payload) noexcept { return !payload.empty() && static_cast<std::uint8_t>(payload[0]) == kCommitRecord; }
+bool is_commit(std::string_view payload) noexcept {
+  if (payload.empty()) return false;
+  const auto type = static_cast<std::uint8_t>(payload[0]);
+  return type == kCommitRecord || type == kClockedCommitRecord;
+}
 
 CommitRecord decode_commit(std::string_view payload) {
   BinaryReader r(payload, "commit record");
-  if (r.get<std::uint8_t>() != kCommitRecord) r.fail("not a commit record");
+  const auto type = r.get<std::uint8_t>();
+  if (type != kCommitRecord && type != kClockedCommitRecord) r.fail("not a commit record");
   CommitRecord c;
   c.batch_id = r.get_string(256);
-  const auto n = r.get<std::uint32_t>();
-  if (n > kMaxItems) r.fail("too many parts");
+  const auto n = count_of(r, 12, "parts");
   c.parts.resize(n);
   for (auto& p : c.parts) {
     p.partition = r.get<std::uint32_t>();
     p.sequence = r.get<std::uint64_t>();
   }
-  const auto m = r.get<std::uint32_t>();
-  if (m > kMaxItems) r.fail("too many namespaces");
+  const auto m = count_of(r, 4, "namespaces");
   c.configs.reserve(m);
   for (std::uint32_t i = 0; i < m; ++i) {
     auto ns = r.get_string(kMaxString);
     c.configs.emplace_back(std::move(ns), r.get<std::uint64_t>());
+  }
+  if (type == kClockedCommitRecord) {
+    const auto k = count_of(r, 20, "clocks");
+    c.clocks.resize(k);
+    for (auto& clock : c.clocks) {
+      clock.ns = r.get_string(kMaxString);
+      clock.before = r.get<double>();
+      clock.after = r.get<double>();
+    }
+    if (c.clocks.empty()) r.fail("a clocked commit without clocks");  // (the plain type says that)
   }
   r.expect_end();
   return c;
@@ -286,6 +347,10 @@ std::string encode_query(const QueryRequest& q) {
     w.put<double>(q.now);
     w.put<double>(q.n);
   }
+  if (q.kind == QueryRequest::Kind::history) {
+    w.put<double>(q.from);
+    w.put<double>(q.to);
+  }
   return std::move(w.buffer());
 }
 
@@ -293,13 +358,12 @@ QueryRequest decode_query(std::string_view payload) {
   BinaryReader r(payload, "query");
   QueryRequest q;
   const auto kind = r.get<std::uint8_t>();
-  if (kind < 1 || kind > 7) r.fail("unknown query kind " + std::to_string(kind));
+  if (kind < 1 || kind > 9) r.fail("unknown query kind " + std::to_string(kind));
   q.kind = static_cast<QueryRequest::Kind>(kind);
   q.ns = r.get_string(kMaxString);
   if (r.get<std::uint8_t>()) q.view = get_view(r);
   if (r.get<std::uint8_t>()) q.k = r.get<std::uint64_t>();
-  const auto n = r.get<std::uint32_t>();
-  if (n > kMaxItems) r.fail("too many items");
+  const auto n = count_of(r, 4, "items");
   q.items.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) q.items.push_back(r.get_string(kMaxString));
   q.min_position = r.get<std::uint64_t>();
@@ -315,6 +379,10 @@ QueryRequest decode_query(std::string_view payload) {
   if (q.kind == QueryRequest::Kind::check_incr) {
     q.now = r.get<double>();
     q.n = r.get<double>();
+  }
+  if (q.kind == QueryRequest::Kind::history) {
+    q.from = r.get<double>();
+    q.to = r.get<double>();
   }
   r.expect_end();
   return q;
@@ -345,6 +413,24 @@ std::string encode_reply(const QueryReply& reply, QueryRequest::Kind kind) {
       w.put<std::uint64_t>(reply.count);
       break;
     case QueryRequest::Kind::check_incr:
+      break;
+    case QueryRequest::Kind::history:
+      put_view(w, reply.history.view);
+      w.put<std::uint8_t>(reply.history.truncated);
+      w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.history.points.size()));
+      for (const auto& p : reply.history.points) {
+        w.put<double>(p.t);
+        w.put<std::uint8_t>(p.rank.has_value());
+        if (p.rank) w.put<std::uint32_t>(*p.rank);
+        for (double d : {p.estimate, p.lower, p.upper}) w.put<double>(d);
+      }
+      break;
+    case QueryRequest::Kind::stats:
+      w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.stats.size()));
+      for (const auto& [name, stats] : reply.stats) {
+        w.put_string(name);
+        put_stats(w, stats);
+      }
       break;
     case QueryRequest::Kind::counts:
       w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.points.size()));
@@ -386,9 +472,29 @@ QueryReply decode_reply(std::string_view payload, QueryRequest::Kind kind) {
       break;
     case QueryRequest::Kind::check_incr:
       break;
+    case QueryRequest::Kind::history: {
+      reply.history.view = get_view(r);
+      reply.history.truncated = r.get<std::uint8_t>() != 0;
+      const auto n = count_of(r, 33, "points");
+      reply.history.points.resize(n);
+      for (auto& p : reply.history.points) {
+        p.t = r.get<double>();
+        if (r.get<std::uint8_t>()) p.rank = r.get<std::uint32_t>();
+        for (double* d : {&p.estimate, &p.lower, &p.upper}) *d = r.get<double>();
+      }
+      break;
+    }
+    case QueryRequest::Kind::stats: {
+      const auto n = count_of(r, 4, "namespaces");
+      reply.stats.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        auto name = r.get_string(kMaxString);
+        reply.stats.emplace_back(std::move(name), get_stats(r));
+      }
+      break;
+    }
     case QueryRequest::Kind::counts: {
-      const auto n = r.get<std::uint32_t>();
-      if (n > kMaxItems) r.fail("too many items");
+      const auto n = count_of(r, 4, "items");
       reply.points.reserve(n);
       for (std::uint32_t i = 0; i < n; ++i) reply.points.push_back(get_point(r));
       reply.top = get_top(r);

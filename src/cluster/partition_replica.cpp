@@ -20,7 +20,8 @@ constexpr auto kPartWait = std::chrono::seconds(30);
 
 
 // A partition's service: the node's limits and caching; with a data
-// directory, checkpoints there (JetStream is its log), no history.
+// directory, checkpoints there (JetStream is its log) and the history of
+// its own items (history.sqlite3), as a single node keeps it.
 service::ServiceOptions replica_options(const service::ServiceOptions& node, bool with_checkpoints) {
   service::ServiceOptions o;
   o.limits = node.limits;
@@ -29,7 +30,12 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node, boo
   o.distribution_expire_interval = node.distribution_expire_interval;
   o.distributions = node.distributions;
   o.history_interval = 0;
-  if (with_checkpoints) o.data_dir = node.data_dir;
+  if (with_checkpoints) {
+    o.data_dir = node.data_dir;
+    o.history_interval = node.history_interval;
+    o.history_retention = node.history_retention;
+    o.history_min_free_bytes = node.history_min_free_bytes;
+  }
   o.external_log = true;
   return o;
 }
@@ -170,8 +176,16 @@ void PartitionReplica::follow() {
                           meta.sequence, ref.sequence);
               continue;
             }
-            service_->apply_record(meta.sequence, msg_data(part.get()), &configs);
+            try {
+              service_->apply_record(meta.sequence, msg_data(part.get()), &configs, commit.clocks);
+            } catch (const std::exception& e) {
+              // (Every replica skips it alike; the clocks below still move.)
+              log_->error("partition {}: part {} of commit {} does not decode ({}); skipped", partition_, ref.sequence, meta.sequence, e.what());
+            }
           }
+          // Event clocks move in every partition alike, a part here or not
+          // (after it: the part was checked against the writer's clock).
+          if (!commit.clocks.empty()) service_->advance_event_clocks(meta.sequence, commit.clocks, configs);
         } else {
           service_->apply_record(meta.sequence, payload);
         }
@@ -204,6 +218,10 @@ void PartitionReplica::housekeeping() {
     return true;
   };
   try {
+    if (!history_started_ && caught_up()) {
+      service_->start_history();  // (no-op without history)
+      history_started_ = true;
+    }
     if (due(hot_key_interval_, last_hot_keys_)) service_->evaluate_hot_keys();
     if (due(expire_interval_, last_expiry_)) service_->expire_idle_distributions();
   } catch (const std::exception& e) {
@@ -348,9 +366,20 @@ void PartitionReplica::answer(natsMsg* request) {
     } else if (q.kind == QueryRequest::Kind::distributions) {
       reply.count = service_->distributions();
       out = encode_reply(reply, q.kind);
-    } else {
+    } else if (q.kind == QueryRequest::Kind::history) {
+      if (q.items.size() != 1) throw service::invalid("bad_query", "a history question names one item");
+      reply.history = service_->history(q.ns, q.items[0], q.view, q.from, q.to, q.k.value_or(1));
+      out = encode_reply(reply, q.kind);
+    } else if (q.kind == QueryRequest::Kind::check_incr) {
       const std::vector<std::string_view> fields(q.items.begin(), q.items.end());
       service_->check_incr(q.ns, fields, q.n, q.now);
+      out = encode_reply(reply, q.kind);
+    } else {
+      if (q.ns.empty()) {
+        for (auto& info : service_->list()) reply.stats.emplace_back(info.spec.config.name, std::move(info.stats));
+      } else {
+        reply.stats.emplace_back(q.ns, service_->describe(q.ns).stats);
+      }
       out = encode_reply(reply, q.kind);
     }
   } catch (const service::ServiceError& e) {

@@ -72,7 +72,29 @@ void Namespace::reject_jump(const Event& e, std::size_t index, double reference,
                                            "), more than the namespace's max_time_jump of " + format_duration(config_.max_time_jump));
 }
 
-double Namespace::newest_before_batch() const noexcept { return seen_event_ ? stats_.newest_time : NAN; }
+double Namespace::newest_before_batch() const noexcept {
+  if (clock_override_) return *clock_override_;
+  return seen_event_ ? stats_.newest_time : NAN;
+}
+
+void Namespace::stage_logged(std::span<const Event> events, double wall_now, std::optional<double> clock_before) {
+  struct Restore {
+    Namespace& ns;
+    ~Restore() {
+      ns.clock_override_.reset();
+      ns.logged_ = false;
+    }
+  } restore{*this};
+  if (config_.clock == ClockMode::event && clock_before) clock_override_ = *clock_before;
+  logged_ = true;
+  stage(events, wall_now);
+}
+
+void Namespace::advance_clock(double t) {
+  if (config_.clock != ClockMode::event || !std::isfinite(t)) return;
+  stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, t) : t;
+  seen_event_ = true;
+}
 
 double Namespace::clamp_future(const Event& e, std::size_t index, double wall_now) const {
   // Within the skew tolerance a clock a little ahead is clamped to now;

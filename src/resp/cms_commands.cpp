@@ -96,12 +96,27 @@ Outcome incrby(Context& c) {
   check_items(views);
   require_cms(c, key);
   std::vector<double> after;
-  const service::Commit commit = ingest_items(c, key, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
+  service::Commit commit = ingest_items(c, key, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
     if (!counted) return;
     for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
   });
-  // No counts from the observer (every increment 0, or it failed): read them now.
-  if (after.size() != items.size()) after = upper_counts(c, key, items);
+  // No counts from the observer (every increment 0, it failed, or cluster
+  // mode, where the partitions count once the log has the increment): read
+  // them now, in cluster mode once the log has it (read-your-writes).
+  if (after.size() != items.size()) {
+    const bool published = c.commands.clustered() && commit.lsn != 0;
+    if (published) {
+      if (const auto error = c.commands.wait_published(commit); !error.empty()) refuse("ERR " + error);
+      commit = {};
+    }
+    try {
+      after = upper_counts(c, key, items);
+    } catch (const std::exception& e) {
+      // (Not a refusal: a client must not send the increments again.)
+      if (published) refuse(std::string("ERR the increments are counted, but their counts cannot be read now: ") + e.what());
+      throw;
+    }
+  }
   std::unordered_map<std::string_view, double> later;  // what the pairs after this one added to its item
   std::vector<long long> reply(items.size());
   for (std::size_t i = items.size(); i-- > 0;) {
@@ -177,6 +192,7 @@ Outcome info(Context& c) {
   const std::string key(c.args[1]);
   require_cms(c, key);
   const auto described = c.commands.service().describe(key);
+  require_whole(described.coverage);
   const auto& config = described.spec.config;
   const RedisKey r = requested_shape(described.spec);
   c.reply.map(5);

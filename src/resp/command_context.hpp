@@ -116,6 +116,10 @@ inline void require_topk(Context& c, const std::string& key) { require_key(c, ke
 // The duration at args[at] (5m, 1h...), for the option named at args[at - 1];
 // CommandError "ERR <option>: bad duration '...'" otherwise.
 double duration_argument(Args args, std::size_t at);
+// Cluster mode: an answer merged from the partitions must span them all
+// (RESP has no field to say that a partition is missing from a list):
+// ServiceError unavailable "partition_unavailable" naming the missing ones.
+void require_whole(const engine::Coverage& coverage);
 // Each item's count in the key's first view: its upper bound.
 std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items);
 // What RESERVE / INITBY* were given, as TOPK.INFO / CMS.INFO echo it; a

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <future>
 #include <type_traits>
 #include <unordered_map>
 
@@ -120,6 +121,14 @@ double duration_argument(Args args, std::size_t at) {
   } catch (const std::exception&) {
     refuse("ERR " + ascii_lower(args[at - 1]) + ": bad duration '" + std::string(args[at].substr(0, 64)) + "'");
   }
+}
+
+void require_whole(const engine::Coverage& coverage) {
+  if (!coverage.partial()) return;
+  std::string which;
+  for (const auto p : coverage.missing) which.append(which.empty() ? "" : ", ").append(std::to_string(p));
+  throw service::ServiceError(service::ErrorKind::unavailable, "partition_unavailable",
+                              "partition " + which + " did not answer in time: the answer would leave its keys out (try again)");
 }
 
 std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items) {
@@ -242,11 +251,62 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
   ReplyWriter reply(out, client.protocol);
   if (args.empty()) return {};
   figures_.commands_total.fetch_add(1, std::memory_order_relaxed);
-  return replying(out, reply, [&] {
+  return replying(out, reply, [&]() -> Outcome {
     const CommandSpec& spec = admit(tokens_, service_, client, args);
-    Context ctx{*this, client, args, reply, wall_clock_now()};
+    const double received_at = wall_clock_now();  // (events are stamped when the command came, not when a thread took it up)
+    if (clustered() && spec.access != service::Access::open) {
+      // Off the event loop (commands.hpp); the arguments are copied, since
+      // the connection's buffer moves on. The connection runs nothing else
+      // meanwhile (the transport's rule for deferred work), so its state
+      // is this command's alone.
+      return {{}, [this, &client, &spec, received_at, owned = std::vector<std::string>(args.begin(), args.end())](std::string& text) {
+                const std::vector<std::string_view> views(owned.begin(), owned.end());
+                ReplyWriter deferred(text, client.protocol);
+                replying(text, deferred, [&] {
+                  Context ctx{*this, client, views, deferred, received_at};
+                  Outcome outcome = spec.run(ctx);
+                  if (outcome.deferred) outcome.deferred(text);  // (its own reply: it wrote none before)
+                  if (outcome.commit.lsn == 0) return;
+                  if (const auto error = wait_published(outcome.commit); !error.empty()) refuse("ERR " + error);
+                });
+              }};
+    }
+    Context ctx{*this, client, args, reply, received_at};
     return spec.run(ctx);
   });
+}
+
+std::string Commands::wait_published(service::Commit commit) {
+  if (commit.lsn == 0) return "";
+  std::promise<std::string> done;
+  auto result = done.get_future();
+  service_.when_durable(commit, [&done](const std::string& error) { done.set_value(error); });
+  return result.get();
+}
+
+std::function<void(std::string&)> Commands::deferred_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands) {
+  std::vector<std::vector<std::string>> owned;
+  owned.reserve(commands.size());
+  for (const auto& args : commands) owned.emplace_back(args.begin(), args.end());
+  return [this, &client, owned = std::move(owned), received_at = wall_clock_now()](std::string& text) {
+    std::vector<std::vector<std::string_view>> views;
+    views.reserve(owned.size());
+    for (const auto& args : owned) views.emplace_back(args.begin(), args.end());
+    std::vector<BatchReply> replies;
+    try {
+      execute_batch(client, views, replies, received_at);
+      // (In cluster mode a reply is final when it comes back: the batch's
+      // handler waited for the log before it read the list after it.)
+      for (auto& r : replies) {
+        if (r.commit.lsn != 0) throw std::logic_error("a cluster reply still waiting for its write");
+      }
+    } catch (const std::exception& e) {
+      // Out of memory writing the replies, once counted: every command says so.
+      replies.assign(views.size(), {});
+      for (auto& r : replies) ReplyWriter(r.text, client.protocol).error(std::string("ERR ") + e.what());
+    }
+    for (auto& r : replies) text += r.text;
+  };
 }
 
 std::optional<BatchEntry> Commands::batch_entry(std::span<const std::string_view> args) noexcept {
@@ -258,7 +318,9 @@ std::optional<BatchEntry> Commands::batch_entry(std::span<const std::string_view
 
 std::size_t Commands::max_batch_items() const noexcept { return service_.limits().max_batch_events; }
 
-void Commands::execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies) {
+void Commands::execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies,
+                             double received_at) {
+  if (received_at == 0) received_at = wall_clock_now();
   replies.assign(commands.size(), {});
   if (commands.empty()) return;
   bool admitted = true;
@@ -273,7 +335,7 @@ void Commands::execute_batch(ClientState& client, std::span<const std::vector<st
   if (admitted) {
     std::string unused;
     ReplyWriter reply(unused, client.protocol);
-    Context ctx{*this, client, commands.front(), reply, wall_clock_now()};
+    Context ctx{*this, client, commands.front(), reply, received_at};
     const std::vector<Args> args(commands.begin(), commands.end());
     bool counted = false;
     try {
@@ -288,7 +350,11 @@ void Commands::execute_batch(ClientState& client, std::span<const std::vector<st
     // answers for itself.
     replies.assign(commands.size(), {});
   }
-  for (std::size_t i = 0; i < commands.size(); ++i) replies[i].commit = execute(client, commands[i], replies[i].text).commit;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    Outcome outcome = execute(client, commands[i], replies[i].text);
+    if (outcome.deferred) outcome.deferred(replies[i].text);  // (cluster mode: execute_batch runs off the loop already)
+    replies[i].commit = outcome.commit;
+  }
 }
 
 }  // namespace ebb::resp

@@ -29,7 +29,10 @@ Outcome del(Context& c) {
           })};
 }
 
+// (EXISTS, TYPE, DBSIZE: in cluster mode, after every change acknowledged
+// anywhere before them; sync_catalog.)
 Outcome exists(Context& c) {
+  c.commands.service().sync_catalog();
   long long n = 0;
   for (std::size_t i = 1; i < c.args.size(); ++i) n += c.commands.service().exists(std::string(c.args[i])) ? 1 : 0;
   c.reply.integer(n);
@@ -38,6 +41,7 @@ Outcome exists(Context& c) {
 
 // RedisBloom's type names; a namespace made over HTTP is a top-K.
 Outcome type(Context& c) {
+  c.commands.service().sync_catalog();
   try {
     const auto key = c.commands.service().redis_key(std::string(c.args[1]));
     c.reply.simple(key && key->type == service::RedisKey::Type::cms ? "CMSk-TYPE" : "TopK-TYPE");
@@ -49,6 +53,7 @@ Outcome type(Context& c) {
 }
 
 Outcome dbsize(Context& c) {
+  c.commands.service().sync_catalog();
   c.reply.integer(static_cast<long long>(c.commands.service().size()));
   return {};
 }

@@ -23,7 +23,8 @@ using tcp = net::ip::tcp;
 class RespServer::Impl {
  public:
   class Session;
-  Impl(RespServerOptions o, Commands& c, std::shared_ptr<spdlog::logger> l) : options(std::move(o)), commands(c), log(std::move(l)) {
+  Impl(RespServerOptions o, Commands& c, std::shared_ptr<spdlog::logger> l)
+      : options(std::move(o)), commands(c), log(std::move(l)), blocking(std::max(1u, options.blocking_threads)) {
     const unsigned n = std::max(1u, options.threads);
     for (unsigned i = 0; i < n; ++i) {
       contexts.push_back(std::make_unique<net::io_context>(1));
@@ -54,8 +55,8 @@ class RespServer::Impl {
   std::size_t next_context = 0;
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
-  // Admin commands' work (RESERVE, INITBY*, DEL), off the event loops.
-  net::thread_pool blocking{2};
+  // Work off the event loops (RespServerOptions::blocking_threads).
+  net::thread_pool blocking;
 };
 
 class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
@@ -118,19 +119,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         std::string reply;
         Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
         if (outcome.deferred) {
-          // Admin work (it allocates, waits for the disk) runs off the loop;
-          // this connection runs nothing else until it is done (a pipelined
-          // ADD after a RESERVE needs the key), the others go on.
-          Pending* slot = hold({});
-          blocked_ = true;
-          net::post(server_.blocking, [self = shared_from_this(), slot, guard = keep_running(), work = std::move(outcome.deferred)] {
-            std::string done;
-            work(done);
-            net::post(self->socket_.get_executor(), [self, slot, guard, done = std::move(done)]() mutable {
-              self->blocked_ = false;
-              self->fill(slot, std::move(done));
-            });
-          });
+          defer(std::move(outcome.deferred));
           break;
         }
         if (outcome.commit.lsn == 0) {
@@ -180,6 +169,10 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     if (run.size() == 1) return false;
     in_begin_ = at;
+    if (server_.commands.clustered()) {
+      defer(server_.commands.deferred_batch(client_, run));  // its replies in one slot: they leave together anyway
+      return true;
+    }
     std::vector<BatchReply> replies;
     server_.commands.execute_batch(client_, run, replies);
     // In command order: a ready reply queues, the others wait for their
@@ -205,6 +198,30 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       throw;
     }
     return true;
+  }
+
+  // Work off the loop (admin work allocates and waits for the disk; in
+  // cluster mode every read and write waits on the network): this
+  // connection runs nothing else until it is done (a pipelined ADD after a
+  // RESERVE needs the key), the others go on. `work` writes the reply.
+  void defer(std::function<void(std::string&)> work) {
+    Pending* slot = hold({});
+    blocked_ = true;
+    net::post(server_.blocking, [self = shared_from_this(), slot, guard = keep_running(), work = std::move(work)] {
+      std::string done;
+      try {
+        work(done);  // (it answers a client's errors itself)
+      } catch (const std::exception& e) {
+        // Not the client's doing (out of memory, mostly): the reply says so,
+        // and the connection goes on rather than wait for it forever.
+        done.clear();
+        ReplyWriter(done, self->client_.protocol).error(std::string("ERR ") + e.what());
+      }
+      net::post(self->socket_.get_executor(), [self, slot, guard, done = std::move(done)]() mutable {
+        self->blocked_ = false;
+        self->fill(slot, std::move(done));
+      });
+    });
   }
 
   // Held replies that stand once `commit`'s record is durable (else the
@@ -307,7 +324,11 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       if (!writing_ && out_.empty() && pending_.empty()) close();
       return;
     }
-    if (!reading_ && backlog() < server_.options.max_reply_backlog) {
+    // While a command runs off the loop, the commands behind it wait in the
+    // buffer: read on only while they are few (a pipeline of a million is
+    // read as it is run, not held whole).
+    const bool waiting_full = blocked_ && in_.size() - in_begin_ >= server_.options.max_reply_backlog;
+    if (!reading_ && !waiting_full && backlog() < server_.options.max_reply_backlog) {
       reading_ = true;
       socket_.async_read_some(net::buffer(chunk_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
         self->reading_ = false;

@@ -24,6 +24,7 @@ Outcome hot_keys(Context& c) {
     if (e.code() != "hot_keys_off") throw;
     refuse("ERR hot keys: key '" + key + "' has no hot-key threshold (TOPK.RESERVE key k HOTKEYS rate, or PATCH /namespaces/{name})");
   }
+  require_whole(answer.coverage);
   c.reply.array(answer.items.size());
   for (const auto& item : answer.items) {
     c.reply.array(3);
@@ -62,6 +63,7 @@ Outcome trending(Context& c) {
   }
   require_topk(c, key);
   const auto answer = c.commands.service().trending(key, short_half_life, long_half_life, k, min_count);
+  require_whole(answer.coverage);
   c.reply.array(answer.items.size());
   for (const auto& item : answer.items) {
     c.reply.array(4);

@@ -8,6 +8,8 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -143,9 +145,10 @@ double lowest_listed(const engine::View& view, const ListKeys& list) {
   return lowest;
 }
 
-ListCache list_of(const engine::Namespace& ns) {
+// Keys in list order, with their membership table.
+std::shared_ptr<ListKeys> list_keys_of(std::vector<std::string> keys) {
   auto list = std::make_shared<ListKeys>();
-  for (auto& item : ns.top().items) list->keys.push_back(std::move(item.key));
+  list->keys = std::move(keys);
   list->table.resize(std::bit_ceil(4 * list->keys.size() + 4));
   const std::size_t mask = list->table.size() - 1;
   for (std::uint32_t i = 0; i < list->keys.size(); ++i) {
@@ -154,6 +157,13 @@ ListCache list_of(const engine::Namespace& ns) {
     while (list->table[at].second != 0) at = (at + 1) & mask;
     list->table[at] = {hash, i + 1};
   }
+  return list;
+}
+
+ListCache list_of(const engine::Namespace& ns) {
+  std::vector<std::string> keys;
+  for (auto& item : ns.top().items) keys.push_back(std::move(item.key));
+  auto list = list_keys_of(std::move(keys));
   const double lowest = lowest_listed(ns.view(std::nullopt), *list);
   return stamp(ns, std::move(list), lowest);
 }
@@ -209,6 +219,42 @@ ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::
   return stamp(ns, before.list, lowest);
 }
 
+// The top-K list's keys, rendered once per change of the namespace and
+// shared by the QUERY commands meanwhile (the service's answer cache):
+// each key as its length (4 bytes) and bytes.
+std::shared_ptr<const std::string> list_keys(Context& c, const std::string& key) {
+  return c.commands.service().top_rendered(key, std::nullopt, std::nullopt, "resp:keys", [](const engine::TopKAnswer& a) {
+    require_whole(a.coverage);
+    std::string out;
+    for (const auto& item : a.items) {
+      const auto n = static_cast<std::uint32_t>(item.key.size());
+      out.append(reinterpret_cast<const char*>(&n), 4);
+      out += item.key;
+    }
+    return out;
+  });
+}
+
+// Each key of such a rendering, in list order.
+template <typename Each>
+void for_each_listed(const std::string& rendered, Each&& each) {
+  for (std::size_t at = 0; at + 4 <= rendered.size();) {
+    std::uint32_t n;
+    std::memcpy(&n, rendered.data() + at, 4);
+    each(std::string_view(rendered).substr(at + 4, n));
+    at += 4 + n;
+  }
+}
+
+// The list as the partitions hold it now (cluster mode), read-your-writes.
+ListCache cluster_list(Context& c, const std::string& key) {
+  std::vector<std::string> keys;
+  for_each_listed(*list_keys(c, key), [&](std::string_view k) { keys.emplace_back(k); });
+  ListCache out;
+  out.list = list_keys_of(std::move(keys));
+  return out;
+}
+
 // The items of one or more ADD / INCRBY commands on one key (with their
 // weights; command j's end at ends[j]) counted as one batch, and for each
 // item the item it pushed out of the top-K list, if any (nil when none):
@@ -218,32 +264,62 @@ service::Commit count_and_answer(Context& c, const std::string& key, std::span<c
                                  std::span<const std::size_t> ends, const std::function<ReplyWriter&(std::size_t)>& reply_for, bool& done) {
   std::vector<std::uint64_t> hashes(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = hash_key(items[i]);
-  // The list before and after the batch, under the namespace's lock: the
-  // one TOPK.ADD left last time when nothing else was counted since; after,
-  // the same list unless the batch may have changed it.
-  auto& caches = c.commands.list_caches();
   ListCache before, after;
   bool observed = false;
-  const service::Commit commit = ingest_items(c, key, items, weights, kTopKNoKey, [&](const engine::Namespace& ns, bool counted) {
-      if (!counted) {
-        {
-          std::lock_guard lock(caches.mu);
-          const auto it = caches.by_key.find(key);
-          if (it != caches.by_key.end() && it->second.instance == ns.instance_id() && it->second.batches == ns.batches() &&
-              it->second.k == ns.config().k) {
-            before = it->second;
-          }
-        }
-        if (before.instance == 0) before = list_of(ns);
-        return;
+  service::Commit commit;
+  if (c.commands.clustered()) {
+    // Cluster mode: the partitions count the batch once it is in the log,
+    // so the list is read (merged, read-your-writes) before the batch is
+    // published and again once JetStream has it: what other writers counted
+    // between the two reads is in the change too (docs/resp.md). A list that
+    // cannot be read whole (a partition not answering in time) names nothing.
+    std::optional<ListCache> read_before;
+    try {
+      read_before = cluster_list(c, key);
+    } catch (const service::ServiceError&) {
+    }
+    commit = ingest_items(c, key, items, weights, kTopKNoKey, nullptr, hashes);
+    done = true;
+    if (const auto error = c.commands.wait_published(commit); !error.empty()) {
+      for (std::size_t j = 0; j < ends.size(); ++j) reply_for(j).error("ERR " + error);
+      return {};
+    }
+    const bool published = commit.lsn != 0;  // (increments of 0 only: nothing was)
+    commit = {};                              // in the log: the reply is final
+    if (read_before) {
+      before = std::move(*read_before);
+      try {
+        after = published ? cluster_list(c, key) : before;
+        observed = true;
+      } catch (const service::ServiceError&) {
       }
-      after = list_after(ns, before, items, hashes);
-      std::lock_guard lock(caches.mu);
-      if (caches.by_key.size() >= Commands::ListCaches::kMaxKeys && !caches.by_key.contains(key)) caches.by_key.clear();
-      caches.by_key[key] = after;
-      observed = true;
-    }, hashes);
-  done = true;
+    }
+  } else {
+    // The list before and after the batch, under the namespace's lock: the
+    // one TOPK.ADD left last time when nothing else was counted since; after,
+    // the same list unless the batch may have changed it.
+    auto& caches = c.commands.list_caches();
+    commit = ingest_items(c, key, items, weights, kTopKNoKey, [&](const engine::Namespace& ns, bool counted) {
+        if (!counted) {
+          {
+            std::lock_guard lock(caches.mu);
+            const auto it = caches.by_key.find(key);
+            if (it != caches.by_key.end() && it->second.instance == ns.instance_id() && it->second.batches == ns.batches() &&
+                it->second.k == ns.config().k) {
+              before = it->second;
+            }
+          }
+          if (before.instance == 0) before = list_of(ns);
+          return;
+        }
+        after = list_after(ns, before, items, hashes);
+        std::lock_guard lock(caches.mu);
+        if (caches.by_key.size() >= Commands::ListCaches::kMaxKeys && !caches.by_key.contains(key)) caches.by_key.clear();
+        caches.by_key[key] = after;
+        observed = true;
+      }, hashes);
+    done = true;
+  }
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
   // each add). Unknown (the observer failed): nothing is named. The same
@@ -315,32 +391,12 @@ Outcome ingest(Context& c) {
   return {count_and_answer(c, key, items, weights, std::span(&end, 1), [&](std::size_t) -> ReplyWriter& { return c.reply; }, counted), {}};
 }
 
-// The top-K list's keys, rendered once per change of the namespace and
-// shared by the QUERY commands meanwhile (the service's answer cache):
-// each key as its length (4 bytes) and bytes.
-std::shared_ptr<const std::string> list_keys(Context& c, const std::string& key) {
-  return c.commands.service().top_rendered(key, std::nullopt, std::nullopt, "resp:keys", [](const engine::TopKAnswer& a) {
-    std::string out;
-    for (const auto& item : a.items) {
-      const auto n = static_cast<std::uint32_t>(item.key.size());
-      out.append(reinterpret_cast<const char*>(&n), 4);
-      out += item.key;
-    }
-    return out;
-  });
-}
-
 Outcome query(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
   const auto keys = list_keys(c, key);
   std::unordered_set<std::string_view> listed;
-  for (std::size_t at = 0; at + 4 <= keys->size();) {
-    std::uint32_t n;
-    std::memcpy(&n, keys->data() + at, 4);
-    listed.insert(std::string_view(*keys).substr(at + 4, n));
-    at += 4 + n;
-  }
+  for_each_listed(*keys, [&](std::string_view k) { listed.insert(k); });
   c.reply.array(c.args.size() - 2);
   for (std::size_t i = 2; i < c.args.size(); ++i) c.reply.boolean(listed.contains(c.args[i]));
   return {};
@@ -376,6 +432,7 @@ Outcome list(Context& c) {
   const int protocol = c.reply.protocol();
   const std::string format = "resp" + std::to_string(protocol) + ":list:" + (with_count ? "c" : "") + (with_bounds ? "b" : "");
   const auto rendered = c.commands.service().top_rendered(key, view, std::nullopt, format, [&](const engine::TopKAnswer& a) {
+    require_whole(a.coverage);
     std::string out;
     ReplyWriter r(out, protocol);
     const std::size_t per_item = 1 + (with_count ? 1 : 0) + (with_bounds ? 3 : 0);
@@ -401,6 +458,7 @@ Outcome info(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
   const auto described = c.commands.service().describe(key);
+  require_whole(described.coverage);
   const auto& config = described.spec.config;
   const RedisKey r = requested_shape(described.spec);
   std::vector<std::string> views;

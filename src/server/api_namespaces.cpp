@@ -25,20 +25,26 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
       return r;
     });
   });
-  router.add("GET", "/namespaces", "/namespaces", Router::Access::read, [&ctx](const Request&, const std::string&) {
-    std::string body = "{\"namespaces\":[";
-    bool first = true;
-    for (const auto& info : ctx.service.list()) {
-      if (!first) body += ',';
-      first = false;
-      body += service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes);
-    }
-    body += "]}";
-    return json_response(200, std::move(body));
+  // Cluster mode: the stats are the partitions' (a question to each), off the loop.
+  auto answer = [&ctx](std::function<Response()> work) { return ctx.service.cluster() ? run_off_loop(ctx, std::move(work)) : work(); };
+  router.add("GET", "/namespaces", "/namespaces", Router::Access::read, [&ctx, answer](const Request&, const std::string&) {
+    return answer([&ctx] {
+      std::string body = "{\"namespaces\":[";
+      bool first = true;
+      for (const auto& info : ctx.service.list()) {
+        if (!first) body += ',';
+        first = false;
+        body += service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes, info.coverage);
+      }
+      body += "]}";
+      return json_response(200, std::move(body));
+    });
   });
-  router.add("GET", "/namespaces/{name}", "/namespaces/{name}", Router::Access::read, [&ctx](const Request&, const std::string& name) {
-    const auto info = ctx.service.describe(name);
-    return json_response(200, service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes));
+  router.add("GET", "/namespaces/{name}", "/namespaces/{name}", Router::Access::read, [&ctx, answer](const Request&, const std::string& name) {
+    return answer([&ctx, name] {
+      const auto info = ctx.service.describe(name);
+      return json_response(200, service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes, info.coverage));
+    });
   });
   router.add("PATCH", "/namespaces/{name}", "/namespaces/{name}", Router::Access::write, [&ctx](const Request& req, const std::string& name) {
     return run_off_loop(ctx, [&ctx, name, body = req.body] {

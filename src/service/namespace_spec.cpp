@@ -9,6 +9,7 @@
 #include <set>
 
 #include "ebb/core/byte_size.hpp"
+#include "ebb/service/answer_json.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/engine/decayed_view.hpp"
@@ -486,7 +487,8 @@ std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage) {
   return w.take();
 }
 
-std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes) {
+std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes,
+                                       const engine::Coverage& coverage) {
   io::JsonWriter w;
   w.begin_object();
   write_fields(w, spec, false);
@@ -514,6 +516,7 @@ std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::
   }
   w.end_array();
   w.end_object();
+  write_coverage(w, coverage);
   w.end_object();
   return w.take();
 }

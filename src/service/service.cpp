@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <future>
+#include <map>
 #include <random>
 
 #include "ebb/core/clock.hpp"
@@ -24,15 +25,26 @@ ServiceError unavailable(const std::string& why) {
 
 }  // namespace
 
-EntryPtr Service::State::require(std::string_view name, const std::string& field) const {
-  auto e = find(name);
+namespace {
+
+EntryPtr found(EntryPtr e, std::string_view name, const std::string& field) {
   if (!e) throw ServiceError(ErrorKind::not_found, "namespace_not_found", field + ": no namespace '" + std::string(name) + "'");
   return e;
 }
 
+}  // namespace
+
+EntryPtr Service::State::require(std::string_view name, const std::string& field) const { return found(find(name), name, field); }
+
+EntryPtr Service::State::find_known(std::string_view name) const {
+  if (auto e = find(name)) return e;
+  if (!options.cluster) return nullptr;
+  options.cluster->catch_up();
+  return find(name);
+}
+
 EntryPtr Service::State::require_known(std::string_view name, const std::string& field) const {
-  if (options.cluster && !find(name)) options.cluster->catch_up();
-  return require(name, field);
+  return found(find_known(name), name, field);
 }
 
 std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
@@ -139,11 +151,16 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
   std::vector<std::vector<std::uint64_t>> hashes;
   hashes.reserve(targets.size());
   std::map<std::string, std::uint64_t, std::less<>> configs;
+  std::vector<EventClockCheck> clocks;
   std::uint64_t revisions = 0;  // a retry after a namespace changed is another batch
   for (const auto& t : targets) {
     hashes.push_back(t.hashes);
     configs.emplace(t.entry->name, t.entry->config_lsn);  // read under the entry's lock, which ingest holds
     revisions = mix64(revisions ^ t.entry->config_lsn);
+    // An event clock: the catalog's, as the batch was checked against it,
+    // and after it (this node's catalog moves it when it reads the commit).
+    const auto& ns = t.entry->ns;
+    if (ns.config().clock == engine::ClockMode::event) clocks.push_back({t.entry->name, ns.clock_before_staged(), ns.clock_after_staged()});
   }
   char id[40];
   if (req.idempotency_key) {
@@ -156,7 +173,7 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
   }
   BatchRecord plain = record;
   plain.key.reset();  // the batch id carries it
-  const std::uint64_t ticket = s.options.cluster->publish_batch(plain, hashes, configs, id);
+  const std::uint64_t ticket = s.options.cluster->publish_batch(plain, hashes, configs, id, std::move(clocks));
   for (const auto& t : targets) t.entry->ingest_bytes += req.body_bytes * t.hashes.size() / req.events.size();
   return ticket;
 }
@@ -295,7 +312,7 @@ void Service::when_durable(Commit commit, std::function<void(const std::string& 
     s.options.cluster->when_published(commit.lsn, [&s, done = std::move(done)](const std::string& error) {
       --s.inflight;
       if (!error.empty()) ++s.persist_failures;
-      done(error.empty() ? error : "the cluster's log did not take the batch: " + error);
+      done(error.empty() ? error : "the cluster's log did not acknowledge the batch: " + error);
     });
     return;
   }
@@ -455,18 +472,51 @@ void Service::remove(const std::string& name) {
 }
 
 std::optional<RedisKey> Service::redis_key(const std::string& name) const {
-  auto e = s_->require(name, "name");
+  auto e = s_->require_known(name, "name");  // (cluster mode: created on another node a moment ago)
   std::shared_lock lock(e->mu);
   return e->spec.redis;
 }
 
-bool Service::exists(const std::string& name) const { return s_->find(name) != nullptr; }
+void Service::sync_catalog() const {
+  if (!s_->options.cluster || !s_->recovered) return;
+  if (!s_->options.cluster->catch_up()) {
+    throw ServiceError(ErrorKind::unavailable, "catalog_behind",
+                       "this node cannot tell the namespaces as the cluster's log has them now (is NATS reachable?); try again");
+  }
+}
+
+bool Service::exists(const std::string& name) const { return s_->find_known(name) != nullptr; }
+
+namespace {
+
+// Stats no partition gave: every one missing.
+engine::Coverage nobody_answered(const ClusterLink& cluster) {
+  engine::Coverage c;
+  c.partitions = cluster.partitions();
+  for (std::uint32_t p = 0; p < c.partitions; ++p) c.missing.push_back(p);
+  return c;
+}
+
+}  // namespace
 
 NamespaceInfo Service::describe(const std::string& name) const {
-  if (s_->options.cluster && !s_->find(name)) s_->options.cluster->catch_up();  // created on another node a moment ago
-  auto e = s_->require(name, "name");
-  std::shared_lock lock(e->mu);
-  return {e->spec, e->ns.stats(), e->ingest_bytes.load()};
+  auto e = s_->require_known(name, "name");  // (cluster mode: created on another node a moment ago)
+  const bool partitions = s_->options.cluster && s_->recovered;  // (the catalog counts nothing: what the partitions counted)
+  NamespaceInfo out;
+  {
+    std::shared_lock lock(e->mu);
+    out = {e->spec, partitions ? engine::NamespaceStats{} : e->ns.stats(), e->ingest_bytes.load(), {}};
+  }
+  if (partitions) {
+    try {
+      const auto counted = s_->options.cluster->stats(name, out.coverage);
+      if (!counted.empty()) out.stats = counted.front().second;
+    } catch (const ServiceError& e) {
+      if (e.kind() == ErrorKind::not_found) throw;  // deleted meanwhile
+      out.coverage = nobody_answered(*s_->options.cluster);  // (NATS down): the configuration still stands
+    }
+  }
+  return out;
 }
 
 std::vector<NamespaceInfo> Service::list() const {
@@ -475,7 +525,25 @@ std::vector<NamespaceInfo> Service::list() const {
   out.reserve(entries.size());
   for (const auto& e : entries) {
     std::shared_lock lock(e->mu);
-    out.push_back({e->spec, e->ns.stats(), e->ingest_bytes.load()});
+    out.push_back({e->spec, e->ns.stats(), e->ingest_bytes.load(), {}});
+  }
+  if (s_->options.cluster && s_->recovered && !out.empty()) {
+    // One question for every namespace; one the partitions do not know
+    // yet (created a moment ago) counted nothing there.
+    engine::Coverage coverage;
+    std::vector<std::pair<std::string, engine::NamespaceStats>> counted;
+    try {
+      counted = s_->options.cluster->stats("", coverage);
+    } catch (const ServiceError&) {
+      coverage = nobody_answered(*s_->options.cluster);  // (NATS down): the list still stands
+    }
+    std::map<std::string_view, const engine::NamespaceStats*> by_name;
+    for (const auto& [name, stats] : counted) by_name.emplace(name, &stats);
+    for (auto& info : out) {
+      const auto it = by_name.find(info.spec.config.name);
+      info.stats = it == by_name.end() ? engine::NamespaceStats{} : *it->second;
+      info.coverage = coverage;
+    }
   }
   return out;
 }

@@ -9,8 +9,8 @@ namespace ebb::service::cluster_mode {
 NamespaceSpec create(Service::State& s, NamespaceSpec spec);
 NamespaceSpec patch(Service::State& s, const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
 void remove(Service::State& s, const std::string& name);
-// `as_of`: as the partitions' memory holds it then (their rings; a cluster
-// keeps no history yet).
+// `as_of`: as the partitions held it then (their rings, else their
+// history's snapshots).
 engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
                        std::optional<std::size_t> k, std::optional<double> as_of = std::nullopt);
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,

@@ -73,7 +73,10 @@ PastView past_view(const NamespaceEntry& e, const std::optional<engine::ViewSpec
 std::string no_history(const Service::State& s) {
   std::lock_guard lock(s.metrics_mu);
   if (!s.history_off.empty()) return s.history_off;
-  if (s.options.external_log) return "a cluster keeps no history yet (docs/cluster.md)";  // a cluster partition's
+  if (s.options.external_log) {  // a cluster partition's
+    return std::string("this partition keeps no history (") +
+           (s.options.data_dir ? "--history-interval 0" : "no data directory for it: no --data-dir, or its folder is not usable") + ")";
+  }
   return std::string("this server keeps no history (") + (s.options.data_dir ? "--history-interval 0" : "no data directory") + ")";
 }
 
@@ -323,7 +326,9 @@ std::size_t Service::snapshot_history() {
     for (const auto& e : entries) {
       if (s.pending_drop(e->name)) continue;  // an earlier namespace's history is still there
       std::shared_lock lock(e->mu);
-      if (e->deleted || e->ns.stats().events == 0) continue;
+      // (A cluster partition snapshots a namespace it holds no items of too:
+      // its empty list is its part of the answer as of then.)
+      if (e->deleted || (e->ns.stats().events == 0 && !s.options.external_log)) continue;
       const std::uint32_t k = e->ns.config().k;
       for (const auto& v : e->ns.views()) snapshots.push_back(snapshot_of(e->name, e->ns.top(v->spec(), k), k));
     }
@@ -437,15 +442,16 @@ void Service::start_history() {
 
 HistorySeries Service::history(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view, double from,
                                double to, std::size_t max_points) const {
-  if (s_->options.cluster) cluster_mode::not_served("GET /history");
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  auto e = s_->require(name, "namespace");
+  auto e = s_->require_known(name, "namespace");
   HistorySeries series;
   {
     std::shared_lock lock(e->mu);
     series.view = on_query([&] { return e->ns.view(view).spec(); });
     on_query([&] { e->ns.check_item(item); });
   }
+  // Cluster mode: the item's partition keeps its history (checked here first).
+  if (s_->options.cluster) return s_->options.cluster->history(name, item, view, from, to, max_points);
   if (!s_->history) throw invalid("history_unavailable", no_history(*s_));
   if (s_->pending_drop(name)) return series;  // an earlier namespace's history, still being removed
   series.points = s_->history->series(name, history_key(series.view), item, from, to, max_points + 1);

@@ -1,4 +1,5 @@
 // Recovery: the newest usable checkpoint, then every log record after it.
+#include <algorithm>
 #include <chrono>
 
 #include "ebb/core/clock.hpp"
@@ -34,7 +35,7 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
         if (it == entries.end() || it->second->applied_lsn >= lsn) continue;  // deleted later, or already counted
         auto& e = *it->second;
         try {
-          e.ns.stage(g.events, r.received_at);
+          e.ns.stage_logged(g.events, r.received_at);
           e.ns.apply_staged();
         } catch (const BatchError& err) {
           // It was accepted under the same rules and clock reading: a
@@ -155,11 +156,50 @@ std::optional<std::uint64_t> Service::config_revision(std::string_view name) con
   return e->config_lsn;
 }
 
-bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs) {
+namespace {
+
+// Whether every namespace named is still at the configuration named (a
+// cluster commit's check; no lock is held across the names: the applying
+// thread is the only one that changes them).
+bool configs_hold(const Service::State& s, const Service::ConfigRevisions& configs) {
+  for (const auto& [name, revision] : configs) {
+    EntryPtr e = s.find(name);
+    if (!e) return false;
+    std::shared_lock lock(e->mu);
+    if (e->deleted || e->config_lsn != revision) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Service::advance_event_clocks(std::uint64_t lsn, std::span<const EventClockCheck> clocks, const ConfigRevisions& configs) {
+  if (!configs_hold(*s_, configs)) return;  // its batch did not count either
+  for (const auto& clock : clocks) {
+    EntryPtr e = s_->find(clock.ns);
+    if (!e) continue;
+    std::unique_lock lock(e->mu);
+    if (e->deleted) continue;
+    e->ns.advance_clock(clock.after);
+    // The state changed at this position: the next checkpoint writes it
+    // (it reuses a state whose position did not move).
+    e->applied_lsn = std::max(e->applied_lsn, lsn);
+    e->changed();
+  }
+}
+
+bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs, std::span<const EventClockCheck> clocks) {
   State& s = *s_;
   std::uint64_t errors = 0;
   const RecordType type = record_type(payload);
   if (type == RecordType::batch) {
+    // A cluster part counts only if every namespace of its batch is still
+    // at the configuration its commit names: a batch stays all or nothing
+    // across namespaces, and every replica judges it at the same point.
+    if (configs && !configs_hold(s, *configs)) {
+      s.log->warn("record {}: a namespace of its batch changed since the batch was checked; the batch is not counted", lsn);
+      return true;
+    }
     // Each group under its namespace's lock alone, as ingest counts it.
     const BatchRecord r = decode_batch(payload);
     for (const auto& g : r.groups) {
@@ -167,15 +207,10 @@ bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const Co
       if (!e) continue;  // deleted before this record
       std::unique_lock lock(e->mu);
       if (e->deleted || e->applied_lsn >= lsn) continue;
-      if (configs) {
-        auto it = configs->find(g.ns);
-        if (it == configs->end() || it->second != e->config_lsn) {
-          s.log->warn("record {}: namespace '{}' changed since its batch was checked; that batch is not counted", lsn, e->name);
-          continue;
-        }
-      }
+      if (configs && !configs->contains(g.ns)) continue;  // (a commit names every namespace of its batch)
       try {
-        e->ns.stage(g.events, r.received_at);
+        const auto clock = std::find_if(clocks.begin(), clocks.end(), [&](const EventClockCheck& c) { return c.ns == g.ns; });
+        e->ns.stage_logged(g.events, r.received_at, clock != clocks.end() ? std::optional<double>(clock->before) : std::nullopt);
         e->ns.apply_staged();
       } catch (const BatchError& err) {
         ++errors;
@@ -201,8 +236,19 @@ bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const Co
   std::unique_lock<std::shared_mutex> ns_lock;
   if (named) ns_lock = std::unique_lock(named->mu);
   replay_record(s, s.entries, lsn, payload, errors);
-  if (named && !s.entries.contains(r.name)) named->deleted = true;
+  const bool removed = named && !s.entries.contains(r.name);
+  if (removed) named->deleted = true;
   if (named) named->changed();
+  if (removed && s.history) {
+    // (A cluster partition's history: a namespace made again under the
+    // name starts afresh, as on a single node; a refusal is retried by the
+    // history thread.)
+    ns_lock.unlock();
+    map_lock.unlock();
+    const std::string name(r.name);
+    mark_history_pending(s, name);
+    drop_history(s, name);
+  }
   return errors == 0;
 }
 

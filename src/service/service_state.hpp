@@ -178,6 +178,10 @@ struct Service::State {
     return it == entries.end() ? nullptr : it->second;
   }
   EntryPtr require(std::string_view name, const std::string& field) const;
+  // find(), but in cluster mode a namespace created on another node a
+  // moment ago is waited for (the catalog catches up with the log) before
+  // it is called missing (nullptr). Not on the catalog's applying thread.
+  EntryPtr find_known(std::string_view name) const;
   // require(), but in cluster mode a namespace created on another node a
   // moment ago is waited for (the catalog catches up with the log) before
   // the name is called unknown. Not on the catalog's applying thread.

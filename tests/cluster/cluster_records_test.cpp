@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "ebb/cluster/cluster_node.hpp"
@@ -16,7 +17,7 @@ namespace ebb::cluster {
 namespace {
 
 TEST(ClusterRecords, CommitRecordBytesAreTheDocumentedLayout) {
-  const CommitRecord c{"r01", {{2, 7}, {5, 0x0102030405060708ULL}}, {{"tags", 3}}};
+  const CommitRecord c{"r01", {{2, 7}, {5, 0x0102030405060708ULL}}, {{"tags", 3}}, {}};
   const std::string bytes = encode_commit(c);
   const std::string golden = std::string("\x40", 1) + std::string("\x03\x00\x00\x00", 4) + "r01" + std::string("\x02\x00\x00\x00", 4) +
                              std::string("\x02\x00\x00\x00", 4) + std::string("\x07\x00\x00\x00\x00\x00\x00\x00", 8) +
@@ -33,6 +34,22 @@ TEST(ClusterRecords, CommitRecordBytesAreTheDocumentedLayout) {
   EXPECT_FALSE(is_commit(std::string("\x01", 1)));
   EXPECT_THROW(decode_commit(bytes.substr(0, bytes.size() - 1)), FormatError);
   EXPECT_THROW(decode_commit(bytes + "x"), FormatError);
+
+  // With event clocks: type 0x41, the same, then the clocks (NaN: no event yet).
+  CommitRecord clocked = c;
+  clocked.clocks = {{"tags", std::nan(""), 1700000000.5}};
+  const std::string with = encode_commit(clocked);
+  std::string want = golden;
+  want[0] = '\x41';
+  const double before = std::nan(""), after = 1700000000.5;
+  want += std::string("\x01\x00\x00\x00", 4) + std::string("\x04\x00\x00\x00", 4) + "tags";
+  want.append(reinterpret_cast<const char*>(&before), 8).append(reinterpret_cast<const char*>(&after), 8);
+  EXPECT_EQ(with, want);
+  EXPECT_TRUE(is_commit(with));
+  const CommitRecord clocks_back = decode_commit(with);
+  EXPECT_EQ(clocks_back.configs, c.configs);
+  EXPECT_EQ(clocks_back.clocks, clocked.clocks);
+  EXPECT_TRUE(decode_commit(bytes).clocks.empty());
 }
 
 TEST(ClusterRecords, QueriesAndRepliesRoundTrip) {
@@ -193,6 +210,88 @@ TEST(ClusterRecords, DistributionQuestionsAndRepliesRoundTrip) {
   EXPECT_FALSE(decode_reply(encode_reply(r, QueryRequest::Kind::distribution), QueryRequest::Kind::distribution).distribution);
   r.count = 12345;
   EXPECT_EQ(decode_reply(encode_reply(r, QueryRequest::Kind::distributions), QueryRequest::Kind::distributions).count, 12345u);
+}
+
+TEST(ClusterRecords, StatsQuestionsAndRepliesRoundTrip) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::stats;
+  q.ns = "";  // every namespace
+  q.min_position = 77;
+  const QueryRequest back = decode_query(encode_query(q));
+  EXPECT_EQ(back.kind, QueryRequest::Kind::stats);
+  EXPECT_EQ(back.ns, "");
+  EXPECT_EQ(back.min_position, 77u);
+
+  QueryReply r;
+  r.partition = 2;
+  engine::NamespaceStats s;
+  s.events = 10;
+  s.excluded = 1;
+  s.batches = 3;
+  s.weight = 12.5;
+  s.newest_time = 1700000000.25;
+  s.memory_bytes = 4096;
+  s.views = {{engine::ViewSpec::all_time(), 1024, 0}, {engine::ViewSpec::sliding(3600), 2048, 4}};
+  r.stats = {{"tags", s}, {"other", {}}};
+  const auto rb = decode_reply(encode_reply(r, QueryRequest::Kind::stats), QueryRequest::Kind::stats);
+  ASSERT_EQ(rb.stats.size(), 2u);
+  EXPECT_EQ(rb.stats[0].first, "tags");
+  const auto& got = rb.stats[0].second;
+  EXPECT_EQ(got.events, 10u);
+  EXPECT_EQ(got.excluded, 1u);
+  EXPECT_EQ(got.batches, 3u);
+  EXPECT_EQ(got.weight, 12.5);
+  EXPECT_EQ(got.newest_time, 1700000000.25);
+  EXPECT_EQ(got.memory_bytes, 4096u);
+  ASSERT_EQ(got.views.size(), 2u);
+  EXPECT_EQ(got.views[1].view, engine::ViewSpec::sliding(3600));
+  EXPECT_EQ(got.views[1].memory_bytes, 2048u);
+  EXPECT_EQ(got.views[1].dropped, 4u);
+  EXPECT_EQ(rb.stats[1].first, "other");
+  EXPECT_EQ(rb.stats[1].second.events, 0u);
+}
+
+TEST(ClusterRecords, HistoryQuestionsAndRepliesRoundTrip) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::history;
+  q.ns = "tags";
+  q.view = engine::ViewSpec::decayed(300);
+  q.k = 500;
+  q.items = {"#rust"};
+  q.from = 1700000000.5;
+  q.to = 1700003600.25;
+  const QueryRequest back = decode_query(encode_query(q));
+  EXPECT_EQ(back.kind, QueryRequest::Kind::history);
+  EXPECT_EQ(back.view, q.view);
+  EXPECT_EQ(back.k, q.k);
+  EXPECT_EQ(back.items, q.items);
+  EXPECT_EQ(back.from, q.from);
+  EXPECT_EQ(back.to, q.to);
+
+  QueryReply r;
+  r.history.view = engine::ViewSpec::sliding(3600);
+  r.history.truncated = true;
+  r.history.points.resize(2);
+  r.history.points[0].t = 1700000010;
+  r.history.points[0].rank = 3;
+  r.history.points[0].estimate = 12;
+  r.history.points[0].lower = 11;
+  r.history.points[0].upper = 13;
+  r.history.points[1].t = 1700000020;
+  r.history.points[1].upper = 4;
+  const auto rb = decode_reply(encode_reply(r, QueryRequest::Kind::history), QueryRequest::Kind::history);
+  EXPECT_EQ(rb.history.view, r.history.view);
+  EXPECT_TRUE(rb.history.truncated);
+  ASSERT_EQ(rb.history.points.size(), 2u);
+  EXPECT_EQ(rb.history.points[0].rank, std::optional<std::uint32_t>(3));
+  EXPECT_EQ(rb.history.points[0].lower, 11);
+  EXPECT_EQ(rb.history.points[0].upper, 13);
+  EXPECT_FALSE(rb.history.points[1].rank);
+  EXPECT_EQ(rb.history.points[1].upper, 4);
+  // A count of points the bytes cannot hold is refused before anything is reserved.
+  std::string forged = encode_reply(r, QueryRequest::Kind::history);
+  forged.resize(forged.size() - 2 * 33);
+  EXPECT_THROW(decode_reply(forged, QueryRequest::Kind::history), FormatError);
 }
 
 TEST(ClusterRecords, PartitionsSpreadItemsEvenly) {

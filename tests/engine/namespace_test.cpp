@@ -107,6 +107,49 @@ INSTANTIATE_TEST_SUITE_P(Streams, NamespaceProperty,
                                   (std::get<1>(info.param) == SummaryKind::candidate_heap ? "_candidate_heap" : "_space_saving");
                          });
 
+// A cluster partition checks its part of a batch against the clock the
+// writing node checked it against, and moves its clock as the batch does
+// even when it counted none of it: the same checks, the same "now".
+TEST(Namespace, AnEventClockChecksAtTheWritersClockAndMovesWithoutEvents) {
+  auto config = small_config();  // event clock
+  config.max_event_age = 100;
+  Namespace writer(config), partition(config);
+  writer.apply(std::vector<Event>{{"a", 1000, 1}});
+  // The partition has seen nothing; the writer's clock is 1000.
+  const std::vector<Event> old = {{"b", 950, 1}};
+  writer.stage(old, 2000);
+  const double before = writer.clock_before_staged(), after = writer.clock_after_staged();
+  EXPECT_EQ(before, 1000);
+  EXPECT_EQ(after, 1000);
+  partition.advance_clock(1200);  // ahead: its own check would refuse b (250 s old)
+  EXPECT_THROW(partition.stage(old, 2000), BatchError);
+  partition.stage_logged(old, 2000, before);  // what the writer accepted counts
+  partition.apply_staged();
+  EXPECT_EQ(partition.count("b").item.estimate, 1);
+  EXPECT_EQ(partition.now(), 1200);  // b did not move it back
+  // The writer checked a batch whole, in order: [1000 + 0.9 d, 1000 + 1.8 d]
+  // steps under a day each. This partition's part is the second event
+  // alone, 1.8 d past the clock the writer started from: counted all the same.
+  const std::vector<Event> far = {{"c", 1000 + 1.8 * 86400, 1}};
+  EXPECT_THROW(Namespace(config).stage(far, 2000), BatchError);
+  partition.stage_logged(far, 2000, before);
+  partition.apply_staged();
+  EXPECT_EQ(partition.count("c").item.estimate, 1);
+  // A batch this partition has no part of moves its clock all the same.
+  Namespace idle(config);
+  idle.advance_clock(1500);
+  EXPECT_EQ(idle.now(), 1500);
+  EXPECT_EQ(idle.stats().events, 0u);
+  idle.advance_clock(1400);  // never back
+  EXPECT_EQ(idle.now(), 1500);
+  // A wall-clock namespace keeps the wall clock.
+  auto wall = small_config();
+  wall.clock = ClockMode::wall;
+  Namespace w(wall, [] { return 42.0; });
+  w.advance_clock(1e9);
+  EXPECT_EQ(w.now(), 42);
+}
+
 TEST(Namespace, BatchIsAllOrNothingAndNamesTheBadEvent) {
   Namespace ns(small_config());
   std::vector<Event> good = {{"a", 100, 1}, {"b", 100, 2}};

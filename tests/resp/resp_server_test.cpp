@@ -17,6 +17,7 @@
 
 #include "support/ebb_server.hpp"
 #include "support/raw_connection.hpp"
+#include "support/redis_cli.hpp"
 #include "support/run_process.hpp"
 
 namespace ebb {
@@ -26,24 +27,11 @@ using testing::EbbServer;
 using testing::HttpClient;
 using testing::RawConnection;
 
-// redis-cli's formatted output (--no-raw: types shown) for one command.
+// redis-cli's formatted output, and a command's bytes (tests/support).
 std::string cli(unsigned short port, std::vector<std::string> args, const std::vector<std::string>& options = {}) {
-  std::vector<std::string> argv = {"/usr/bin/redis-cli", "--no-raw", "-p", std::to_string(port)};
-  argv.insert(argv.end(), options.begin(), options.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  const auto r = testing::run_process(argv);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return r.out;
+  return testing::redis_cli(port, std::move(args), options);
 }
-
-// A RESP command as a client library sends it.
-std::string command(const std::vector<std::string>& args) {
-  // (Appended piece by piece: g++ 12 -O3 warns -Wrestrict on "*" + std::string.)
-  std::string out(1, '*');
-  out.append(std::to_string(args.size())).append("\r\n");
-  for (const auto& a : args) out.append(1, '$').append(std::to_string(a.size())).append("\r\n").append(a).append("\r\n");
-  return out;
-}
+std::string command(const std::vector<std::string>& args) { return testing::resp_command(args); }
 
 class Resp : public ::testing::Test {
  protected:

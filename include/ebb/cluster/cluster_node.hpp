@@ -94,12 +94,13 @@ class ClusterNode final : public service::ClusterLink {
   // once), fails publishes still queued, and stops following.
   void stop();
 
-  std::uint32_t partitions() const noexcept { return layout_.partitions; }
+  std::uint32_t partitions() const noexcept override { return layout_.partitions; }
   std::set<std::uint32_t> serving() const;
 
   // service::ClusterLink
   std::uint64_t publish_batch(const service::BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
-                              const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) override;
+                              const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id,
+                              std::vector<service::EventClockCheck> clocks = {}) override;
   std::uint64_t publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) override;
   void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) override;
   std::uint64_t publish_admin(std::string_view payload) override;
@@ -115,6 +116,9 @@ class ClusterNode final : public service::ClusterLink {
                                                          std::optional<double> rate, std::optional<std::size_t> most_probable) override;
   void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) override;
   std::uint64_t distributions() override;
+  std::vector<std::pair<std::string, engine::NamespaceStats>> stats(const std::string& ns, engine::Coverage& coverage) override;
+  service::HistorySeries history(const std::string& ns, std::string_view item, const std::optional<engine::ViewSpec>& view, double from,
+                                 double to, std::size_t max_points) override;
   std::string status() const override;
   std::string failure() const override;
 
@@ -124,6 +128,7 @@ class ClusterNode final : public service::ClusterLink {
     std::string batch_id;
     std::vector<std::pair<std::uint32_t, std::string>> parts;  // partition, encoded batch record
     std::vector<std::pair<std::string, std::uint64_t>> configs;
+    std::vector<service::EventClockCheck> clocks;
   };
   struct Ticket {
     bool done = false;
@@ -148,6 +153,9 @@ class ClusterNode final : public service::ClusterLink {
   std::uint64_t log_position();
   // Every partition asked `q` (the same question), with what did not answer.
   std::vector<QueryReply> ask_all(const QueryRequest& q, std::vector<std::uint32_t>& missing);
+  // The one partition holding `key` (an item, a distribution), read-your-
+  // writes; ServiceError unavailable when it does not answer in time.
+  QueryReply ask_owner(QueryRequest& q, std::string_view key);
   static void on_reply(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
 
   ClusterOptions options_;

@@ -6,17 +6,22 @@
 // Commit (subject <prefix>.c, beside the admin records):
 //   u8 0x40, str batch_id, u32 n, n x (u32 partition, u64 part's stream sequence),
 //   u32 m, m x (str namespace, u64 configuration revision the batch was checked against)
+// or, when the batch has event-clock namespaces, u8 0x41 and the same, then
+//   u32 c, c x (str namespace, f64 event clock it was checked against (NaN: no event yet), f64 clock after it)
 // Query (request on <prefix>.q.<partition>):
-//   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys, 5 distribution, 6 distributions held, 7 check an increment),
-//   str namespace (5: the distribution), u8 has_view [u8 view kind, f64 half_life, f64 window],
+//   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys, 5 distribution, 6 distributions held, 7 check an increment,
+//   8 namespaces' stats, 9 an item's history), str namespace (5: the distribution; 8: "" for every namespace), u8 has_view [u8 view kind, f64 half_life, f64 window],
 //   u8 has_k [u64 k] (5: N most probable), u32 n, n x str item (4: keys watched; 5, 7: fields), u64 min_position, u32 wait_ms;
 //   top and counts only: f64 as_of (0: now);
 //   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none);
-//   distribution only: f64 now, u8 has_rate [f64 rate]; check an increment (items: its fields): f64 received_at, f64 N
+//   distribution only: f64 now, u8 has_rate [f64 rate]; check an increment (items: its fields): f64 received_at, f64 N;
+//   history only (items: the item; k: the most points): f64 from, f64 to
 // Reply:
 //   u32 partition, u8 ok; ok: the answer (kind 1: TopKAnswer; 2: u32 n,
 //   n x PointAnswer, then the view's TopKAnswer; 3: TrendingAnswer; 4:
-//   HotKeysAnswer: its hot keys, then the watched ones not hot; 5: u8 found [DistributionAnswer]; 6: u64 count; 7: nothing); not ok:
+//   HotKeysAnswer: its hot keys, then the watched ones not hot; 5: u8 found [DistributionAnswer]; 6: u64 count; 7: nothing;
+//   8: u32 n, n x (str namespace, NamespaceStats); 9: view, u8 truncated, u32 n, n x (f64 t, u8 listed
+//   [u32 rank], f64 estimate, f64 lower, f64 upper)); not ok:
 //   u8 error kind, str code, str message
 #include <cstdint>
 #include <optional>
@@ -26,13 +31,21 @@
 
 #include "ebb/engine/answers.hpp"
 #include "ebb/engine/trending.hpp"
+#include "ebb/service/cluster_link.hpp"
 #include "ebb/service/service.hpp"
 #include "ebb/service/service_error.hpp"
 
 namespace ebb::cluster {
 
-// The commit record's type byte: past the service's record types (1-6).
+// The commit record's type byte: past the service's record types (1-6);
+// 0x41 a commit carrying event clocks (written only then, so a cluster of
+// wall-clock namespaces writes what earlier versions read).
 inline constexpr std::uint8_t kCommitRecord = 0x40;
+inline constexpr std::uint8_t kClockedCommitRecord = 0x41;
+
+// An event-clock namespace's clock at a batch's check and after it
+// (service/cluster_link.hpp).
+using CommitClock = service::EventClockCheck;
 
 struct PartRef {
   std::uint32_t partition = 0;
@@ -48,6 +61,7 @@ struct CommitRecord {
   // was checked against. A part's group counts only if that is still the
   // namespace's configuration at the commit (otherwise no partition counts it).
   std::vector<std::pair<std::string, std::uint64_t>> configs;
+  std::vector<CommitClock> clocks;  // event-clock namespaces only
 };
 
 std::string encode_commit(const CommitRecord& r);
@@ -56,7 +70,7 @@ bool is_commit(std::string_view payload) noexcept;
 CommitRecord decode_commit(std::string_view payload);
 
 struct QueryRequest {
-  enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4, distribution = 5, distributions = 6, check_incr = 7 };
+  enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4, distribution = 5, distributions = 6, check_incr = 7, stats = 8, history = 9 };
   Kind kind = Kind::top;
   std::string ns;
   std::optional<engine::ViewSpec> view;
@@ -75,6 +89,7 @@ struct QueryRequest {
   std::optional<double> rate;
   double n = 0;
   double as_of = 0;  // top, counts: as of then, from memory (0: now)
+  double from = 0, to = 0;  // history: the points' time range
 };
 
 std::string encode_query(const QueryRequest& q);
@@ -89,6 +104,8 @@ struct QueryReply {
   service::HotKeysAnswer hot;              // hot keys
   std::optional<engine::DistributionAnswer> distribution;  // distribution (none: it holds nothing)
   std::uint64_t count = 0;                 // distributions held
+  std::vector<std::pair<std::string, engine::NamespaceStats>> stats;  // namespaces' stats (what this partition counted)
+  service::HistorySeries history;          // an item's history
 };
 
 std::string encode_reply(const QueryReply& r, QueryRequest::Kind kind);

@@ -86,6 +86,7 @@ class PartitionReplica {
   std::chrono::steady_clock::time_point last_checkpoint_;
   const double hot_key_interval_, expire_interval_;  // seconds
   std::chrono::steady_clock::time_point last_hot_keys_, last_expiry_;
+  bool history_started_ = false;  // snapshots begin once the partition has caught up (never of a replay's midway state)
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable moved_;

@@ -103,6 +103,26 @@ class Namespace {
   void stage(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   void apply_staged();
 
+  // The event clock across a cluster's partitions (docs/cluster.md): each
+  // partition counts some of a batch's events, and all of them must move
+  // their clocks alike, and check alike what the writing node checked.
+  // The clock as a batch staged now is checked against (NaN: no event yet;
+  // event-clock namespaces), and where the staged batch leaves it.
+  double clock_before_staged() const noexcept { return newest_before_batch(); }
+  double clock_after_staged() const noexcept { return batch_.now; }
+  // stage() for a batch already in a log (recovery's replay, a cluster
+  // partition's part): what was accepted when it was written counts now.
+  // Events are checked for what they are (item, weight) and wall-clock
+  // times clamped as then (`wall_now`: the record's receive time), but an
+  // event clock's guards (max_time_jump, max_event_age) refuse nothing: a
+  // cluster partition sees only its part of a batch, which its writer
+  // checked whole. `clock_before` (a cluster commit's: the writing node's
+  // event clock; NaN: no event yet) stands in for this namespace's own.
+  void stage_logged(std::span<const Event> events, double wall_now, std::optional<double> clock_before = std::nullopt);
+  // Moves the event clock to `t` if it is behind (event-clock namespaces;
+  // nothing else).
+  void advance_clock(double t);
+
   // What can change at run time: the default answer size and the
   // exclusion list. Validated like the configuration; nothing changes on error.
   void set_k(std::uint32_t k);
@@ -206,12 +226,14 @@ class Namespace {
       return e.time;
     }
     if (!(e.time <= newest)) {  // ahead of the newest (or the first event)
-      if (e.time - newest > config_.max_time_jump) [[unlikely]] reject_jump(e, index, newest, "the newest event time so far");
-      // The first event has no newest to compare with: a millisecond time
-      // or 1e18 is caught against the clock instead.
-      if (e.time - wall_now > config_.max_time_jump) [[unlikely]] reject_jump(e, index, wall_now, "the server clock");
+      if (!logged_) {
+        if (e.time - newest > config_.max_time_jump) [[unlikely]] reject_jump(e, index, newest, "the newest event time so far");
+        // The first event has no newest to compare with: a millisecond time
+        // or 1e18 is caught against the clock instead.
+        if (e.time - wall_now > config_.max_time_jump) [[unlikely]] reject_jump(e, index, wall_now, "the server clock");
+      }
       newest = e.time;
-    } else if (newest - e.time > config_.max_event_age) [[unlikely]] {
+    } else if (newest - e.time > config_.max_event_age && !logged_) [[unlikely]] {
       reject_old(e, index, newest, "the newest event time");
     }
     return e.time;
@@ -251,6 +273,8 @@ class Namespace {
   std::unordered_set<std::string_view> exclude_;  // views into config_.exclude
   PreparedBatch batch_;                           // reused scratch
   std::size_t staged_ = 0;                        // events submitted to the staged batch
+  std::optional<double> clock_override_;          // stage_logged()'s clock, while it stages
+  bool logged_ = false;                           // stage_logged() is staging: no event-clock guard refuses
   NamespaceStats stats_;
   std::uint64_t instance_id_ = next_instance_id();
   static std::uint64_t next_instance_id() noexcept;

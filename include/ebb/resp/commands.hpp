@@ -88,7 +88,23 @@ class Commands {
   // alone; anything else that stops the batch (a refusal by the service,
   // NOAUTH, LOADING) runs the commands one by one instead, each with its
   // own record.
-  void execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies);
+  // `received_at`: when the commands came (0: now), the events' time.
+  void execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies,
+                     double received_at = 0);
+
+  // Cluster mode (ebb serve --nats): a command that reads or writes waits
+  // on the network (the partitions' answers, JetStream's acknowledgements),
+  // so execute() returns it as `deferred` work, with its arguments copied,
+  // which runs it off the event loop and waits for its write to be in the
+  // cluster's log before its reply is final.
+  bool clustered() const noexcept { return service_.cluster() != nullptr; }
+  // A run as execute_batch() takes it, as work off the event loop: every
+  // reply, in order, once every write is in the log (a failed write's
+  // error in its replies' place). The commands are copied.
+  std::function<void(std::string& replies)> deferred_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands);
+  // Waits until the write `commit` names is durable (in the cluster's log):
+  // "" then, else why not (when_durable's error).
+  std::string wait_published(service::Commit commit);
 
   service::Service& service() noexcept { return service_; }
   const service::AccessTokens& tokens() const noexcept { return tokens_; }

@@ -22,6 +22,10 @@ struct RespServerOptions {
   std::string bind = "127.0.0.1";
   std::uint16_t port = 6380;  // 0: an ephemeral port (see port())
   unsigned threads = 1;
+  // Threads for work off the event loops: admin commands (RESERVE,
+  // INITBY*, DEL), and in cluster mode every command that reads or writes
+  // (it waits on the network); a connection runs one such command at a time.
+  unsigned blocking_threads = 2;
   ProtocolLimits limits;
   std::size_t max_reply_backlog = 4u << 20;  // bytes of replies a client has not taken before it is read no further
 };

@@ -18,17 +18,33 @@
 
 #include "ebb/engine/answers.hpp"
 #include "ebb/engine/distribution_store.hpp"
+#include "ebb/engine/namespace.hpp"
 #include "ebb/engine/trending.hpp"
 #include "ebb/service/log_records.hpp"
 
 namespace ebb::service {
 
 struct HotKeysAnswer;  // service.hpp
+struct HistorySeries;  // service.hpp
 
 // POST /counts over the partitions: each item from its own partition.
 struct ClusterPoints {
   std::vector<engine::PointAnswer> answers;  // request order, each with its coverage
   engine::TopKAnswer view_answer;            // the view block, when there are no items; its coverage covers all
+};
+
+// An event-clock namespace's clock when a batch was checked against it
+// (NaN: no event yet) and where the batch leaves it. The commit carries it:
+// every partition checks its part against `before`, as the writing node
+// did, and moves its clock to `after`, whether it has a part or not, so
+// that all of them keep the one clock a single node would.
+struct EventClockCheck {
+  std::string ns;
+  double before = 0, after = 0;
+  friend bool operator==(const EventClockCheck& a, const EventClockCheck& b) {
+    auto same = [](double x, double y) { return x == y || (x != x && y != y); };
+    return a.ns == b.ns && same(a.before, b.before) && same(a.after, b.after);
+  }
 };
 
 class ClusterLink {
@@ -40,8 +56,10 @@ class ClusterLink {
   // was checked against. Returns a ticket for when_published (never 0).
   // `batch_id` names the batch in the log (retries of one idempotency key
   // share it, so the log counts them once). Must not block on the network.
+  // `clocks`: the batch's event-clock namespaces' clocks (EventClockCheck).
   virtual std::uint64_t publish_batch(const BatchRecord& record, const std::vector<std::vector<std::uint64_t>>& hashes,
-                                      const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id) = 0;
+                                      const std::map<std::string, std::uint64_t, std::less<>>& configs, const std::string& batch_id,
+                                      std::vector<EventClockCheck> clocks = {}) = 0;
   // Publishes one record (a distribution's increment) in the partition of
   // `key_hash`, committed like a batch of one part; a ticket as above.
   virtual std::uint64_t publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) = 0;
@@ -62,7 +80,8 @@ class ClusterLink {
   // where it stands when the question arrives (bounded by the deadline).
   // Answers carry their Coverage (engine/answers.hpp): a partition that
   // could not answer makes them partial, never silently short.
-  // `as_of`: as the partitions' memory holds it then (no history yet).
+  // `as_of`: as the partitions held it then (their memory, else their
+  // history's snapshots).
   virtual engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                                  std::optional<double> as_of = std::nullopt) = 0;
   virtual ClusterPoints counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view,
@@ -85,10 +104,23 @@ class ClusterLink {
   // invalid when it would not fit. An owner that does not answer at once
   // (none yet, a hand-over) leaves it unchecked.
   virtual void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) = 0;
+  // GET /history: the item's points, from its partition's own history
+  // (each partition snapshots its items); ServiceError unavailable when
+  // that partition cannot answer, invalid "history_unavailable" when it
+  // keeps none.
+  virtual HistorySeries history(const std::string& ns, std::string_view item, const std::optional<engine::ViewSpec>& view, double from,
+                                double to, std::size_t max_points) = 0;
+  // What the partitions counted of a namespace ("": of every namespace),
+  // added up by name (NamespaceStats: events, weights, memory summed; the
+  // newest time the latest; a batch counts once per partition it touched);
+  // `coverage` names the partitions that did not answer.
+  virtual std::vector<std::pair<std::string, engine::NamespaceStats>> stats(const std::string& ns, engine::Coverage& coverage) = 0;
   // GET /dbsize: the distributions every partition holds, added up
   // (ServiceError unavailable when a partition cannot answer).
   virtual std::uint64_t distributions() = 0;
 
+  // How many partitions the cluster's stream has.
+  virtual std::uint32_t partitions() const noexcept = 0;
   // The partitions and who serves them, for /readyz.
   virtual std::string status() const = 0;
   // Why this node cannot take writes now ("" when it can): /readyz's 503.

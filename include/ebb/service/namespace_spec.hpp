@@ -50,6 +50,9 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
 std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage);
 
 // Same, with "stats" (GET /namespaces[/{name}]).
-std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes);
+// (With a coverage of some partitions, cluster mode's: the "cluster" block
+// saying which partitions' counts the stats leave out.)
+std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes,
+                                       const engine::Coverage& coverage = {});
 
 }  // namespace ebb::service

@@ -106,6 +106,9 @@ struct NamespaceInfo {
   NamespaceSpec spec;
   engine::NamespaceStats stats;
   std::uint64_t ingest_bytes = 0;
+  // Cluster mode: the stats are the partitions', added up (ClusterLink::
+  // stats); the ones that did not answer are missing from them.
+  engine::Coverage coverage;
 };
 
 // GET /hot-keys: the keys at or above the threshold as of the last
@@ -200,6 +203,13 @@ class Service {
   // ServiceError not_found.
   std::optional<RedisKey> redis_key(const std::string& name) const;
   bool exists(const std::string& name) const;
+  // Cluster mode: waits (bounded) until this node's namespaces include
+  // every change in the cluster's log as it stands now, so that a question
+  // about the namespaces themselves (RESP's EXISTS, TYPE, DBSIZE) sees a
+  // create or delete acknowledged on another node; ServiceError
+  // unavailable "catalog_behind" when the deadline passes first. A single
+  // node: nothing to wait for.
+  void sync_catalog() const;
   std::vector<NamespaceInfo> list() const;
   std::size_t size() const;
 
@@ -318,8 +328,16 @@ class Service {
   // namespace's configuration is still the one named (the log position of
   // its create or last patch) when the group was checked; every replica
   // then skips the same groups.
+  // `clocks` (cluster parts of event-clock namespaces): a group is checked
+  // against the clock its writer checked it against (EventClockCheck).
   using ConfigRevisions = std::map<std::string, std::uint64_t, std::less<>>;
-  bool apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs = nullptr);
+  bool apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs = nullptr,
+                    std::span<const EventClockCheck> clocks = {});
+  // A cluster commit's event clocks: each namespace still at the
+  // configuration named moves its clock to the batch's `after` (every
+  // partition, and each node's catalog, whether it counted a part or not).
+  // `lsn`: the commit's position.
+  void advance_event_clocks(std::uint64_t lsn, std::span<const EventClockCheck> clocks, const ConfigRevisions& configs);
   // The log position of the namespace's configuration (nullopt: no such namespace).
   std::optional<std::uint64_t> config_revision(std::string_view name) const;
   // Cluster mode: the link (null on a single node).
