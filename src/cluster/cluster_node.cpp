@@ -46,7 +46,7 @@ std::string join(const Partitions& s) {
 // How long a write waits for a partition's owner to check it.
 constexpr std::chrono::milliseconds kCheckWait{250};
 
-constexpr const char* kDidNotAnswer = "did not answer in time (no owner, or an owner behind); retry shortly";
+constexpr const char* kRetry = "retry shortly";
 
 std::set<std::uint32_t> split(std::string_view csv) {
   std::set<std::uint32_t> out;
@@ -188,7 +188,7 @@ void ClusterNode::stop() {
     left.assign(jobs_.begin(), jobs_.end());
     jobs_.clear();
   }
-  for (const auto& j : left) finish(j.ticket, "the node is shutting down");
+  for (const auto& j : left) finish(j.ticket, "the node is shutting down: the batch was not published (nothing of it was counted); retry it");
   std::map<std::uint32_t, std::unique_ptr<PartitionReplica>> replicas;
   {
     std::lock_guard lock(replicas_mu_);
@@ -253,7 +253,9 @@ void ClusterNode::follow_catalog() {
         const MsgMeta meta = msg_meta(m.get());
         const std::string_view payload = msg_data(m.get());
         try {
-          if (!is_commit(payload)) {
+          if (is_merge(payload)) {
+            // Nothing for the catalog, which counts nothing: the partitions sum.
+          } else if (!is_commit(payload)) {
             catalog_->apply_record(meta.sequence, payload);
             mirror_->applied(meta.sequence, payload, *catalog_);
           } else if (static_cast<std::uint8_t>(payload[0]) == kClockedCommitRecord) {
@@ -297,6 +299,10 @@ std::uint64_t ClusterNode::log_position() {
 }
 
 std::uint64_t ClusterNode::publish_admin(std::string_view payload) {
+  return publish_on_commits(payload, "the change", "check GET /namespaces before retrying");
+}
+
+std::uint64_t ClusterNode::publish_on_commits(std::string_view payload, const char* what, const char* advice) {
   thread_local std::mt19937_64 random{std::random_device{}()};
   char id[40];
   std::snprintf(id, sizeof id, "a%016llx%016llx", static_cast<unsigned long long>(random()), static_cast<unsigned long long>(random()));
@@ -304,13 +310,23 @@ std::uint64_t ClusterNode::publish_admin(std::string_view payload) {
   try {
     seq = client_->publish(layout_.commit_subject(), payload, id, options_.publish_wait);
   } catch (const std::exception& e) {
-    throw unavailable("persist_failed", std::string("the cluster's log did not acknowledge the change (its outcome is unknown: check "
-                                                    "GET /namespaces before retrying): ") + e.what());
+    throw unavailable("persist_failed",
+                      std::string("the cluster's log did not acknowledge ") + what + " (its outcome is unknown: " + advice + "): " + e.what());
   }
   if (!wait_catalog(seq, options_.query_wait * 5)) {
-    throw unavailable("not_applied", "the change is in the cluster's log (sequence " + std::to_string(seq) + ") but this node has not applied it yet");
+    throw unavailable("not_applied", std::string(what) + " is in the cluster's log (sequence " + std::to_string(seq) +
+                                         ") but this node has not applied it yet");
   }
   return seq;
+}
+
+std::uint64_t ClusterNode::publish_merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
+                                         const std::map<std::string, std::uint64_t, std::less<>>& configs) {
+  MergeRecord m;
+  m.destination = destination;
+  for (std::size_t i = 0; i < sources.size(); ++i) m.sources.emplace_back(sources[i], weights[i]);
+  m.configs.assign(configs.begin(), configs.end());
+  return publish_on_commits(encode_merge(m), "the merge", "check the destination's counts before retrying");
 }
 
 bool ClusterNode::catch_up() { return wait_catalog(log_position(), options_.query_wait); }
@@ -433,7 +449,7 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
         return client_->publish(subject, payload, id, options_.publish_wait);
       } catch (const std::exception& e) {
         if (attempt == 3 || stop_) {
-          throw std::runtime_error(std::string(e.what()) +
+          throw std::runtime_error("the cluster's log did not acknowledge the batch: " + std::string(e.what()) +
                                    "; the batch's outcome is unknown (it may yet be counted): retry it with the same Idempotency-Key "
                                    "(HTTP) to have it counted once; a retry without one (RESP) may count it twice: check the counts first");
         }
@@ -665,7 +681,7 @@ QueryReply ClusterNode::ask_owner(QueryRequest& q, std::string_view key) {
   const std::uint32_t p = service::partition_of(hash_key(key), layout_.partitions);
   std::vector<std::uint32_t> missing;
   auto replies = ask({{p, encode_query(q)}}, q.kind, missing);
-  if (replies.empty()) throw unavailable("partition_unavailable", "partition " + std::to_string(p) + " " + kDidNotAnswer);
+  if (replies.empty()) throw service::partitions_missing(std::span(&p, 1), kRetry);
   return std::move(replies.front());
 }
 
@@ -719,7 +735,7 @@ service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<cons
   auto replies = ask(requests, q.kind, missing);
   if (!missing.empty()) {
     // A count is one partition's: without it there is no honest bound.
-    throw unavailable("partition_unavailable", "partition " + join(missing) + " " + kDidNotAnswer);
+    throw service::partitions_missing(missing, kRetry);
   }
   service::ClusterPoints out;
   out.answers.resize(items.size());
@@ -872,41 +888,23 @@ std::uint64_t ClusterNode::distributions() {
   q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
   std::vector<std::uint32_t> missing;
   const auto replies = ask_all(q, missing);
-  if (!missing.empty()) throw unavailable("partition_unavailable", "partition " + join(missing) + " " + kDidNotAnswer);
+  if (!missing.empty()) throw service::partitions_missing(missing, kRetry);
   std::uint64_t n = 0;
   for (const auto& r : replies) n += r.count;
   return n;
 }
 
-std::vector<std::pair<std::string, engine::NamespaceStats>> ClusterNode::stats(const std::string& ns, engine::Coverage& coverage) {
+std::vector<std::pair<std::string, engine::NamespaceStats>> ClusterNode::stats(std::span<const std::string> names, engine::Coverage& coverage) {
   QueryRequest q;
   q.kind = QueryRequest::Kind::stats;
-  q.ns = ns;
+  q.items.assign(names.begin(), names.end());
   q.min_position = log_position();
   q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
   std::vector<std::uint32_t> missing;
   const auto replies = ask_all(q, missing);
   std::map<std::string, engine::NamespaceStats> by_name;
   for (const auto& r : replies) {
-    for (const auto& [name, part] : r.stats) {
-      auto& sum = by_name[name];
-      sum.events += part.events;
-      sum.excluded += part.excluded;
-      sum.batches += part.batches;
-      sum.weight += part.weight;
-      sum.newest_time = std::max(sum.newest_time, part.newest_time);
-      sum.memory_bytes += part.memory_bytes;
-      // Views by spec: a partition behind another may not have a patch's view yet.
-      for (const auto& v : part.views) {
-        auto same = std::find_if(sum.views.begin(), sum.views.end(), [&](const engine::ViewStats& s) { return s.view == v.view; });
-        if (same == sum.views.end()) {
-          sum.views.push_back(v);
-        } else {
-          same->memory_bytes += v.memory_bytes;
-          same->dropped += v.dropped;
-        }
-      }
-    }
+    for (const auto& [name, part] : r.stats) by_name[name].add(part);
   }
   coverage.partitions = layout_.partitions;
   coverage.missing = std::move(missing);

@@ -1,6 +1,8 @@
 // Commit records and the query wire format (cluster/cluster_records.hpp).
 #include "ebb/cluster/cluster_records.hpp"
 
+#include <cmath>
+
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
 
@@ -245,8 +247,7 @@ engine::NamespaceStats get_stats(BinaryReader& r) {
   s.weight = r.get<double>();
   s.newest_time = r.get<double>();
   s.memory_bytes = static_cast<std::size_t>(r.get<std::uint64_t>());
-  const auto n = r.get<std::uint32_t>();
-  if (n > 1024) r.fail("too many views");
+  const auto n = count_of(r, 33, "views");
   s.views.resize(n);
   for (auto& v : s.views) {
     v.view = get_view(r);
@@ -315,11 +316,57 @@ CommitRecord decode_commit(std::string_view payload) {
       clock.ns = r.get_string(kMaxString);
       clock.before = r.get<double>();
       clock.after = r.get<double>();
+      // Times as events have them (a forged clock must not reach a state
+      // that no checkpoint could restore).
+      if (!(std::isnan(clock.before) || (std::isfinite(clock.before) && clock.before >= 0)) || !std::isfinite(clock.after) || clock.after < 0) {
+        r.fail("clock of '" + clock.ns + "': not a time in Unix seconds >= 0");
+      }
     }
     if (c.clocks.empty()) r.fail("a clocked commit without clocks");  // (the plain type says that)
   }
   r.expect_end();
   return c;
+}
+
+std::string encode_merge(const MergeRecord& m) {
+  BinaryWriter w;
+  w.put<std::uint8_t>(kMergeRecord);
+  w.put_string(m.destination);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(m.sources.size()));
+  for (const auto& [source, weight] : m.sources) {
+    w.put_string(source);
+    w.put<double>(weight);
+  }
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(m.configs.size()));
+  for (const auto& [ns, revision] : m.configs) {
+    w.put_string(ns);
+    w.put<std::uint64_t>(revision);
+  }
+  return std::move(w.buffer());
+}
+
+bool is_merge(std::string_view payload) noexcept { return !payload.empty() && static_cast<std::uint8_t>(payload[0]) == kMergeRecord; }
+
+MergeRecord decode_merge(std::string_view payload) {
+  BinaryReader r(payload, "merge record");
+  if (r.get<std::uint8_t>() != kMergeRecord) r.fail("not a merge record");
+  MergeRecord m;
+  m.destination = r.get_string(kMaxString);
+  const auto n = count_of(r, 12, "sources");
+  if (n == 0) r.fail("a merge without sources");
+  m.sources.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto source = r.get_string(kMaxString);
+    m.sources.emplace_back(std::move(source), r.get<double>());
+  }
+  const auto k = count_of(r, 12, "namespaces");
+  m.configs.reserve(k);
+  for (std::uint32_t i = 0; i < k; ++i) {
+    auto ns = r.get_string(kMaxString);
+    m.configs.emplace_back(std::move(ns), r.get<std::uint64_t>());
+  }
+  r.expect_end();
+  return m;
 }
 
 std::string encode_query(const QueryRequest& q) {

@@ -186,6 +186,18 @@ void PartitionReplica::follow() {
           // Event clocks move in every partition alike, a part here or not
           // (after it: the part was checked against the writer's clock).
           if (!commit.clocks.empty()) service_->advance_event_clocks(meta.sequence, commit.clocks, configs);
+        } else if (is_merge(payload)) {
+          // This partition's part of the destination: the sum of its parts
+          // of the sources (their items are this partition's alone).
+          const MergeRecord merge = decode_merge(payload);
+          std::vector<std::string> sources;
+          std::vector<double> weights;
+          for (const auto& [source, weight] : merge.sources) {
+            sources.push_back(source);
+            weights.push_back(weight);
+          }
+          service_->apply_merge(meta.sequence, merge.destination, sources, weights,
+                                service::Service::ConfigRevisions(merge.configs.begin(), merge.configs.end()));
         } else {
           service_->apply_record(meta.sequence, payload);
         }
@@ -375,10 +387,10 @@ void PartitionReplica::answer(natsMsg* request) {
       service_->check_incr(q.ns, fields, q.n, q.now);
       out = encode_reply(reply, q.kind);
     } else {
-      if (q.ns.empty()) {
+      if (q.items.empty()) {
         for (auto& info : service_->list()) reply.stats.emplace_back(info.spec.config.name, std::move(info.stats));
       } else {
-        reply.stats.emplace_back(q.ns, service_->describe(q.ns).stats);
+        for (const auto& name : q.items) reply.stats.emplace_back(name, service_->describe(name).stats);
       }
       out = encode_reply(reply, q.kind);
     }

@@ -20,6 +20,9 @@ TopKAnswer merge_disjoint(std::vector<TopKAnswer> parts, std::size_t k) {
     if (p.window_start > 0) out.window_start = first || out.window_start == 0 ? p.window_start : std::min(out.window_start, p.window_start);
     out.window_end = std::max(out.window_end, p.window_end);
     out.granularity = std::max(out.granularity, p.granularity);
+    // Parts from memory and from history: the answer is as coarse as its
+    // coarsest part, which says history.
+    if (p.source != out.source && (p.source == "history" || out.source == "history")) out.source = "history";
     out.total += p.total;
     out.unlisted_upper = std::max(out.unlisted_upper, p.unlisted_upper);
     Accuracy& a = out.accuracy;

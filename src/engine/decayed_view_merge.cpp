@@ -24,9 +24,9 @@
 
 namespace ebb::engine {
 
-void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std::span<const double> weights) {
+void DecayedView::check_summable(std::span<const DecayedView* const> sources, std::span<const double> weights) const {
   if (sources.size() != weights.size()) throw std::logic_error("add_weighted: one weight per source");
-  auto* heap = std::get_if<AugmentedHeap>(&summary_);
+  const auto* heap = std::get_if<AugmentedHeap>(&summary_);
   auto refuse = [](const std::string& why) { throw InvalidArgument("sources: " + why); };
   if (clock_.decays()) refuse("only all-time views can be summed (a decayed view's counts live on its own time scale)");
   if (!heap) refuse("a view with a Space-Saving summary cannot be summed");
@@ -40,7 +40,11 @@ void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std:
     }
     if (!(weights[i] >= 0 && std::isfinite(weights[i]))) refuse("weights must be finite and not negative");
   }
+}
 
+void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std::span<const double> weights) {
+  check_summable(sources, weights);
+  auto* heap = std::get_if<AugmentedHeap>(&summary_);
   if (total() != 0 || heap->size() != 0) throw std::logic_error("add_weighted: the view must be empty");
 
   // A source may be this view only while it is empty (it adds nothing).

@@ -72,6 +72,24 @@ void Namespace::reject_jump(const Event& e, std::size_t index, double reference,
                                            "), more than the namespace's max_time_jump of " + format_duration(config_.max_time_jump));
 }
 
+void NamespaceStats::add(const NamespaceStats& part) {
+  events += part.events;
+  excluded += part.excluded;
+  batches += part.batches;
+  weight += part.weight;
+  newest_time = std::max(newest_time, part.newest_time);
+  memory_bytes += part.memory_bytes;
+  for (const auto& v : part.views) {
+    auto same = std::find_if(views.begin(), views.end(), [&](const ViewStats& s) { return s.view == v.view; });
+    if (same == views.end()) {
+      views.push_back(v);
+    } else {
+      same->memory_bytes += v.memory_bytes;
+      same->dropped += v.dropped;
+    }
+  }
+}
+
 double Namespace::newest_before_batch() const noexcept {
   if (clock_override_) return *clock_override_;
   return seen_event_ ? stats_.newest_time : NAN;
@@ -91,7 +109,7 @@ void Namespace::stage_logged(std::span<const Event> events, double wall_now, std
 }
 
 void Namespace::advance_clock(double t) {
-  if (config_.clock != ClockMode::event || !std::isfinite(t)) return;
+  if (config_.clock != ClockMode::event || !std::isfinite(t) || t < 0) return;
   stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, t) : t;
   seen_event_ = true;
 }

@@ -29,9 +29,11 @@ const DecayedView& summable_view(const Namespace& ns, const char* role) {
 
 }  // namespace
 
-Namespace Namespace::summed(std::span<const Namespace* const> sources, std::span<const double> weights) const {
-  if (sources.size() != weights.size()) throw std::logic_error("summed: one weight per source");
-  (void)summable_view(*this, "destination");
+void Namespace::check_summable(std::span<const Namespace* const> sources, std::span<const double> weights, std::span<const double> totals) const {
+  if (sources.size() != weights.size() || (!totals.empty() && totals.size() != sources.size())) {
+    throw std::logic_error("summed: one weight per source");
+  }
+  const DecayedView& mine = summable_view(*this, "destination");
   if (hot_keys_) throw InvalidArgument("destination: namespace '" + config_.name + "' detects hot keys, whose rates a sum cannot carry");
   if (!config_.exclude.empty()) {
     throw InvalidArgument("destination: namespace '" + config_.name + "' excludes items, which the sources' sketches may hold: a sum cannot leave them out");
@@ -41,13 +43,23 @@ Namespace Namespace::summed(std::span<const Namespace* const> sources, std::span
   for (std::size_t i = 0; i < sources.size(); ++i) {
     views.push_back(&summable_view(*sources[i], "sources"));
     if (!(weights[i] >= 0 && std::isfinite(weights[i]))) throw InvalidArgument("weights: must be finite and not negative");
-    weight += weights[i] * sources[i]->stats_.weight;
+    weight += weights[i] * (totals.empty() ? sources[i]->stats_.weight : totals[i]);
   }
   // Below 2^53, strictly: a product or sum past it can round down to it.
   if (!(weight < kMaxSummedWeight)) {
     throw CountOverflow("weights: the summed count, " + number_text(weight) + ", would reach 2^53, where counts stop being exact");
   }
+  mine.check_summable(views, weights);
+}
 
+Namespace Namespace::summed(std::span<const Namespace* const> sources, std::span<const double> weights) const {
+  check_summable(sources, weights);
+  std::vector<const DecayedView*> views;
+  double weight = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    views.push_back(&summable_view(*sources[i], "sources"));
+    weight += weights[i] * sources[i]->stats_.weight;
+  }
   Namespace sum(config_, wall_clock_);
   static_cast<DecayedView&>(*sum.views_.front()).add_weighted(views, weights);
   sum.stats_.weight = weight;

@@ -26,15 +26,15 @@ void require_cms(Context& c, const std::string& key) { require_key(c, key, Redis
 // A CMS key's width and depth as created (a namespace made over HTTP: its
 // own), in one lookup; RedisBloom's errors when it is missing or a top-K.
 RedisKey cms_shape(Context& c, const std::string& key) {
-  service::NamespaceInfo info;
+  service::NamespaceSpec spec;
   try {
-    info = c.commands.service().describe(key);
+    spec = c.commands.service().spec(key);
   } catch (const service::ServiceError& e) {
     if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
     throw;
   }
-  if (info.spec.redis && info.spec.redis->type != RedisKey::Type::cms) refuse(std::string(kWrongType));
-  return requested_shape(info.spec);
+  if (spec.redis && spec.redis->type != RedisKey::Type::cms) refuse(std::string(kWrongType));
+  return requested_shape(spec);
 }
 
 // A CMS key is a namespace with one all-time view of that sketch (and a

@@ -124,11 +124,7 @@ double duration_argument(Args args, std::size_t at) {
 }
 
 void require_whole(const engine::Coverage& coverage) {
-  if (!coverage.partial()) return;
-  std::string which;
-  for (const auto p : coverage.missing) which.append(which.empty() ? "" : ", ").append(std::to_string(p));
-  throw service::ServiceError(service::ErrorKind::unavailable, "partition_unavailable",
-                              "partition " + which + " did not answer in time: the answer would leave its keys out (try again)");
+  if (coverage.partial()) throw service::partitions_missing(coverage.missing, "the answer would leave its keys out (try again)");
 }
 
 std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items) {
@@ -247,13 +243,13 @@ const CommandSpec& admit(const service::AccessTokens& tokens, const service::Ser
 
 }  // namespace
 
-Outcome Commands::execute(ClientState& client, std::span<const std::string_view> args, std::string& out) {
+Outcome Commands::execute(ClientState& client, std::span<const std::string_view> args, std::string& out, double received_at) {
   ReplyWriter reply(out, client.protocol);
   if (args.empty()) return {};
   figures_.commands_total.fetch_add(1, std::memory_order_relaxed);
   return replying(out, reply, [&]() -> Outcome {
     const CommandSpec& spec = admit(tokens_, service_, client, args);
-    const double received_at = wall_clock_now();  // (events are stamped when the command came, not when a thread took it up)
+    if (received_at == 0) received_at = wall_clock_now();  // (events are stamped when the command came, not when a thread took it up)
     if (clustered() && spec.access != service::Access::open) {
       // Off the event loop (commands.hpp); the arguments are copied, since
       // the connection's buffer moves on. The connection runs nothing else
@@ -301,9 +297,14 @@ std::function<void(std::string&)> Commands::deferred_batch(ClientState& client, 
         if (r.commit.lsn != 0) throw std::logic_error("a cluster reply still waiting for its write");
       }
     } catch (const std::exception& e) {
-      // Out of memory writing the replies, once counted: every command says so.
+      // Out of memory writing the replies, once counted (execute_batch
+      // throws only then): every command says so, lest a client send them
+      // again (a single node closes the connection instead).
       replies.assign(views.size(), {});
-      for (auto& r : replies) ReplyWriter(r.text, client.protocol).error(std::string("ERR ") + e.what());
+      for (auto& r : replies) {
+        ReplyWriter(r.text, client.protocol).error(std::string("ERR the command was counted, but its reply could not be made (") + e.what() +
+                                                   "): do not send it again");
+      }
     }
     for (auto& r : replies) text += r.text;
   };
@@ -351,7 +352,7 @@ void Commands::execute_batch(ClientState& client, std::span<const std::vector<st
     replies.assign(commands.size(), {});
   }
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    Outcome outcome = execute(client, commands[i], replies[i].text);
+    Outcome outcome = execute(client, commands[i], replies[i].text, received_at);
     if (outcome.deferred) outcome.deferred(replies[i].text);  // (cluster mode: execute_batch runs off the loop already)
     replies[i].commit = outcome.commit;
   }

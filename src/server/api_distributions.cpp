@@ -73,13 +73,14 @@ std::string distribution_param(const Request& req) {
 }
 
 // Every field=, in request order.
-std::vector<std::string_view> field_params(const Request& req) {
-  std::vector<std::string_view> fields;
+// (Owned: in cluster mode the answer is made off the loop.)
+std::vector<std::string> field_params(const Request& req) {
+  std::vector<std::string> fields;
   auto [from, to] = req.query.equal_range("field");
   for (auto it = from; it != to; ++it) {
     if (it->second.empty()) throw bad_request("missing_arg_field", "field: must not be empty");
     require_utf8(it->second, "field", "invalid_field");
-    fields.push_back(it->second);
+    fields.emplace_back(it->second);
   }
   if (fields.empty()) throw bad_request("missing_arg_field", "field: is required");
   return fields;
@@ -115,14 +116,24 @@ void write_distribution(io::JsonWriter& w, const engine::DistributionAnswer& a) 
 
 // A distribution that holds nothing answers as forgettable did: no bins
 // (or the asked fields at 0), Z and T 0.
-engine::DistributionAnswer answer_or_empty(ApiContext& ctx, const std::string& name, std::span<const std::string_view> fields, double now,
+engine::DistributionAnswer answer_or_empty(ApiContext& ctx, const std::string& name, std::span<const std::string> fields, double now,
                                            std::optional<double> rate, std::optional<std::size_t> most_probable) {
-  if (auto a = ctx.service.distribution(name, fields, now, rate, most_probable)) return std::move(*a);
+  const std::vector<std::string_view> views(fields.begin(), fields.end());
+  if (auto a = ctx.service.distribution(name, views, now, rate, most_probable)) return std::move(*a);
   engine::DistributionAnswer empty;
   empty.distribution = name;
   empty.rate = rate.value_or(ctx.service.distribution_options().default_rate);
-  for (auto f : fields) empty.bins.push_back({std::string(f), 0, 0});
+  for (const auto& f : fields) empty.bins.push_back({f, 0, 0});
   return empty;
+}
+
+// Cluster mode: the distribution's owner is asked over the network, off the loop.
+Response distribution_answer(ApiContext& ctx, std::string name, std::vector<std::string> fields, double now, std::optional<double> rate,
+                             std::optional<std::size_t> most_probable) {
+  return off_loop_in_cluster(ctx, [&ctx, name = std::move(name), fields = std::move(fields), now, rate, most_probable] {
+    const auto answer = answer_or_empty(ctx, name, fields, now, rate, most_probable);
+    return ok_data([&](io::JsonWriter& w) { write_distribution(w, answer); });
+  }, envelope_error);
 }
 
 }  // namespace
@@ -130,40 +141,44 @@ engine::DistributionAnswer answer_or_empty(ApiContext& ctx, const std::string& n
 void add_distribution_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/incr", "/incr", Router::Access::write, [&ctx](const Request& req, const std::string&) {
     return enveloped([&] {
-      const std::string name = distribution_param(req);
-      const auto fields = field_params(req);
+      std::string name = distribution_param(req);
+      auto fields = field_params(req);
       const auto n_text = req.param("N");
       const double n = n_text ? number_param(*n_text, "N", "couldnt_parse_n", "a number > 0") : 1.0;
-      const service::Commit commit = ctx.service.incr(name, fields, n, req.received_at);
-      Response r = text_response(200, "text/plain", "OK");
-      if (commit.lsn == 0) return r;
-      // "OK" once the increment is as durable as --fsync promises.
-      r.deferred = [&ctx, commit](Response::Send send) {
-        ctx.service.when_durable(commit, [send = std::move(send)](const std::string& error) {
-          if (error.empty()) return send(text_response(200, "text/plain", "OK"));
-          Response e = envelope_error(503, "persist_failed", error);
-          e.headers.emplace_back("Retry-After", "1");
-          send(std::move(e));
-        });
-      };
-      return r;
+      // (Cluster mode: the owner checks the increment over the network.)
+      return off_loop_in_cluster(ctx, [&ctx, name = std::move(name), fields = std::move(fields), n, received_at = req.received_at] {
+        const std::vector<std::string_view> views(fields.begin(), fields.end());
+        const service::Commit commit = ctx.service.incr(name, views, n, received_at);
+        Response r = text_response(200, "text/plain", "OK");
+        if (commit.lsn == 0) return r;
+        // "OK" once the increment is as durable as --fsync promises.
+        r.deferred = [&ctx, commit](Response::Send send) {
+          ctx.service.when_durable(commit, [send = std::move(send)](const std::string& error) {
+            if (error.empty()) return send(text_response(200, "text/plain", "OK"));
+            Response e = envelope_error(503, "persist_failed", error);
+            e.headers.emplace_back("Retry-After", "1");
+            send(std::move(e));
+          });
+        };
+        return r;
+      }, envelope_error);
     });
   });
 
   router.add("GET", "/get", "/get", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     return enveloped([&] {
-      const std::string name = distribution_param(req);
-      const auto fields = field_params(req);
-      const auto answer = answer_or_empty(ctx, name, fields, req.received_at, rate_param(req), std::nullopt);
-      return ok_data([&](io::JsonWriter& w) { write_distribution(w, answer); });
+      std::string name = distribution_param(req);
+      auto fields = field_params(req);
+      const auto rate = rate_param(req);
+      return distribution_answer(ctx, std::move(name), std::move(fields), req.received_at, rate, std::nullopt);
     });
   });
 
   router.add("GET", "/dist", "/dist", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     return enveloped([&] {
-      const std::string name = distribution_param(req);
-      const auto answer = answer_or_empty(ctx, name, {}, req.received_at, rate_param(req), std::nullopt);
-      return ok_data([&](io::JsonWriter& w) { write_distribution(w, answer); });
+      std::string name = distribution_param(req);
+      const auto rate = rate_param(req);
+      return distribution_answer(ctx, std::move(name), {}, req.received_at, rate, std::nullopt);
     });
   });
 
@@ -177,15 +192,17 @@ void add_distribution_routes(Router& router, ApiContext& ctx) {
           throw bad_request("invalid_arg_n", "N: must be a whole number >= 1 (got '" + *text + "')");
         }
       }
-      const auto answer = answer_or_empty(ctx, name, {}, req.received_at, rate_param(req), n);
-      return ok_data([&](io::JsonWriter& w) { write_distribution(w, answer); });
+      const auto rate = rate_param(req);
+      return distribution_answer(ctx, name, {}, req.received_at, rate, n);
     });
   });
 
   router.add("GET", "/dbsize", "/dbsize", Router::Access::read, [&ctx](const Request&, const std::string&) {
     return enveloped([&] {
-      const std::uint64_t n = ctx.service.count_distributions();
-      return ok_data([&](io::JsonWriter& w) { w.value(n); });
+      return off_loop_in_cluster(ctx, [&ctx] {
+        const std::uint64_t n = ctx.service.count_distributions();
+        return ok_data([&](io::JsonWriter& w) { w.value(n); });
+      }, envelope_error);
     });
   });
 }

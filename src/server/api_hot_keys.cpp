@@ -60,24 +60,29 @@ struct Relay {
   }
 };
 
+// GET /hot-keys' answer.
+Response hot_keys_answer(ApiContext& ctx, const std::string& name) {
+  const auto answer = ctx.service.hot_keys(name);
+  io::JsonWriter w;
+  w.begin_object().key("namespace").value(answer.ns).key("threshold").value(answer.threshold);
+  w.key("half_life").value(format_duration(answer.half_life)).key("cool_fraction").value(answer.cool_fraction);
+  w.key("as_of");
+  if (answer.evaluated_at > 0) w.value(answer.evaluated_at);
+  else w.null();  // not evaluated yet (an event-clock namespace before its first event)
+  w.key("complete").value(answer.complete);
+  w.key("items").begin_array();
+  for (const auto& k : answer.items) write_hot_key(w, k);
+  w.end_array();
+  service::write_coverage(w, answer.coverage);
+  w.end_object();
+  return json_response(200, w.take());
+}
+
 }  // namespace
 
 void add_hot_key_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/hot-keys", "/hot-keys", Router::Access::read, [&ctx](const Request& req, const std::string&) {
-    const auto answer = ctx.service.hot_keys(required(req, "namespace"));
-    io::JsonWriter w;
-    w.begin_object().key("namespace").value(answer.ns).key("threshold").value(answer.threshold);
-    w.key("half_life").value(format_duration(answer.half_life)).key("cool_fraction").value(answer.cool_fraction);
-    w.key("as_of");
-    if (answer.evaluated_at > 0) w.value(answer.evaluated_at);
-    else w.null();  // not evaluated yet (an event-clock namespace before its first event)
-    w.key("complete").value(answer.complete);
-    w.key("items").begin_array();
-    for (const auto& k : answer.items) write_hot_key(w, k);
-    w.end_array();
-    service::write_coverage(w, answer.coverage);
-    w.end_object();
-    return json_response(200, w.take());
+    return off_loop_in_cluster(ctx, [&ctx, name = required(req, "namespace")] { return hot_keys_answer(ctx, name); });
   });
 
   router.add("GET", "/hot-keys/stream", "/hot-keys/stream", Router::Access::read, [&ctx](const Request& req, const std::string&) {

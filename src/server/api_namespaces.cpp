@@ -5,12 +5,21 @@
 
 namespace ebb::server {
 
-Response run_off_loop(ApiContext& ctx, std::function<Response()> work) {
+Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) {
   Response r;
-  r.deferred = [&ctx, work = std::move(work)](Response::Send send) mutable {
-    ctx.run_blocking([work = std::move(work), send = std::move(send)] { send(respond(work)); });
+  r.deferred = [&ctx, work = std::move(work), format](Response::Send send) mutable {
+    ctx.run_blocking([work = std::move(work), send = std::move(send), format]() mutable {
+      Response answer = respond(work, format);
+      if (!answer.deferred) return send(std::move(answer));
+      auto later = std::move(answer.deferred);  // (a write's answer waits for its log)
+      later(std::move(send));
+    });
   };
   return r;
+}
+
+Response off_loop_in_cluster(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) {
+  return ctx.service.cluster() ? run_off_loop(ctx, std::move(work), format) : work();
 }
 
 void add_namespace_routes(Router& router, ApiContext& ctx) {
@@ -25,10 +34,9 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
       return r;
     });
   });
-  // Cluster mode: the stats are the partitions' (a question to each), off the loop.
-  auto answer = [&ctx](std::function<Response()> work) { return ctx.service.cluster() ? run_off_loop(ctx, std::move(work)) : work(); };
-  router.add("GET", "/namespaces", "/namespaces", Router::Access::read, [&ctx, answer](const Request&, const std::string&) {
-    return answer([&ctx] {
+  // (Cluster mode: the stats are the partitions', a question to each.)
+  router.add("GET", "/namespaces", "/namespaces", Router::Access::read, [&ctx](const Request&, const std::string&) {
+    return off_loop_in_cluster(ctx, [&ctx] {
       std::string body = "{\"namespaces\":[";
       bool first = true;
       for (const auto& info : ctx.service.list()) {
@@ -40,8 +48,8 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
       return json_response(200, std::move(body));
     });
   });
-  router.add("GET", "/namespaces/{name}", "/namespaces/{name}", Router::Access::read, [&ctx, answer](const Request&, const std::string& name) {
-    return answer([&ctx, name] {
+  router.add("GET", "/namespaces/{name}", "/namespaces/{name}", Router::Access::read, [&ctx](const Request&, const std::string& name) {
+    return off_loop_in_cluster(ctx, [&ctx, name] {
       const auto info = ctx.service.describe(name);
       return json_response(200, service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes, info.coverage));
     });

@@ -24,26 +24,26 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const double from = time_param(req, "from");
     const double to = time_param(req, "to");
     if (from > to) throw bad_request("bad_parameter", "from: must be at most to");
-    const auto series = ctx.service.history(name, item, view, from, to, kMaxHistoryPoints);
-    io::JsonWriter w;
-    service::write_history(w, name, item, series);
-    return json_response(200, w.take());
+    return off_loop_in_cluster(ctx, [&ctx, name, item, view, from, to] {
+      const auto series = ctx.service.history(name, item, view, from, to, kMaxHistoryPoints);
+      io::JsonWriter w;
+      service::write_history(w, name, item, series);
+      return json_response(200, w.take());
+    });
   });
 
-  // Cluster mode: a query waits on the network for every partition's
-  // owner, which must not hold up the event loop's other connections.
-  auto answer = [&ctx](std::function<Response()> work) { return ctx.service.cluster() ? run_off_loop(ctx, std::move(work)) : work(); };
-
-  router.add("GET", "/top-k", "/top-k", Router::Access::read, [&ctx, answer](const Request& req, const std::string&) {
+  router.add("GET", "/top-k", "/top-k", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));
     const auto view = view_from(req.param("window"), req.param("half_life"));
     if (const auto as_of = as_of_from(req.param("timestamp"))) {
-      io::JsonWriter w;
-      service::write_top_k(w, name, ctx.service.top_at(name, view, k, *as_of));
-      return json_response(200, w.take());
+      return off_loop_in_cluster(ctx, [&ctx, name, view, k, as_of] {
+        io::JsonWriter w;
+        service::write_top_k(w, name, ctx.service.top_at(name, view, k, *as_of));
+        return json_response(200, w.take());
+      });
     }
-    return answer([&ctx, name, view, k] {
+    return off_loop_in_cluster(ctx, [&ctx, name, view, k] {
       const auto body = ctx.service.top_rendered(name, view, k, "json", [&name](const engine::TopKAnswer& top) {
         io::JsonWriter w;
         service::write_top_k(w, name, top);
@@ -57,19 +57,22 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const std::string name = required(req, "namespace");
     const auto k = k_from(req.param("k"));
     const double min_count = non_negative_from(req.param("min_count"), "min_count", "a number >= 0").value_or(engine::kDefaultTrendingMinCount);
-    const auto answer = ctx.service.trending(name, duration_from(req.param("short"), "short"), duration_from(req.param("long"), "long"), k,
-                                              min_count);
-    io::JsonWriter w;
-    service::write_trending(w, name, answer);
-    return json_response(200, w.take());
+    const auto short_half_life = duration_from(req.param("short"), "short");
+    const auto long_half_life = duration_from(req.param("long"), "long");
+    return off_loop_in_cluster(ctx, [&ctx, name, k, min_count, short_half_life, long_half_life] {
+      const auto answer = ctx.service.trending(name, short_half_life, long_half_life, k, min_count);
+      io::JsonWriter w;
+      service::write_trending(w, name, answer);
+      return json_response(200, w.take());
+    });
   });
 
-  router.add("GET", "/count", "/count", Router::Access::read, [&ctx, answer](const Request& req, const std::string&) {
+  router.add("GET", "/count", "/count", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const std::string item = required(req, "item_id");
     const auto view = view_from(req.param("window"), req.param("half_life"));
     const auto as_of = as_of_from(req.param("timestamp"));
-    return answer([&ctx, name, item, view, as_of] {
+    return off_loop_in_cluster(ctx, [&ctx, name, item, view, as_of] {
       const auto point = as_of ? ctx.service.count_at(name, item, view, *as_of) : ctx.service.count(name, item, view);
       io::JsonWriter w;
       service::write_point(w, name, point);
@@ -77,7 +80,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     });
   });
 
-  router.add("POST", "/counts", "/counts", Router::Access::read, [&ctx, answer](const Request& req, const std::string&) {
+  router.add("POST", "/counts", "/counts", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     if (auto err = parser.parse(req.body.data(), req.body.size()).get(doc)) {
@@ -127,7 +130,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     if (name.empty()) throw bad_request("invalid_field", "namespace: is required");
     if (!has_ids) throw bad_request("invalid_field", "item_ids: is required");
     const auto view = view_from(window, half_life);
-    return answer([&ctx, name, ids = std::move(ids), view, as_of] {
+    return off_loop_in_cluster(ctx, [&ctx, name, ids = std::move(ids), view, as_of] {
       engine::TopKAnswer view_answer;  // the view and its accuracy block, read under the same lock
       const auto answers = ctx.service.counts(name, ids, view, view_answer, as_of);
       io::JsonWriter w;

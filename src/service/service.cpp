@@ -312,7 +312,7 @@ void Service::when_durable(Commit commit, std::function<void(const std::string& 
     s.options.cluster->when_published(commit.lsn, [&s, done = std::move(done)](const std::string& error) {
       --s.inflight;
       if (!error.empty()) ++s.persist_failures;
-      done(error.empty() ? error : "the cluster's log did not acknowledge the batch: " + error);
+      done(error);  // (the link says what became of the batch)
     });
     return;
   }
@@ -477,6 +477,12 @@ std::optional<RedisKey> Service::redis_key(const std::string& name) const {
   return e->spec.redis;
 }
 
+NamespaceSpec Service::spec(const std::string& name) const {
+  auto e = s_->require_known(name, "name");  // (cluster mode: created on another node a moment ago)
+  std::shared_lock lock(e->mu);
+  return e->spec;
+}
+
 void Service::sync_catalog() const {
   if (!s_->options.cluster || !s_->recovered) return;
   if (!s_->options.cluster->catch_up()) {
@@ -509,7 +515,7 @@ NamespaceInfo Service::describe(const std::string& name) const {
   }
   if (partitions) {
     try {
-      const auto counted = s_->options.cluster->stats(name, out.coverage);
+      const auto counted = s_->options.cluster->stats(std::span(&name, 1), out.coverage);
       if (!counted.empty()) out.stats = counted.front().second;
     } catch (const ServiceError& e) {
       if (e.kind() == ErrorKind::not_found) throw;  // deleted meanwhile
@@ -533,7 +539,7 @@ std::vector<NamespaceInfo> Service::list() const {
     engine::Coverage coverage;
     std::vector<std::pair<std::string, engine::NamespaceStats>> counted;
     try {
-      counted = s_->options.cluster->stats("", coverage);
+      counted = s_->options.cluster->stats({}, coverage);
     } catch (const ServiceError&) {
       coverage = nobody_answered(*s_->options.cluster);  // (NATS down): the list still stands
     }

@@ -16,11 +16,6 @@ ServiceError exists(const std::string& name) {
 
 }  // namespace
 
-void not_served(const char* what) {
-  throw ServiceError(ErrorKind::not_implemented, "not_in_cluster_mode",
-                     std::string(what) + " is not served in cluster mode yet (docs/cluster.md lists what is)");
-}
-
 NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
   ClusterLink& link = *s.options.cluster;
   const std::string name = spec.config.name;
@@ -39,7 +34,7 @@ NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
   auto e = s.find(name);
   if (!e) throw ServiceError(ErrorKind::unavailable, "not_applied", "name: namespace '" + name + "' was deleted as it was created; retry");
   std::shared_lock lock(e->mu);
-  if (e->applied_lsn < position) throw exists(name);
+  if (e->created_lsn != position) throw exists(name);  // (not applied_lsn: a batch or a patch since moves it)
   return e->spec;
 }
 

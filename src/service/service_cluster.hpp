@@ -19,7 +19,5 @@ std::vector<engine::PointAnswer> counts(const Service::State& s, const std::stri
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
                                 std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count);
 Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at);
-// What a cluster does not serve yet: 501 naming it.
-[[noreturn]] void not_served(const char* what);
 
 }  // namespace ebb::service::cluster_mode

@@ -17,4 +17,10 @@ int http_status(ErrorKind kind) noexcept {
   return 500;
 }
 
+ServiceError partitions_missing(std::span<const std::uint32_t> missing, const std::string& consequence) {
+  std::string which;
+  for (const auto p : missing) which.append(which.empty() ? "" : ", ").append(std::to_string(p));
+  return {ErrorKind::unavailable, "partition_unavailable", "partition " + which + " did not answer in time (no owner, or an owner behind): " + consequence};
+}
+
 }  // namespace ebb::service

@@ -413,6 +413,8 @@ void Service::sweep_history() {
 void Service::start_history() {
   State& s = *s_;
   if (!s.history || s.historian.joinable()) return;
+  // Only now does a cluster partition know every namespace the log still has.
+  if (s.options.external_log) sweep_history();
   auto last_retention = std::chrono::steady_clock::now();
   s.historian = s.every(s.options.history_interval, "history snapshot failed (ingest and queries go on)", [this, &s, last_retention]() mutable {
     // Retention runs even when the snapshot fails (a full disk is when

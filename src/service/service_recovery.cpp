@@ -156,14 +156,9 @@ std::optional<std::uint64_t> Service::config_revision(std::string_view name) con
   return e->config_lsn;
 }
 
-namespace {
-
-// Whether every namespace named is still at the configuration named (a
-// cluster commit's check; no lock is held across the names: the applying
-// thread is the only one that changes them).
-bool configs_hold(const Service::State& s, const Service::ConfigRevisions& configs) {
+bool Service::State::configs_hold(const ConfigRevisions& configs) const {
   for (const auto& [name, revision] : configs) {
-    EntryPtr e = s.find(name);
+    EntryPtr e = find(name);
     if (!e) return false;
     std::shared_lock lock(e->mu);
     if (e->deleted || e->config_lsn != revision) return false;
@@ -171,10 +166,8 @@ bool configs_hold(const Service::State& s, const Service::ConfigRevisions& confi
   return true;
 }
 
-}  // namespace
-
 void Service::advance_event_clocks(std::uint64_t lsn, std::span<const EventClockCheck> clocks, const ConfigRevisions& configs) {
-  if (!configs_hold(*s_, configs)) return;  // its batch did not count either
+  if (!s_->configs_hold(configs)) return;  // its batch did not count either
   for (const auto& clock : clocks) {
     EntryPtr e = s_->find(clock.ns);
     if (!e) continue;
@@ -196,7 +189,7 @@ bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const Co
     // A cluster part counts only if every namespace of its batch is still
     // at the configuration its commit names: a batch stays all or nothing
     // across namespaces, and every replica judges it at the same point.
-    if (configs && !configs_hold(s, *configs)) {
+    if (configs && !s.configs_hold(*configs)) {
       s.log->warn("record {}: a namespace of its batch changed since the batch was checked; the batch is not counted", lsn);
       return true;
     }
@@ -240,14 +233,13 @@ bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const Co
   if (removed) named->deleted = true;
   if (named) named->changed();
   if (removed && s.history) {
-    // (A cluster partition's history: a namespace made again under the
-    // name starts afresh, as on a single node; a refusal is retried by the
-    // history thread.)
+    // A cluster partition's history: a namespace made again under the name
+    // starts afresh, as on a single node. The history thread drops the
+    // old one at its next pass (masked until then): a drop waits for a
+    // pass's SQLite writes, which must not hold up the applying thread.
     ns_lock.unlock();
     map_lock.unlock();
-    const std::string name(r.name);
-    mark_history_pending(s, name);
-    drop_history(s, name);
+    mark_history_pending(s, std::string(r.name));
   }
   return errors == 0;
 }
@@ -383,7 +375,9 @@ RecoveryReport Service::recover() {
     s.counters.recovery_records_skipped = replay_errors;
     s.counters.truncated_tails = log_report.truncation.empty() ? 0 : 1;
   }
-  sweep_history();
+  // (A service fed from a log kept elsewhere has not replayed it yet: its
+  // sweep waits for start_history(), once it has caught up.)
+  if (!s.options.external_log) sweep_history();
   s.recovered = true;
   if (report.migrated_legacy > 0) {
     // The old layout is read once: its content now lives in a checkpoint.

@@ -23,7 +23,8 @@ namespace ebb::service {
 
 struct NamespaceEntry {
   NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved, double answer_ttl)
-      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), config_lsn(lsn), reserved_bytes(reserved), answers(answer_ttl) {}
+      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), config_lsn(lsn), created_lsn(lsn), reserved_bytes(reserved),
+        answers(answer_ttl) {}
 
   const std::string name;
   mutable std::shared_mutex mu;  // guards everything below but the atomics
@@ -33,6 +34,10 @@ struct NamespaceEntry {
   // The log record that set the configuration (its create or last patch):
   // a cluster's batches name the one they were checked against.
   std::uint64_t config_lsn;
+  // The log record that created it, as the log has it (a cluster's catalog:
+  // which of two creates of one name holds; a checkpoint's restore gives
+  // its start instead, and nothing asks it there).
+  const std::uint64_t created_lsn;
   bool deleted = false;       // set by remove(): a request that found it before sees 404
   std::uint64_t reserved_bytes;  // of the budget (--max-memory); changes with a patch
   std::atomic<std::uint64_t> ingest_bytes{0};
@@ -182,6 +187,10 @@ struct Service::State {
   // moment ago is waited for (the catalog catches up with the log) before
   // it is called missing (nullptr). Not on the catalog's applying thread.
   EntryPtr find_known(std::string_view name) const;
+  // Whether every namespace named is still at the configuration named (a
+  // cluster record's check; no lock is held across the names: the
+  // applying thread is the only one that changes them).
+  bool configs_hold(const ConfigRevisions& configs) const;
   // require(), but in cluster mode a namespace created on another node a
   // moment ago is waited for (the catalog catches up with the log) before
   // the name is called unknown. Not on the catalog's applying thread.

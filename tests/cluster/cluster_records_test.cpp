@@ -52,6 +52,27 @@ TEST(ClusterRecords, CommitRecordBytesAreTheDocumentedLayout) {
   EXPECT_TRUE(decode_commit(bytes).clocks.empty());
 }
 
+TEST(ClusterRecords, MergeRecordBytesAreTheDocumentedLayout) {
+  const MergeRecord m{"sum", {{"a", 2}, {"sum", 1}}, {{"a", 3}, {"sum", 4}}};
+  const std::string bytes = encode_merge(m);
+  auto str = [](std::string_view s) {
+    const auto n = static_cast<std::uint32_t>(s.size());
+    return std::string(reinterpret_cast<const char*>(&n), 4) + std::string(s);
+  };
+  auto f64 = [](double d) { return std::string(reinterpret_cast<const char*>(&d), 8); };
+  auto u64 = [](std::uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
+  const std::string golden = std::string("\x42", 1) + str("sum") + std::string("\x02\x00\x00\x00", 4) + str("a") + f64(2) + str("sum") +
+                             f64(1) + std::string("\x02\x00\x00\x00", 4) + str("a") + u64(3) + str("sum") + u64(4);
+  EXPECT_EQ(bytes, golden);
+  EXPECT_TRUE(is_merge(bytes));
+  EXPECT_FALSE(is_commit(bytes));  // (a node that reads it as a commit would skip every later batch's check)
+  EXPECT_EQ(decode_merge(bytes), m);
+  EXPECT_THROW(decode_merge(bytes.substr(0, bytes.size() - 1)), FormatError);
+  EXPECT_THROW(decode_merge(bytes + "x"), FormatError);
+  const MergeRecord none{"sum", {}, {}};
+  EXPECT_THROW(decode_merge(encode_merge(none)), FormatError);  // a merge without sources
+}
+
 TEST(ClusterRecords, QueriesAndRepliesRoundTrip) {
   QueryRequest q;
   q.kind = QueryRequest::Kind::counts;

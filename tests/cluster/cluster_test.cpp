@@ -871,9 +871,27 @@ TEST_F(Cluster, RedisCommandsAnswerAsOneNode) {
   same({"DBSIZE"});
   same({"EXISTS", "t", "c", "none"});
   same({"TYPE", "c"});
-  // CMS.MERGE is not served in cluster mode yet, and says so.
-  EXPECT_EQ(testing::redis_cli(ports[0], {"CMS.MERGE", "c", "1", "c"}),
-            "(error) ERR CMS.MERGE is not served in cluster mode yet (docs/cluster.md lists what is)\n");
+  // CMS.MERGE: every partition sums its own part of the sources into its
+  // part of the destination; the counts are a single node's.
+  ASSERT_EQ(same({"CMS.INITBYDIM", "c2", "200", "4"}), "OK\n");
+  same({"CMS.INCRBY", "c2", "x", "5", "w", "7"});
+  ASSERT_EQ(same({"CMS.INITBYDIM", "m", "200", "4"}), "OK\n");
+  same({"CMS.INCRBY", "m", "y", "1"});
+  EXPECT_EQ(same({"CMS.MERGE", "m", "2", "c", "c2", "WEIGHTS", "2", "3"}), "OK\n");
+  EXPECT_EQ(same({"CMS.QUERY", "m", "x", "y", "z", "w", "none"}), "1) (integer) 23\n2) (integer) 4\n3) (integer) 0\n4) (integer) 21\n5) (integer) 0\n");
+  same({"CMS.INFO", "m"});
+  EXPECT_EQ(same({"CMS.MERGE", "m", "2", "m", "c"}), "OK\n");  // the destination among its sources
+  same({"CMS.QUERY", "m", "x", "y", "w"});
+  same({"CMS.INCRBY", "m", "x", "1"});  // counting goes on after a merge
+  same({"CMS.QUERY", "m", "x"});
+  // Refusals, as a single node's: a missing source, a sum past 2^53 (the
+  // sources' weight as every partition counted it), another shape, a top-K key.
+  same({"CMS.MERGE", "m", "1", "none"});
+  EXPECT_EQ(same({"CMS.MERGE", "m", "1", "c", "WEIGHTS", "4503599627370496"}), "(error) CMS: MERGE overflow\n");
+  same({"CMS.INITBYDIM", "narrow", "100", "4"});
+  same({"CMS.MERGE", "m", "1", "narrow"});
+  same({"CMS.MERGE", "m", "1", "t"});
+  same({"CMS.QUERY", "m", "x", "y", "w"});
   same({"DEL", "c"});
   same({"EXISTS", "c"});
   // A key made on one node is known on the other at once (its catalog catches up).

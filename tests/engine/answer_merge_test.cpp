@@ -40,5 +40,22 @@ TEST(AnswerMerge, UnionOfDisjointListsCutAtK) {
   EXPECT_TRUE(two.accuracy.tail_uncertain);  // b's lower bound 3 < c's upper bound 5
 }
 
+// As of a past time, parts may come from memory and from history: the
+// answer says history, with the coarsest part's granularity.
+TEST(AnswerMerge, PartsFromMemoryAndHistoryAnswerAsHistory) {
+  auto a = part({{"a", 10, 10, 10}}, 10, 0, 0, 8);
+  auto b = part({{"b", 7, 7, 7}}, 7, 0, 0, 8);
+  a.source = "memory";
+  a.granularity = 1;
+  b.source = "memory";
+  b.granularity = 10;
+  EXPECT_EQ(merge_disjoint({a, b}, 2).source, "memory");
+  b.source = "history";
+  for (const auto& m : {merge_disjoint({a, b}, 2), merge_disjoint({b, a}, 2)}) {
+    EXPECT_EQ(m.source, "history");
+    EXPECT_EQ(m.granularity, 10);
+  }
+}
+
 }  // namespace
 }  // namespace ebb::engine

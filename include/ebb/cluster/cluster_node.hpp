@@ -104,6 +104,8 @@ class ClusterNode final : public service::ClusterLink {
   std::uint64_t publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) override;
   void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) override;
   std::uint64_t publish_admin(std::string_view payload) override;
+  std::uint64_t publish_merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
+                              const std::map<std::string, std::uint64_t, std::less<>>& configs) override;
   bool catch_up() override;
   engine::TopKAnswer top(const std::string& ns, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                          std::optional<double> as_of = std::nullopt) override;
@@ -116,7 +118,7 @@ class ClusterNode final : public service::ClusterLink {
                                                          std::optional<double> rate, std::optional<std::size_t> most_probable) override;
   void check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) override;
   std::uint64_t distributions() override;
-  std::vector<std::pair<std::string, engine::NamespaceStats>> stats(const std::string& ns, engine::Coverage& coverage) override;
+  std::vector<std::pair<std::string, engine::NamespaceStats>> stats(std::span<const std::string> names, engine::Coverage& coverage) override;
   service::HistorySeries history(const std::string& ns, std::string_view item, const std::optional<engine::ViewSpec>& view, double from,
                                  double to, std::size_t max_points) override;
   std::string status() const override;
@@ -151,6 +153,9 @@ class ClusterNode final : public service::ClusterLink {
   std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
                               std::vector<std::uint32_t>& missing, std::optional<std::chrono::milliseconds> wait = std::nullopt);
   std::uint64_t log_position();
+  // A record on the commit subject, once this node's catalog has passed it
+  // (publish_admin, publish_merge); `what` and `advice` for its errors.
+  std::uint64_t publish_on_commits(std::string_view payload, const char* what, const char* advice);
   // Every partition asked `q` (the same question), with what did not answer.
   std::vector<QueryReply> ask_all(const QueryRequest& q, std::vector<std::uint32_t>& missing);
   // The one partition holding `key` (an item, a distribution), read-your-

@@ -8,9 +8,13 @@
 //   u32 m, m x (str namespace, u64 configuration revision the batch was checked against)
 // or, when the batch has event-clock namespaces, u8 0x41 and the same, then
 //   u32 c, c x (str namespace, f64 event clock it was checked against (NaN: no event yet), f64 clock after it)
+// Merge (CMS.MERGE; subject <prefix>.c, ordered with the commits):
+//   u8 0x42, str destination, u32 n, n x (str source, f64 weight),
+//   u32 m, m x (str namespace, u64 configuration revision it was checked against)
 // Query (request on <prefix>.q.<partition>):
 //   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys, 5 distribution, 6 distributions held, 7 check an increment,
-//   8 namespaces' stats, 9 an item's history), str namespace (5: the distribution; 8: "" for every namespace), u8 has_view [u8 view kind, f64 half_life, f64 window],
+//   8 namespaces' stats, 9 an item's history), str namespace (5: the distribution; 8: "" for every namespace, or
+//   those named as items), u8 has_view [u8 view kind, f64 half_life, f64 window],
 //   u8 has_k [u64 k] (5: N most probable), u32 n, n x str item (4: keys watched; 5, 7: fields), u64 min_position, u32 wait_ms;
 //   top and counts only: f64 as_of (0: now);
 //   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none);
@@ -42,6 +46,9 @@ namespace ebb::cluster {
 // wall-clock namespaces writes what earlier versions read).
 inline constexpr std::uint8_t kCommitRecord = 0x40;
 inline constexpr std::uint8_t kClockedCommitRecord = 0x41;
+// CMS.MERGE as an operation every partition applies to its own part of the
+// namespaces (docs/cluster.md: why not the result, as a single node logs).
+inline constexpr std::uint8_t kMergeRecord = 0x42;
 
 // An event-clock namespace's clock at a batch's check and after it
 // (service/cluster_link.hpp).
@@ -68,6 +75,21 @@ std::string encode_commit(const CommitRecord& r);
 bool is_commit(std::string_view payload) noexcept;
 // Throws FormatError naming what is wrong.
 CommitRecord decode_commit(std::string_view payload);
+
+// A merge: the destination's counts become the weighted sum of the
+// sources', in every partition whose namespaces all still have the
+// configurations named (a change logged between the check and the merge
+// voids it, in every partition alike).
+struct MergeRecord {
+  std::string destination;
+  std::vector<std::pair<std::string, double>> sources;  // source, weight
+  std::vector<std::pair<std::string, std::uint64_t>> configs;
+  friend bool operator==(const MergeRecord&, const MergeRecord&) = default;
+};
+
+std::string encode_merge(const MergeRecord& r);
+bool is_merge(std::string_view payload) noexcept;
+MergeRecord decode_merge(std::string_view payload);  // FormatError
 
 struct QueryRequest {
   enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4, distribution = 5, distributions = 6, check_incr = 7, stats = 8, history = 9 };

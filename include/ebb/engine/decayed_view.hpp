@@ -63,6 +63,8 @@ class DecayedView final : public View {
   // Bounds stay honest (decayed_view_merge.cpp says how); where nothing
   // collides the sum is exact.
   void add_weighted(std::span<const DecayedView* const> sources, std::span<const double> weights);
+  // add_weighted()'s checks alone, nothing summed: the same refusals.
+  void check_summable(std::span<const DecayedView* const> sources, std::span<const double> weights) const;
 
   const ForwardDecay& clock() const noexcept { return clock_; }
   std::uint64_t rebases() const noexcept { return rebases_; }

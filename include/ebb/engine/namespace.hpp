@@ -63,6 +63,11 @@ struct NamespaceStats {
   double newest_time = 0;       // newest event time seen (0 before any)
   std::size_t memory_bytes = 0;
   std::vector<ViewStats> views;
+
+  // Adds what a disjoint part counted (a cluster partition's stats): counts,
+  // weights and memory summed, the newest time the latest, views matched by
+  // their spec (a part behind the others may lack a patch's new view).
+  void add(const NamespaceStats& part);
 };
 
 class Namespace {
@@ -168,6 +173,10 @@ class Namespace {
   // ...", "weights: ...") otherwise, and CountOverflow when the summed
   // weight reaches kMaxSummedWeight; nothing changes then.
   Namespace summed(std::span<const Namespace* const> sources, std::span<const double> weights) const;
+  // summed()'s checks alone, nothing built: the same refusals. `totals`
+  // (one per source; a cluster: its weight as every partition counted it)
+  // stands in for each source's own counted weight in the overflow check.
+  void check_summable(std::span<const Namespace* const> sources, std::span<const double> weights, std::span<const double> totals = {}) const;
   // Takes over `other`'s counting state (views, detector, stats), keeping
   // this object's identity, configuration and clock. `other` must have
   // been built from this configuration (summed() builds one). Cannot fail.

@@ -70,7 +70,8 @@ class Commands {
 
   // Runs one command (args[0] is its name, in any case) and appends its
   // reply to `out`. Never throws for what a client sent.
-  Outcome execute(ClientState& client, std::span<const std::string_view> args, std::string& out);
+  // `received_at`: when the command came (0: now), the time of its events.
+  Outcome execute(ClientState& client, std::span<const std::string_view> args, std::string& out, double received_at = 0);
 
   // Pipelined TOPK.ADD / TOPK.INCRBY commands on one key, already read,
   // are counted as one batch: one log record, one look at the list

@@ -52,7 +52,12 @@ inline void add_api_routes(Router& router, ApiContext& ctx) {
   add_dashboard_routes(router, ctx);
 }
 
-// Runs `work` with ctx.run_blocking and answers with what it returns.
-Response run_off_loop(ApiContext& ctx, std::function<Response()> work);
+// Runs `work` with ctx.run_blocking and answers with what it returns (its
+// errors in `format`; an answer deferred in turn is awaited there too).
+Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format = error_response);
+// Cluster mode: a question waits on the network (the partitions' owners,
+// JetStream), which must not hold up the event loop's other connections,
+// so `work` runs off the loop there; on a single node, in place.
+Response off_loop_in_cluster(ApiContext& ctx, std::function<Response()> work, ErrorFormat format = error_response);
 
 }  // namespace ebb::server

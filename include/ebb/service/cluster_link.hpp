@@ -64,13 +64,23 @@ class ClusterLink {
   // `key_hash`, committed like a batch of one part; a ticket as above.
   virtual std::uint64_t publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) = 0;
   // done("") once every part and the commit of the batch are acknowledged
-  // by the log, or done(reason); may run on another thread.
+  // by the log, or done(reason): a whole sentence for the client, saying
+  // whether the batch may yet count; may run on another thread.
   virtual void when_published(std::uint64_t ticket, std::function<void(const std::string& error)> done) = 0;
 
   // Publishes an admin record (create / patch / remove, log_records.hpp)
   // and returns once this node's catalog has applied it: its position in
   // the log. Throws ServiceError unavailable when the log cannot take it.
   virtual std::uint64_t publish_admin(std::string_view payload) = 0;
+  // CMS.MERGE: publishes the merge of `sources` (each with its weight) into
+  // `destination` on the commit subject, ordered with the batches, checked
+  // against `configs` (the configuration revision of every namespace it
+  // names); every partition sums its own part of the sources into its part
+  // of the destination, if those configurations still hold there. Returns
+  // once this node's catalog has passed it: its position in the log.
+  // ServiceError unavailable when the log does not take it (outcome unknown).
+  virtual std::uint64_t publish_merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
+                                      const std::map<std::string, std::uint64_t, std::less<>>& configs) = 0;
   // Waits (bounded) until the catalog has applied the log as it stands
   // now, so a namespace another node just created is known here. Returns
   // false when the deadline passed first.
@@ -110,11 +120,12 @@ class ClusterLink {
   // keeps none.
   virtual HistorySeries history(const std::string& ns, std::string_view item, const std::optional<engine::ViewSpec>& view, double from,
                                 double to, std::size_t max_points) = 0;
-  // What the partitions counted of a namespace ("": of every namespace),
-  // added up by name (NamespaceStats: events, weights, memory summed; the
-  // newest time the latest; a batch counts once per partition it touched);
-  // `coverage` names the partitions that did not answer.
-  virtual std::vector<std::pair<std::string, engine::NamespaceStats>> stats(const std::string& ns, engine::Coverage& coverage) = 0;
+  // What the partitions counted of the namespaces named (none: of every
+  // namespace), added up by name (NamespaceStats: events, weights, memory
+  // summed; the newest time the latest; a batch counts once per partition
+  // it touched); `coverage` names the partitions that did not answer.
+  // ServiceError not_found when a namespace named is not there (deleted).
+  virtual std::vector<std::pair<std::string, engine::NamespaceStats>> stats(std::span<const std::string> names, engine::Coverage& coverage) = 0;
   // GET /dbsize: the distributions every partition holds, added up
   // (ServiceError unavailable when a partition cannot answer).
   virtual std::uint64_t distributions() = 0;

@@ -196,8 +196,16 @@ class Service {
   // (names the namespace), invalid "not_summable" (what cannot be summed,
   // named), "sum_overflow" (the summed weight passes 2^53),
   // "state_too_large" (the state is more than a log record holds).
+  // Cluster mode: a merge record every partition applies to its own part
+  // (apply_merge), checked here first against the catalog and the sources'
+  // weights as every partition counted them (unavailable
+  // "partition_unavailable" when one does not answer; "namespace_changed"
+  // when a namespace changed before the record: nothing merged).
   void merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights);
   NamespaceInfo describe(const std::string& name) const;
+  // The namespace's configuration alone (no stats: in cluster mode, no
+  // question to the partitions). ServiceError not_found.
+  NamespaceSpec spec(const std::string& name) const;
   // What RESP needs of a namespace on every command, without copying its
   // spec: its Redis type and RESERVE arguments (nullopt: made over HTTP).
   // ServiceError not_found.
@@ -338,6 +346,14 @@ class Service {
   // partition, and each node's catalog, whether it counted a part or not).
   // `lsn`: the commit's position.
   void advance_event_clocks(std::uint64_t lsn, std::span<const EventClockCheck> clocks, const ConfigRevisions& configs);
+  // A cluster's merge record (CMS.MERGE) at log position `lsn`: this
+  // service's part of the destination becomes the weighted sum of its parts
+  // of the sources, if every namespace is still at the configuration named;
+  // otherwise, or when the sum is refused (a count past 2^53 that came
+  // after the writer's check), nothing changes and the log says why.
+  // Returns whether the merge was applied.
+  bool apply_merge(std::uint64_t lsn, const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
+                   const ConfigRevisions& configs);
   // The log position of the namespace's configuration (nullopt: no such namespace).
   std::optional<std::uint64_t> config_revision(std::string_view name) const;
   // Cluster mode: the link (null on a single node).

@@ -2,6 +2,8 @@
 // A request the service refuses: a kind (what a front end maps to an HTTP
 // status or a RESP error), a stable snake_case code and a message that says
 // what and where ("events[3].weight: must be > 0").
+#include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -34,5 +36,10 @@ class ServiceError : public std::runtime_error {
 };
 
 inline ServiceError invalid(const std::string& code, const std::string& message) { return {ErrorKind::invalid, code, message}; }
+
+// Cluster mode: the partitions an answer needs and did not get, as
+// unavailable "partition_unavailable": "partition 3, 5 did not answer in
+// time (no owner, or an owner behind): <consequence>".
+ServiceError partitions_missing(std::span<const std::uint32_t> missing, const std::string& consequence);
 
 }  // namespace ebb::service
