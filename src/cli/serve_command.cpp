@@ -277,6 +277,7 @@ int run_serve(ServeOptions o) {
     co.replicas = o.nats_replicas;
     co.query_wait = std::chrono::milliseconds(static_cast<std::int64_t>(parse_duration(o.nats_query_timeout) * 1000));
     co.consumer_idle = std::chrono::milliseconds(std::max<std::int64_t>(1000, static_cast<std::int64_t>(parse_duration(o.nats_consumer_idle) * 1000)));
+    co.hand_over_wait = std::chrono::milliseconds(static_cast<std::int64_t>(o.http.shutdown_timeout * 500));
     co.partition_options = so;
     co.node_id = o.node_id;
     if (!o.data_dir.empty()) co.checkpoint_dir = std::filesystem::path(o.data_dir) / "cluster" / o.nats_stream;

@@ -176,6 +176,7 @@ void ClusterNode::stop() {
   if (heartbeat_.joinable()) heartbeat_.join();
   if (ownership_.joinable()) ownership_.join();
   if (nodes_) kvStore_Delete(nodes_.get(), options_.node_id.c_str());  // leave now, not after the TTL
+  hand_over();
   {
     std::lock_guard lock(jobs_mu_);
   }
@@ -194,7 +195,11 @@ void ClusterNode::stop() {
     std::lock_guard lock(replicas_mu_);
     replicas.swap(replicas_);
   }
-  replicas.clear();  // each writes its last checkpoint: outside the lock, so /readyz still answers
+  // Each writes its last checkpoint, outside the lock (so /readyz still
+  // answers), all at once (a slow or unreachable NATS costs its wait once).
+  std::vector<std::thread> stopping;
+  for (auto& [p, replica] : replicas) stopping.emplace_back([r = std::move(replica)]() mutable { r.reset(); });
+  for (auto& t : stopping) t.join();
   {
     std::lock_guard lock(catalog_mu_);
   }
@@ -265,6 +270,8 @@ void ClusterNode::follow_catalog() {
             catalog_->advance_event_clocks(meta.sequence, commit.clocks,
                                            service::Service::ConfigRevisions(commit.configs.begin(), commit.configs.end()));
           }
+        } catch (const std::bad_alloc&) {
+          throw;  // (not the record's doing: applied again below, never skipped)
         } catch (const std::exception& e) {
           log_->error("catalog: record {} does not decode ({}); skipped", meta.sequence, e.what());
         }
@@ -276,6 +283,11 @@ void ClusterNode::follow_catalog() {
         }
         catalog_moved_.notify_all();
       }
+    } catch (const std::bad_alloc&) {
+      // Skipping it would make this catalog differ from every other node's.
+      log_->error("catalog: out of memory applying record {}; retried in a second", catalog_position_.load() + 1);
+      sub.reset();
+      std::this_thread::sleep_for(std::chrono::seconds(1));
     } catch (const std::exception& e) {
       log_->warn("catalog: reading the log failed ({}); resuming from {}", e.what(), catalog_position_.load() + 1);
       sub.reset();
@@ -497,21 +509,11 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
 
 void ClusterNode::heartbeat_loop() {
   while (!stop_) {
-    std::map<std::string, std::set<std::uint32_t>> nodes;
     try {
       const std::string mine = join(serving());
       std::uint64_t rev = 0;
       nats_check(kvStore_PutString(&rev, nodes_.get(), options_.node_id.c_str(), mine.c_str()), "heartbeat");
-      kvKeysList keys{nullptr, 0};
-      const natsStatus s = kvStore_Keys(&keys, nodes_.get(), nullptr);
-      if (s != NATS_NOT_FOUND) nats_check(s, "listing the cluster's nodes");
-      for (int i = 0; i < keys.Count; ++i) {
-        kvEntry* entry = nullptr;
-        if (kvStore_Get(&entry, nodes_.get(), keys.Keys[i]) != NATS_OK) continue;
-        nodes[keys.Keys[i]] = split(kvEntry_ValueString(entry) ? kvEntry_ValueString(entry) : "");
-        kvEntry_Destroy(entry);
-      }
-      kvKeysList_Destroy(&keys);
+      auto nodes = read_members();
       nodes[options_.node_id] = split(mine);
       // Partitions are taken up and let go on a thread of their own: a
       // replica loading its checkpoint, or writing its last one, must not
@@ -526,6 +528,45 @@ void ClusterNode::heartbeat_loop() {
     std::unique_lock lock(heartbeat_mu_);
     heartbeat_cv_.wait_for(lock, options_.heartbeat, [&] { return stop_.load(); });
   }
+}
+
+std::map<std::string, std::set<std::uint32_t>> ClusterNode::read_members() {
+  std::map<std::string, std::set<std::uint32_t>> nodes;
+  kvKeysList keys{nullptr, 0};
+  const natsStatus s = kvStore_Keys(&keys, nodes_.get(), nullptr);
+  if (s != NATS_NOT_FOUND) nats_check(s, "listing the cluster's nodes");
+  for (int i = 0; i < keys.Count; ++i) {
+    kvEntry* entry = nullptr;
+    if (kvStore_Get(&entry, nodes_.get(), keys.Keys[i]) != NATS_OK) continue;
+    nodes[keys.Keys[i]] = split(kvEntry_ValueString(entry) ? kvEntry_ValueString(entry) : "");
+    kvEntry_Destroy(entry);
+  }
+  kvKeysList_Destroy(&keys);
+  return nodes;
+}
+
+void ClusterNode::hand_over() {
+  // Leaving: the others take this node's partitions at their next
+  // heartbeat (its key is gone), and it serves each until its new owner
+  // says it does (caught up), as on a join: no moment without an owner.
+  std::set<std::uint32_t> held = serving();
+  if (held.empty() || !nodes_ || !client_ || !client_->connected()) return;
+  const auto deadline = std::chrono::steady_clock::now() + options_.hand_over_wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      for (const auto& [id, parts] : read_members()) {
+        if (id == options_.node_id) continue;
+        for (auto p : parts) held.erase(p);
+      }
+    } catch (const std::exception& e) {
+      log_->warn("leaving: cannot read which nodes serve what ({}); letting the partitions go", e.what());
+      return;
+    }
+    if (held.empty()) return;
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  log_->warn("leaving: partitions {} were not taken over within {} s; let go all the same", join(held),
+             std::chrono::duration<double>(options_.hand_over_wait).count());
 }
 
 void ClusterNode::ownership_loop() {

@@ -138,6 +138,62 @@ bool PartitionReplica::wait_for(std::uint64_t p, std::chrono::milliseconds wait)
   return position() >= p;
 }
 
+bool PartitionReplica::apply(const MsgMeta& meta, std::string_view payload) {
+  try {
+    if (is_commit(payload)) {
+      const CommitRecord commit = decode_commit(payload);
+      const service::Service::ConfigRevisions configs(commit.configs.begin(), commit.configs.end());
+      for (const auto& ref : commit.parts) {
+        if (ref.partition != partition_) continue;
+        if (ref.sequence >= meta.sequence) {
+          // A part is in the log before its commit: not a commit ebb wrote.
+          log_->error("partition {}: commit {} names part {}, at or after itself; that part is not counted", partition_, meta.sequence,
+                      ref.sequence);
+          continue;
+        }
+        auto part = take_part(ref.sequence, meta.timestamp_ns);
+        if (!part && stop_) return false;
+        if (!part) {
+          log_->error("partition {}: commit {} names part {}, which the stream no longer holds; that part is not counted", partition_,
+                      meta.sequence, ref.sequence);
+          continue;
+        }
+        try {
+          service_->apply_record(meta.sequence, msg_data(part.get()), &configs, commit.clocks);
+        } catch (const std::bad_alloc&) {
+          throw;
+        } catch (const std::exception& e) {
+          // (Every replica skips it alike; the clocks below still move.)
+          log_->error("partition {}: part {} of commit {} does not decode ({}); skipped", partition_, ref.sequence, meta.sequence, e.what());
+        }
+      }
+      // Clocks move in every partition alike, a part here or not (after
+      // it: the part was checked against the writer's clock).
+      if (!commit.clocks.empty()) service_->advance_event_clocks(meta.sequence, commit.clocks, configs);
+    } else if (is_merge(payload)) {
+      // This partition's part of the destination: the sum of its parts of
+      // the sources (their items are this partition's alone).
+      const MergeRecord merge = decode_merge(payload);
+      std::vector<std::string> sources;
+      std::vector<double> weights;
+      for (const auto& [source, weight] : merge.sources) {
+        sources.push_back(source);
+        weights.push_back(weight);
+      }
+      service_->apply_merge(meta.sequence, merge.destination, sources, weights,
+                            service::Service::ConfigRevisions(merge.configs.begin(), merge.configs.end()));
+    } else {
+      service_->apply_record(meta.sequence, payload);
+    }
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    // Not a record ebb wrote (or a bug): every replica skips it alike.
+    log_->error("partition {}: record {} does not decode ({}); skipped", partition_, meta.sequence, e.what());
+  }
+  return true;
+}
+
 void PartitionReplica::follow() {
   while (!stop_) {
     std::vector<MsgPtr> msgs;
@@ -154,59 +210,32 @@ void PartitionReplica::follow() {
       }
       continue;
     }
-    for (auto& m : msgs) {
+    for (std::size_t i = 0; i < msgs.size();) {
       MsgMeta meta;
       try {
-        meta = msg_meta(m.get());
+        meta = msg_meta(msgs[i].get());
       } catch (const std::exception& e) {
         log_->error("partition {}: a message without JetStream metadata ({}); skipped", partition_, e.what());
+        ++i;
         continue;
       }
-      const std::string_view payload = msg_data(m.get());
       try {
-        if (is_commit(payload)) {
-          const CommitRecord commit = decode_commit(payload);
-          const service::Service::ConfigRevisions configs(commit.configs.begin(), commit.configs.end());
-          for (const auto& ref : commit.parts) {
-            if (ref.partition != partition_) continue;
-            auto part = take_part(ref.sequence, meta.timestamp_ns);
-            if (!part && stop_) return;  // stopping: this commit is not applied, and the position stays before it
-            if (!part) {
-              log_->error("partition {}: commit {} names part {}, which the stream no longer holds; that part is not counted", partition_,
-                          meta.sequence, ref.sequence);
-              continue;
-            }
-            try {
-              service_->apply_record(meta.sequence, msg_data(part.get()), &configs, commit.clocks);
-            } catch (const std::exception& e) {
-              // (Every replica skips it alike; the clocks below still move.)
-              log_->error("partition {}: part {} of commit {} does not decode ({}); skipped", partition_, ref.sequence, meta.sequence, e.what());
-            }
-          }
-          // Event clocks move in every partition alike, a part here or not
-          // (after it: the part was checked against the writer's clock).
-          if (!commit.clocks.empty()) service_->advance_event_clocks(meta.sequence, commit.clocks, configs);
-        } else if (is_merge(payload)) {
-          // This partition's part of the destination: the sum of its parts
-          // of the sources (their items are this partition's alone).
-          const MergeRecord merge = decode_merge(payload);
-          std::vector<std::string> sources;
-          std::vector<double> weights;
-          for (const auto& [source, weight] : merge.sources) {
-            sources.push_back(source);
-            weights.push_back(weight);
-          }
-          service_->apply_merge(meta.sequence, merge.destination, sources, weights,
-                                service::Service::ConfigRevisions(merge.configs.begin(), merge.configs.end()));
-        } else {
-          service_->apply_record(meta.sequence, payload);
-        }
-      } catch (const std::exception& e) {
-        // Not a record ebb wrote (or a bug): every replica skips it alike.
-        log_->error("partition {}: record {} does not decode ({}); skipped", partition_, meta.sequence, e.what());
+        if (!apply(meta, msg_data(msgs[i].get()))) return;  // stopping: the position stays before it
+      } catch (const std::bad_alloc&) {
+        // Not the record's doing (other nodes apply it), so never skipped,
+        // which would make this replica differ from the others: applied
+        // again once memory allows (what was counted of it is not counted
+        // twice: each namespace's part skips a record it holds already).
+        log_->error("partition {}: out of memory applying record {}; retried in a second (queries past it wait meanwhile)", partition_,
+                    meta.sequence);
+        std::unique_lock lock(mu_);
+        moved_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_.load(); });
+        if (stop_) return;
+        continue;
       }
       position_.store(meta.sequence, std::memory_order_release);
       if (meta.sequence >= start_target_) caught_up_.store(true, std::memory_order_release);
+      ++i;
     }
     if (!msgs.empty()) {
       {

@@ -108,10 +108,17 @@ void Namespace::stage_logged(std::span<const Event> events, double wall_now, std
   stage(events, wall_now);
 }
 
-void Namespace::advance_clock(double t) {
-  if (config_.clock != ClockMode::event || !std::isfinite(t) || t < 0) return;
+double Namespace::newest_after_staged() const noexcept {
+  const double before = seen_event_ ? stats_.newest_time : NAN;
+  if (batch_.count == 0) return before;
+  return std::isnan(before) ? batch_.max_time : std::max(before, batch_.max_time);
+}
+
+void Namespace::advance_newest(double t) {
+  if (!std::isfinite(t) || t < 0) return;
   stats_.newest_time = seen_event_ ? std::max(stats_.newest_time, t) : t;
   seen_event_ = true;
+  for (auto& v : views_) v->advance_to(t);
 }
 
 double Namespace::clamp_future(const Event& e, std::size_t index, double wall_now) const {

@@ -221,6 +221,13 @@ void TimeRings::apply(const PreparedBatch& batch) {
   }
 }
 
+void TimeRings::advance_to(double t) {
+  if (!(t >= 0 && t < kMaxTime) || t <= newest_) return;
+  const std::int64_t index = index_at(0, t);
+  if (rings_[0].head == kNoHead || index > rings_[0].head) advance(0, index);
+  newest_ = t;
+}
+
 void TimeRings::collect(std::size_t level, std::int64_t index, Cover& cover) const {
   if (index == rings_[level].head && level == top()) {
     // The top level's head holds its period's every event.

@@ -107,6 +107,10 @@ void WindowView::apply(const PreparedBatch& batch) {
   if (feeds_) rings_->apply(batch);
 }
 
+void WindowView::advance_to(double t) {
+  if (feeds_) rings_->advance_to(t);
+}
+
 template <typename Answer>
 Answer WindowView::describe(const TimeRings::Cover& cover, double as_of) const {
   Answer a;

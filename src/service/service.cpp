@@ -158,9 +158,14 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
     configs.emplace(t.entry->name, t.entry->config_lsn);  // read under the entry's lock, which ingest holds
     revisions = mix64(revisions ^ t.entry->config_lsn);
     // An event clock: the catalog's, as the batch was checked against it,
-    // and after it (this node's catalog moves it when it reads the commit).
+    // and the newest event time after it (this node's catalog moves it when
+    // it reads the commit); windows need the newest time too, so that every
+    // partition turns its buckets as a single node's turn.
     const auto& ns = t.entry->ns;
-    if (ns.config().clock == engine::ClockMode::event) clocks.push_back({t.entry->name, ns.clock_before_staged(), ns.clock_after_staged()});
+    const double after = ns.newest_after_staged();
+    if ((ns.config().clock == engine::ClockMode::event || !ns.config().windows.empty()) && std::isfinite(after)) {
+      clocks.push_back({t.entry->name, ns.clock_before_staged(), after});
+    }
   }
   char id[40];
   if (req.idempotency_key) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -236,12 +237,17 @@ void save_pending(Service::State& s) {
   }
 }
 
-// One delete's mark is done with (a drop removes every row of the name, so
-// another delete's mark, if any, is then satisfied by the next retry).
-void forget_pending(Service::State& s, const std::string& name) {
+// `marks` deletes' marks are done with (a drop removes every row of the
+// name, so it satisfies every mark there was when it began; one made since
+// waits for the next retry).
+void forget_pending(Service::State& s, const std::string& name, std::size_t marks = 1) {
   {
     std::lock_guard lock(s.pending_mu);
-    if (auto it = s.pending_drops.find(name); it != s.pending_drops.end()) s.pending_drops.erase(it);
+    for (; marks > 0; --marks) {
+      auto it = s.pending_drops.find(name);
+      if (it == s.pending_drops.end()) break;
+      s.pending_drops.erase(it);
+    }
   }
   save_pending(s);
 }
@@ -260,17 +266,17 @@ void unmark_history_pending(Service::State& s, const std::string& name) { forget
 
 namespace {
 
-// Drops the name's history and its pending mark (true), or logs why the
-// database refused and leaves the mark for the history thread's next pass;
-// the caller holds history_mu.
-bool try_drop(Service::State& s, const std::string& name) {
+// Drops the name's history and `marks` of its pending marks (true), or
+// logs why the database refused and leaves them for the history thread's
+// next pass; the caller holds history_mu.
+bool try_drop(Service::State& s, const std::string& name, std::size_t marks = 1) {
   try {
     s.history->drop_namespace(name);
   } catch (const std::exception& e) {
     s.log->warn("history of deleted namespace '{}' not removed yet ({}); the history thread retries", name, e.what());
     return false;
   }
-  forget_pending(s, name);
+  forget_pending(s, name, marks);
   return true;
 }
 
@@ -286,13 +292,13 @@ namespace {
 // Retries the drops the database refused, each on its own (one refused
 // name holds up neither the others nor the pass); under history_mu.
 void retry_drops(Service::State& s) {
-  std::set<std::string, std::less<>> pending;
+  std::map<std::string, std::size_t, std::less<>> pending;  // name: its marks now (each drop satisfies them all)
   {
     std::lock_guard lock(s.pending_mu);
-    pending.insert(s.pending_drops.begin(), s.pending_drops.end());
+    for (const auto& name : s.pending_drops) ++pending[name];
   }
-  for (const auto& name : pending) {
-    if (try_drop(s, name)) s.log->info("history of deleted namespace '{}' removed", name);
+  for (const auto& [name, marks] : pending) {
+    if (try_drop(s, name, marks)) s.log->info("history of deleted namespace '{}' removed", name);
   }
 }
 

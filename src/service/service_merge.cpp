@@ -8,6 +8,7 @@
 // partition applies every record in one order and checkpoints all its
 // namespaces at one position, so the operation replays exactly, and each
 // partition sums its own part of the sources (their items are its alone).
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -169,6 +170,12 @@ bool Service::apply_merge(std::uint64_t lsn, const std::string& destination, std
                           const ConfigRevisions& configs) {
   State& s = *s_;
   if (sources.size() != weights.size()) throw std::logic_error("apply_merge: one weight per source");
+  const bool names_all = configs.contains(destination) && std::all_of(sources.begin(), sources.end(), [&](const std::string& n) { return configs.contains(n); });
+  if (!names_all) {
+    s.log->error("record {}: the merge into '{}' does not name the configuration of every namespace it reads (not a record ebb wrote); skipped",
+                 lsn, destination);
+    return false;
+  }
   if (!s.configs_hold(configs)) {
     s.log->warn("record {}: a namespace of the merge into '{}' changed since the merge was checked; nothing was merged", lsn, destination);
     return false;

@@ -173,7 +173,7 @@ void Service::advance_event_clocks(std::uint64_t lsn, std::span<const EventClock
     if (!e) continue;
     std::unique_lock lock(e->mu);
     if (e->deleted) continue;
-    e->ns.advance_clock(clock.after);
+    e->ns.advance_newest(clock.after);
     // The state changed at this position: the next checkpoint writes it
     // (it reuses a state whose position did not move).
     e->applied_lsn = std::max(e->applied_lsn, lsn);

@@ -118,10 +118,10 @@ TEST(Namespace, AnEventClockChecksAtTheWritersClockAndMovesWithoutEvents) {
   // The partition has seen nothing; the writer's clock is 1000.
   const std::vector<Event> old = {{"b", 950, 1}};
   writer.stage(old, 2000);
-  const double before = writer.clock_before_staged(), after = writer.clock_after_staged();
+  const double before = writer.clock_before_staged(), after = writer.newest_after_staged();
   EXPECT_EQ(before, 1000);
   EXPECT_EQ(after, 1000);
-  partition.advance_clock(1200);  // ahead: its own check would refuse b (250 s old)
+  partition.advance_newest(1200);  // ahead: its own check would refuse b (250 s old)
   EXPECT_THROW(partition.stage(old, 2000), BatchError);
   partition.stage_logged(old, 2000, before);  // what the writer accepted counts
   partition.apply_staged();
@@ -137,17 +137,18 @@ TEST(Namespace, AnEventClockChecksAtTheWritersClockAndMovesWithoutEvents) {
   EXPECT_EQ(partition.count("c").item.estimate, 1);
   // A batch this partition has no part of moves its clock all the same.
   Namespace idle(config);
-  idle.advance_clock(1500);
+  idle.advance_newest(1500);
   EXPECT_EQ(idle.now(), 1500);
   EXPECT_EQ(idle.stats().events, 0u);
-  idle.advance_clock(1400);  // never back
+  idle.advance_newest(1400);  // never back
   EXPECT_EQ(idle.now(), 1500);
-  // A wall-clock namespace keeps the wall clock.
+  // A wall-clock namespace keeps the wall clock (the newest time moves).
   auto wall = small_config();
   wall.clock = ClockMode::wall;
   Namespace w(wall, [] { return 42.0; });
-  w.advance_clock(1e9);
+  w.advance_newest(1e9);
   EXPECT_EQ(w.now(), 42);
+  EXPECT_EQ(w.stats().newest_time, 1e9);
 }
 
 TEST(Namespace, BatchIsAllOrNothingAndNamesTheBadEvent) {

@@ -160,6 +160,63 @@ TEST_P(WindowProperty, AnswersAreTheExactSumsOverTheirStatedCover) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, WindowProperty, ::testing::Values(1, 2, 3));
 
+// A cluster's partitions each count some of a namespace's events (by key),
+// and every one moves to the batch's newest event time whether it had a
+// part or not (advance_newest): live and as-of answers then cover the
+// windows a single namespace fed everything covers, and the parts' counts
+// add up to its counts.
+TEST(WindowPartitions, PartsThatTurnWithTheNewestEventAnswerAsTheWhole) {
+  const auto stream = window_stream(9, 12000, 1.7e9);
+  Namespace whole(window_config());
+  std::vector<std::unique_ptr<Namespace>> parts;
+  for (int p = 0; p < 3; ++p) parts.push_back(std::make_unique<Namespace>(window_config()));
+  std::mt19937_64 rng(17);
+  std::size_t at = 0, batches = 0, compared = 0;
+  while (at < stream.size()) {
+    const std::size_t n = std::min<std::size_t>(stream.size() - at, 1 + rng() % 200);
+    std::vector<Event> all;
+    std::vector<std::vector<Event>> split(parts.size());
+    for (std::size_t i = at; i < at + n; ++i) {
+      const Event e{stream[i].key, stream[i].time, stream[i].weight};
+      all.push_back(e);
+      split[std::hash<std::string>{}(stream[i].key) % parts.size()].push_back(e);
+    }
+    whole.apply(all);
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      if (!split[p].empty()) parts[p]->apply(split[p]);
+      parts[p]->advance_newest(whole.stats().newest_time);
+    }
+    at += n;
+    if (++batches % 20 != 0) continue;
+    const double now = whole.now();
+    for (double w : {kMinute, kHour, kDay}) {
+      const auto spec = ViewSpec::sliding(w);
+      for (double back : {0.0, std::floor(w / 50), std::floor(w / 7), std::floor(w / 5)}) {
+        const auto want = whole.top_at(spec, 1000, now - back);
+        for (const auto& part : parts) {
+          const auto got = part->top_at(spec, 1000, now - back);
+          ASSERT_EQ(got.has_value(), want.has_value()) << "window " << w << " back " << back;
+          if (!want) continue;
+          EXPECT_EQ(got->window_start, want->window_start) << "window " << w << " back " << back;
+          EXPECT_EQ(got->window_end, want->window_end) << "window " << w << " back " << back;
+        }
+        if (!want) continue;
+        ++compared;
+        double total = 0;
+        std::map<std::string, double> counts;
+        for (const auto& part : parts) {
+          const auto got = part->top_at(spec, 1000, now - back);
+          total += got->total;
+          for (const auto& item : got->items) counts[item.key] += item.estimate;
+        }
+        EXPECT_EQ(total, want->total) << "window " << w << " back " << back;
+        for (const auto& item : want->items) EXPECT_EQ(counts[item.key], item.estimate) << item.key << " window " << w << " back " << back;
+      }
+    }
+  }
+  EXPECT_GT(compared, 50u);
+}
+
 // A checkpoint freezes a namespace under its lock and writes the bytes
 // after releasing it, while ingest goes on: the frozen state is the state
 // at freezing (whatever the rings write next: heads, late events into

@@ -52,6 +52,9 @@ struct ClusterOptions {
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds node_ttl{5000};  // a node silent this long is gone: its partitions move
   std::chrono::milliseconds consumer_idle{60'000};  // JetStream drops a reader idle this long (NatsClient::pull_from)
+  // Leaving (stop()): how long the node serves its partitions while the
+  // others take them over (half of --shutdown-timeout).
+  std::chrono::milliseconds hand_over_wait{10'000};
   service::ServiceOptions partition_options;  // the partitions' services (limits; checkpoint_interval)
   // Where the partitions' checkpoints go (replica_checkpoints.hpp); none:
   // in memory only, a restarted node replays its partitions from the start.
@@ -153,6 +156,11 @@ class ClusterNode final : public service::ClusterLink {
   std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
                               std::vector<std::uint32_t>& missing, std::optional<std::chrono::milliseconds> wait = std::nullopt);
   std::uint64_t log_position();
+  // The live nodes and the partitions each serves (the heartbeat bucket).
+  std::map<std::string, std::set<std::uint32_t>> read_members();
+  // stop(): waits (hand_over_wait at most) until other nodes serve every
+  // partition this one holds.
+  void hand_over();
   // A record on the commit subject, once this node's catalog has passed it
   // (publish_admin, publish_merge); `what` and `advice` for its errors.
   std::uint64_t publish_on_commits(std::string_view payload, const char* what, const char* advice);

@@ -6,8 +6,8 @@
 // Commit (subject <prefix>.c, beside the admin records):
 //   u8 0x40, str batch_id, u32 n, n x (u32 partition, u64 part's stream sequence),
 //   u32 m, m x (str namespace, u64 configuration revision the batch was checked against)
-// or, when the batch has event-clock namespaces, u8 0x41 and the same, then
-//   u32 c, c x (str namespace, f64 event clock it was checked against (NaN: no event yet), f64 clock after it)
+// or, when the batch has event-clock namespaces or namespaces with windows, u8 0x41 and the same, then
+//   u32 c, c x (str namespace, f64 event clock it was checked against (NaN: none), f64 newest event time after it)
 // Merge (CMS.MERGE; subject <prefix>.c, ordered with the commits):
 //   u8 0x42, str destination, u32 n, n x (str source, f64 weight),
 //   u32 m, m x (str namespace, u64 configuration revision it was checked against)

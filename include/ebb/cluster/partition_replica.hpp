@@ -60,6 +60,11 @@ class PartitionReplica {
   // it includes.
   std::uint64_t open_service(const service::ServiceOptions& options);
   void follow();
+  // Applies one record of the commit subject at its sequence: false when
+  // stopping left it unapplied. Throws std::bad_alloc (then nothing is
+  // skipped: the caller applies it again); every other failure is the
+  // record's, logged and skipped by every replica alike.
+  bool apply(const MsgMeta& meta, std::string_view payload);
   // On the follower's thread (or once it has stopped): a checkpoint of the
   // position reached, when the interval has passed (or `now`).
   void checkpoint(bool now);

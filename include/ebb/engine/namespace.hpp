@@ -108,13 +108,15 @@ class Namespace {
   void stage(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   void apply_staged();
 
-  // The event clock across a cluster's partitions (docs/cluster.md): each
-  // partition counts some of a batch's events, and all of them must move
-  // their clocks alike, and check alike what the writing node checked.
-  // The clock as a batch staged now is checked against (NaN: no event yet;
-  // event-clock namespaces), and where the staged batch leaves it.
+  // The newest event time across a cluster's partitions (docs/cluster.md):
+  // each partition counts some of a batch's events, yet all of them must
+  // keep one event clock, check alike what the writing node checked, and
+  // turn their windows' buckets alike.
+  // The event clock a batch staged now is checked against (NaN: no event
+  // yet; event-clock namespaces), and the newest event time once it is
+  // counted (NaN: none yet; an event clock's "now" then).
   double clock_before_staged() const noexcept { return newest_before_batch(); }
-  double clock_after_staged() const noexcept { return batch_.now; }
+  double newest_after_staged() const noexcept;
   // stage() for a batch already in a log (recovery's replay, a cluster
   // partition's part): what was accepted when it was written counts now.
   // Events are checked for what they are (item, weight) and wall-clock
@@ -124,9 +126,10 @@ class Namespace {
   // checked whole. `clock_before` (a cluster commit's: the writing node's
   // event clock; NaN: no event yet) stands in for this namespace's own.
   void stage_logged(std::span<const Event> events, double wall_now, std::optional<double> clock_before = std::nullopt);
-  // Moves the event clock to `t` if it is behind (event-clock namespaces;
-  // nothing else).
-  void advance_clock(double t);
+  // The namespace's newest event time is `t`, if this one is behind: it
+  // moves the event clock (event-clock namespaces), the newest time the
+  // stats show, and the windows' buckets, counting nothing.
+  void advance_newest(double t);
 
   // What can change at run time: the default answer size and the
   // exclusion list. Validated like the configuration; nothing changes on error.

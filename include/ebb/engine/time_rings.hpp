@@ -97,6 +97,10 @@ class TimeRings {
   std::uint32_t candidates() const noexcept { return candidates_; }
 
   void apply(const PreparedBatch& batch);
+  // Turns the heads as an event at `t` would, counting nothing: the rings
+  // of a cluster partition, which holds some of a namespace's events, keep
+  // the heads (and so the reach back in time) of a single node's.
+  void advance_to(double t);
 
   // The cover of the window of `window` seconds as it was at `as_of`. While
   // as_of is at or after the newest event counted, the newest buckets count

@@ -24,6 +24,10 @@ class View {
   virtual ~View() = default;
   virtual const ViewSpec& spec() const noexcept = 0;
   virtual void apply(const PreparedBatch& batch) = 0;
+  // The namespace's newest event time is `t` (a cluster partition holds some
+  // of the events: its event-time buckets turn as a single node's would).
+  // Nothing by default: only event-time buckets depend on it.
+  virtual void advance_to(double /*t*/) {}
   virtual TopKAnswer top(std::size_t k, double now) const = 0;
   virtual PointAnswer point(std::string_view item, std::uint64_t hash, double now) const = 0;
   // Many items at the same moment (a ranking pass); hashes[i] =

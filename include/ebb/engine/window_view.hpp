@@ -31,6 +31,7 @@ class WindowView final : public View {
 
   const ViewSpec& spec() const noexcept override { return spec_; }
   void apply(const PreparedBatch& batch) override;
+  void advance_to(double t) override;
   TopKAnswer top(std::size_t k, double now) const override;
   PointAnswer point(std::string_view item, std::uint64_t hash, double now) const override;
   std::optional<TopKAnswer> top_at(std::size_t k, double as_of) const override;

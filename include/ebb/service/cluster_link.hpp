@@ -33,11 +33,13 @@ struct ClusterPoints {
   engine::TopKAnswer view_answer;            // the view block, when there are no items; its coverage covers all
 };
 
-// An event-clock namespace's clock when a batch was checked against it
-// (NaN: no event yet) and where the batch leaves it. The commit carries it:
-// every partition checks its part against `before`, as the writing node
-// did, and moves its clock to `after`, whether it has a part or not, so
-// that all of them keep the one clock a single node would.
+// A namespace's clock at a batch: the event clock the batch was checked
+// against (NaN: no event yet, or a wall-clock namespace) and the newest
+// event time once it is counted. The commit carries it for event-clock
+// namespaces and namespaces with windows: every partition checks its part
+// against `before`, as the writing node did, and moves its newest time to
+// `after` (its event clock, its windows' buckets), whether it has a part or
+// not, so that all of them keep the one clock a single node would.
 struct EventClockCheck {
   std::string ns;
   double before = 0, after = 0;
