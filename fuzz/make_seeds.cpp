@@ -155,10 +155,12 @@ int main(int argc, char** argv) {
   seed("fuzz_blobs", "augmented-heap-capacity-4", "53", augmented.serialize());
 
   // The cluster's records: option '0' a commit, '1' a query, '1' + kind a reply, ';' a merge.
-  cluster::CommitRecord commit{"batch-7", {{0, 12}, {3, 15}}, {{"tags", 2}}};
+  cluster::CommitRecord commit{"batch-7", {{0, 12}, {3, 15}}, {{"tags", 2}}, {}, std::nullopt};
   seed("fuzz_cluster_records", "commit", "0", cluster::encode_commit(commit));
   commit.clocks = {{"tags", std::nan(""), 1.7e9 + 5}};
   seed("fuzz_cluster_records", "commit-clocked", "0", cluster::encode_commit(commit));
+  commit.key = cluster::CommitRecord::Key{"retry-7", 0x1234567890abcdefULL};
+  seed("fuzz_cluster_records", "commit-keyed", "0", cluster::encode_commit(commit));
   const cluster::MergeRecord merge{"sum", {{"tags", 2}, {"sum", 1}}, {{"sum", 4}, {"tags", 2}}};
   seed("fuzz_cluster_records", "merge", ";", cluster::encode_merge(merge));
   cluster::QueryRequest q;

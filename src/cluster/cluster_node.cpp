@@ -48,6 +48,43 @@ constexpr std::chrono::milliseconds kCheckWait{250};
 
 constexpr const char* kRetry = "retry shortly";
 
+// A partition's part of a batch as one record, or as several when it would
+// not fit in one message of `limit` bytes (service/log_records.hpp: the
+// batch layout, whose sizes are summed here as encode_batch writes them).
+std::vector<std::string> encode_in_pieces(const service::BatchRecord& part, std::size_t limit) {
+  std::string whole;
+  service::encode_batch(whole, part);
+  if (whole.size() <= limit) return {std::move(whole)};
+  constexpr std::size_t kBase = 1 + 8 + 1 + 4;  // type, received_at, has_key, groups
+  std::vector<std::string> out;
+  service::BatchRecord piece;
+  piece.received_at = part.received_at;
+  std::size_t bytes = kBase;
+  auto flush = [&] {
+    if (piece.groups.empty()) return;
+    out.emplace_back();
+    service::encode_batch(out.back(), piece);
+    piece.groups.clear();
+    bytes = kBase;
+  };
+  for (const auto& group : part.groups) {
+    const std::size_t group_bytes = 4 + group.ns.size() + 4;
+    for (const auto& e : group.events) {
+      const std::size_t event_bytes = 4 + e.item.size() + 16;
+      const bool new_group = piece.groups.empty() || piece.groups.back().ns != group.ns;
+      if (bytes + event_bytes + (new_group ? group_bytes : 0) > limit) flush();
+      if (piece.groups.empty() || piece.groups.back().ns != group.ns) {
+        piece.groups.push_back({group.ns, {}});
+        bytes += group_bytes;
+      }
+      piece.groups.back().events.push_back(e);
+      bytes += event_bytes;
+    }
+  }
+  flush();
+  return out;
+}
+
 std::set<std::uint32_t> split(std::string_view csv) {
   std::set<std::uint32_t> out;
   while (!csv.empty()) {
@@ -230,9 +267,16 @@ void ClusterNode::on_reply(natsConnection*, natsSubscription*, natsMsg* msg, voi
     if (it == self->pending_.end()) return;  // answered already, or given up on
     q = it->second;
   }
+  PendingQuery::Reply reply;
+  reply.no_responders = natsMsg_IsNoResponders(msg);
+  if (!reply.no_responders) {
+    auto whole = self->reply_chunks_.add(natsMsg_GetSubject(msg), msg);  // (this subscription's one thread)
+    if (!whole) return;  // more chunks to come
+    reply.data = std::move(*whole);
+  }
   {
     std::lock_guard lock(q->mu);
-    q->replies.emplace(partition, std::move(m));
+    q->replies.emplace(partition, std::move(reply));
   }
   q->cv.notify_all();
 }
@@ -263,12 +307,16 @@ void ClusterNode::follow_catalog() {
           } else if (!is_commit(payload)) {
             catalog_->apply_record(meta.sequence, payload);
             mirror_->applied(meta.sequence, payload, *catalog_);
-          } else if (static_cast<std::uint8_t>(payload[0]) == kClockedCommitRecord) {
+          } else if (static_cast<std::uint8_t>(payload[0]) != kCommitRecord) {
             // The catalog checks the next batches against the clocks the
-            // partitions keep (event-clock namespaces).
+            // partitions keep, and answers retries from the keys of the
+            // batches that counted.
             const CommitRecord commit = decode_commit(payload);
-            catalog_->advance_event_clocks(meta.sequence, commit.clocks,
-                                           service::Service::ConfigRevisions(commit.configs.begin(), commit.configs.end()));
+            const service::Service::ConfigRevisions configs(commit.configs.begin(), commit.configs.end());
+            catalog_->advance_event_clocks(meta.sequence, commit.clocks, configs);
+            if (commit.key) {
+              catalog_->remember_key(meta.sequence, commit.key->key, commit.key->body_hash, static_cast<double>(meta.timestamp_ns) / 1e9, configs);
+            }
           }
         } catch (const std::bad_alloc&) {
           throw;  // (not the record's doing: applied again below, never skipped)
@@ -315,6 +363,11 @@ std::uint64_t ClusterNode::publish_admin(std::string_view payload) {
 }
 
 std::uint64_t ClusterNode::publish_on_commits(std::string_view payload, const char* what, const char* advice) {
+  if (payload.size() > message_limit()) {
+    throw service::ServiceError(service::ErrorKind::too_large, "record_too_large",
+                                std::string(what) + " is " + std::to_string(payload.size()) + " bytes, more than the cluster's NATS servers carry in one message (" +
+                                    std::to_string(message_limit()) + " bytes with room for headers); nothing was written");
+  }
   thread_local std::mt19937_64 random{std::random_device{}()};
   char id[40];
   std::snprintf(id, sizeof id, "a%016llx%016llx", static_cast<unsigned long long>(random()), static_cast<unsigned long long>(random()));
@@ -367,15 +420,47 @@ std::uint64_t ClusterNode::publish_batch(const service::BatchRecord& record, con
   job.batch_id = batch_id;
   job.configs.assign(configs.begin(), configs.end());
   job.clocks = std::move(clocks);
+  if (record.key) job.key = CommitRecord::Key{std::string(record.key->key), record.key->body_hash};
+  const std::size_t limit = message_limit();
   for (const auto& [p, part] : by_partition) {
-    std::string payload;
-    service::encode_batch(payload, part);
-    job.parts.emplace_back(p, std::move(payload));
+    // A part larger than one message goes as pieces, all named by the
+    // commit; the partition puts them back together before it counts.
+    for (auto& piece : encode_in_pieces(part, limit)) {
+      if (piece.size() > limit) {  // one event alone (an item id configured past the message size)
+        throw service::ServiceError(service::ErrorKind::too_large, "batch_too_large",
+                                    "events: an event is more than the cluster's NATS servers carry in one message (" + std::to_string(limit) + " bytes)");
+      }
+      job.parts.emplace_back(p, std::move(piece));
+    }
   }
+  check_commit_size(job);
   return enqueue(std::move(job));
 }
 
+std::size_t ClusterNode::message_limit() const noexcept { return chunk_bytes(client_ ? client_->connection() : nullptr); }
+
+void ClusterNode::check_commit_size(const Job& job) const {
+  CommitRecord commit;
+  commit.batch_id = job.batch_id;
+  for (const auto& [p, _] : job.parts) commit.parts.push_back({p, 0});
+  commit.configs = job.configs;
+  commit.clocks = job.clocks;
+  commit.key = job.key;
+  const std::size_t bytes = encode_commit(commit).size();
+  if (bytes > message_limit()) {
+    throw service::ServiceError(service::ErrorKind::too_large, "batch_too_large",
+                                "events: the batch's commit, naming its " + std::to_string(job.configs.size()) + " namespaces, is " +
+                                    std::to_string(bytes) + " bytes, more than the cluster's NATS servers carry in one message (" +
+                                    std::to_string(message_limit()) + " bytes with room for headers): send fewer namespaces in one batch");
+  }
+}
+
 std::uint64_t ClusterNode::publish_record(std::uint64_t key_hash, std::string payload, const std::string& batch_id) {
+  if (payload.size() > message_limit()) {
+    throw service::ServiceError(service::ErrorKind::too_large, "record_too_large",
+                                "the increment is " + std::to_string(payload.size()) + " bytes, more than the cluster's NATS servers carry in one message (" +
+                                    std::to_string(message_limit()) + "): send fewer fields at once");
+  }
   Job job;
   job.batch_id = batch_id;
   job.parts.emplace_back(service::partition_of(key_hash, layout_.partitions), std::move(payload));
@@ -473,8 +558,19 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
   commit.batch_id = job.batch_id;
   commit.configs = job.configs;
   commit.clocks = job.clocks;
+  commit.key = job.key;
   std::vector<AsyncPublisher::Outgoing> out;
-  for (const auto& [p, payload] : job.parts) out.push_back({layout_.part_subject(p), payload, job.batch_id + "." + std::to_string(p)});
+  for (std::size_t i = 0; i < job.parts.size(); ++i) {
+    // A part too large for one message went as pieces: each its own id.
+    const std::uint32_t p = job.parts[i].first;
+    std::string id = job.batch_id + "." + std::to_string(p);
+    if (i > 0 && job.parts[i - 1].first == p) {
+      std::size_t piece = 1;
+      for (std::size_t j = i - 1; j > 0 && job.parts[j - 1].first == p; --j) ++piece;
+      id.append(1, '.').append(std::to_string(piece));
+    }
+    out.push_back({layout_.part_subject(p), job.parts[i].second, std::move(id)});
+  }
   std::string errors;
   const auto sequences = parts.publish_all(out, options_.publish_wait, errors);
   if (!errors.empty()) log_->warn("batch {}: {}; retrying those", job.batch_id, errors);
@@ -664,16 +760,16 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
     }
   } forget{*this, id};
   const std::string reply_base = reply_prefix_ + "." + std::to_string(id) + ".";
+  const std::size_t chunk = chunk_bytes(client_->connection());
   for (const auto& [p, payload] : requests) {
     const std::string reply_to = reply_base + std::to_string(p);
-    const natsStatus sent = natsConnection_PublishRequest(client_->connection(), layout_.query_subject(p).c_str(), reply_to.c_str(),
-                                                          payload.data(), static_cast<int>(payload.size()));
+    const natsStatus sent = publish_chunked(client_->connection(), layout_.query_subject(p), reply_to, payload, chunk);
     if (sent != NATS_OK) {
       throw unavailable("cluster_unreachable", "cannot ask partition " + std::to_string(p) + ": " + natsStatus_GetText(sent));
     }
   }
   natsConnection_Flush(client_->connection());
-  std::map<std::uint32_t, MsgPtr> got;
+  std::map<std::uint32_t, PendingQuery::Reply> got;
   {
     std::unique_lock lock(pending->mu);
     pending->cv.wait_for(lock, wait.value_or(options_.query_wait + milliseconds(500)), [&] { return pending->replies.size() >= requests.size(); });
@@ -685,10 +781,10 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
   std::vector<QueryReply> ok;
   std::set<std::uint32_t> answered;
   for (auto& [p, m] : got) {
-    if (natsMsg_IsNoResponders(m.get())) continue;
+    if (m.no_responders) continue;
     QueryReply r;
     try {
-      r = decode_reply(msg_data(m.get()), kind);
+      r = decode_reply(m.data, kind);
     } catch (const std::exception& e) {
       log_->error("partition {}: a reply that does not decode ({})", p, e.what());
       continue;

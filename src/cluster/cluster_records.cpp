@@ -273,8 +273,8 @@ std::string encode_commit(const CommitRecord& c) {
     w.put_string(ns);
     w.put<std::uint64_t>(revision);
   }
-  if (!c.clocks.empty()) {
-    w.buffer()[0] = static_cast<char>(kClockedCommitRecord);
+  if (!c.clocks.empty() || c.key) {
+    w.buffer()[0] = static_cast<char>(c.key ? kKeyedCommitRecord : kClockedCommitRecord);
     w.put<std::uint32_t>(static_cast<std::uint32_t>(c.clocks.size()));
     for (const auto& clock : c.clocks) {
       w.put_string(clock.ns);
@@ -282,19 +282,23 @@ std::string encode_commit(const CommitRecord& c) {
       w.put<double>(clock.after);
     }
   }
+  if (c.key) {
+    w.put_string(c.key->key);
+    w.put<std::uint64_t>(c.key->body_hash);
+  }
   return std::move(w.buffer());
 }
 
 bool is_commit(std::string_view payload) noexcept {
   if (payload.empty()) return false;
   const auto type = static_cast<std::uint8_t>(payload[0]);
-  return type == kCommitRecord || type == kClockedCommitRecord;
+  return type == kCommitRecord || type == kClockedCommitRecord || type == kKeyedCommitRecord;
 }
 
 CommitRecord decode_commit(std::string_view payload) {
   BinaryReader r(payload, "commit record");
   const auto type = r.get<std::uint8_t>();
-  if (type != kCommitRecord && type != kClockedCommitRecord) r.fail("not a commit record");
+  if (type != kCommitRecord && type != kClockedCommitRecord && type != kKeyedCommitRecord) r.fail("not a commit record");
   CommitRecord c;
   c.batch_id = r.get_string(256);
   const auto n = count_of(r, 12, "parts");
@@ -309,7 +313,7 @@ CommitRecord decode_commit(std::string_view payload) {
     auto ns = r.get_string(kMaxString);
     c.configs.emplace_back(std::move(ns), r.get<std::uint64_t>());
   }
-  if (type == kClockedCommitRecord) {
+  if (type != kCommitRecord) {
     const auto k = count_of(r, 20, "clocks");
     c.clocks.resize(k);
     for (auto& clock : c.clocks) {
@@ -322,7 +326,14 @@ CommitRecord decode_commit(std::string_view payload) {
         r.fail("clock of '" + clock.ns + "': not a time in Unix seconds >= 0");
       }
     }
-    if (c.clocks.empty()) r.fail("a clocked commit without clocks");  // (the plain type says that)
+    if (c.clocks.empty() && type == kClockedCommitRecord) r.fail("a clocked commit without clocks");  // (the plain type says that)
+  }
+  if (type == kKeyedCommitRecord) {
+    CommitRecord::Key key;
+    key.key = r.get_string(kMaxString);
+    key.body_hash = r.get<std::uint64_t>();
+    if (key.key.empty()) r.fail("an empty idempotency key");
+    c.key = std::move(key);
   }
   r.expect_end();
   return c;

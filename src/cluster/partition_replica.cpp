@@ -143,28 +143,56 @@ bool PartitionReplica::apply(const MsgMeta& meta, std::string_view payload) {
     if (is_commit(payload)) {
       const CommitRecord commit = decode_commit(payload);
       const service::Service::ConfigRevisions configs(commit.configs.begin(), commit.configs.end());
+      // This partition's part: one message, or pieces of a part too large
+      // for one, put back together and counted at once (all or nothing).
+      std::vector<MsgPtr> pieces;
+      bool whole = true;
       for (const auto& ref : commit.parts) {
         if (ref.partition != partition_) continue;
         if (ref.sequence >= meta.sequence) {
           // A part is in the log before its commit: not a commit ebb wrote.
-          log_->error("partition {}: commit {} names part {}, at or after itself; that part is not counted", partition_, meta.sequence,
-                      ref.sequence);
+          log_->error("partition {}: commit {} names part {}, at or after itself; not counted", partition_, meta.sequence, ref.sequence);
+          whole = false;
           continue;
         }
         auto part = take_part(ref.sequence, meta.timestamp_ns);
         if (!part && stop_) return false;
         if (!part) {
-          log_->error("partition {}: commit {} names part {}, which the stream no longer holds; that part is not counted", partition_,
-                      meta.sequence, ref.sequence);
+          log_->error("partition {}: commit {} names part {}, which the stream no longer holds; not counted", partition_, meta.sequence,
+                      ref.sequence);
+          whole = false;
           continue;
         }
+        pieces.push_back(std::move(part));
+      }
+      if (!whole && !pieces.empty()) {
+        log_->error("partition {}: commit {}: its part here is not whole; none of it is counted", partition_, meta.sequence);
+        pieces.clear();
+      }
+      if (!pieces.empty()) {
         try {
-          service_->apply_record(meta.sequence, msg_data(part.get()), &configs, commit.clocks);
+          if (pieces.size() == 1) {
+            service_->apply_record(meta.sequence, msg_data(pieces.front().get()), &configs, commit.clocks);
+          } else {
+            service::BatchRecord joined;
+            for (const auto& piece : pieces) {
+              service::BatchRecord r = service::decode_batch(msg_data(piece.get()));  // (views into the pieces, alive here)
+              joined.received_at = r.received_at;
+              for (auto& g : r.groups) {
+                if (joined.groups.empty() || joined.groups.back().ns != g.ns) joined.groups.push_back({g.ns, {}});
+                auto& events = joined.groups.back().events;
+                events.insert(events.end(), g.events.begin(), g.events.end());
+              }
+            }
+            std::string payload;
+            service::encode_batch(payload, joined);
+            service_->apply_record(meta.sequence, payload, &configs, commit.clocks);
+          }
         } catch (const std::bad_alloc&) {
           throw;
         } catch (const std::exception& e) {
           // (Every replica skips it alike; the clocks below still move.)
-          log_->error("partition {}: part {} of commit {} does not decode ({}); skipped", partition_, ref.sequence, meta.sequence, e.what());
+          log_->error("partition {}: the part of commit {} does not decode ({}); skipped", partition_, meta.sequence, e.what());
         }
       }
       // Clocks move in every partition alike, a part here or not (after
@@ -365,12 +393,14 @@ void PartitionReplica::on_request(natsConnection*, natsSubscription*, natsMsg* m
 void PartitionReplica::answer(natsMsg* request) {
   const char* reply_to = natsMsg_GetReply(request);
   if (!reply_to || !*reply_to) return;
+  const auto question = request_chunks_.add(reply_to, request);  // (a question too large for one message comes in chunks)
+  if (!question) return;
   QueryRequest q;
   QueryReply reply;
   reply.partition = partition_;
   std::string out;
   try {
-    q = decode_query(msg_data(request));
+    q = decode_query(*question);
     if (!wait_for(q.min_position, milliseconds(std::min<std::uint32_t>(q.wait_ms, 60'000)))) {
       throw service::ServiceError(service::ErrorKind::unavailable, "partition_behind",
                                   "partition " + std::to_string(partition_) + " has applied the log to " + std::to_string(position()) + " of " +
@@ -431,7 +461,8 @@ void PartitionReplica::answer(natsMsg* request) {
     reply.error = service::ServiceError(service::ErrorKind::unavailable, "partition_failed", e.what());
   }
   if (reply.error) out = encode_reply(reply, q.kind);
-  natsConnection_Publish(client_.connection(), reply_to, out.data(), static_cast<int>(out.size()));
+  const natsStatus sent = publish_chunked(client_.connection(), reply_to, "", out, chunk_bytes(client_.connection()));
+  if (sent != NATS_OK) log_->warn("partition {}: cannot send an answer of {} bytes: {}", partition_, out.size(), natsStatus_GetText(sent));
 }
 
 }  // namespace ebb::cluster

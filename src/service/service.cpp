@@ -176,9 +176,9 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
     const auto a = random(), b = random();
     std::snprintf(id, sizeof id, "r%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
   }
-  BatchRecord plain = record;
-  plain.key.reset();  // the batch id carries it
-  const std::uint64_t ticket = s.options.cluster->publish_batch(plain, hashes, configs, id, std::move(clocks));
+  // (The record's key goes in the commit, for every node's key table; the
+  // parts do not carry it.)
+  const std::uint64_t ticket = s.options.cluster->publish_batch(record, hashes, configs, id, std::move(clocks));
   for (const auto& t : targets) t.entry->ingest_bytes += req.body_bytes * t.hashes.size() / req.events.size();
   return ticket;
 }
@@ -211,13 +211,23 @@ Commit Service::ingest(const IngestRequest& req) {
                          "Idempotency-Key: '" + std::string(*req.idempotency_key) + "' was used for a different batch");
     }
     ++s.idempotent_replays;
-    return Commit{seen.lsn};  // counted once already; the caller waits for that record
+    // Counted once already; the caller waits for that record (in cluster
+    // mode it is in the log: nothing to wait for).
+    return s.options.cluster ? Commit{} : Commit{seen.lsn};
   };
   // A retry answers as the first attempt did, whatever happened since (its
   // namespace deleted, its events now older than max_event_age): the key is
   // looked up before the batch is judged again, and once more below under
   // the namespaces' locks for two copies racing.
   if (req.idempotency_key) {
+    // Cluster mode: the first attempt may have been taken by another node;
+    // this node's key table (fed by the commits) knows it once its catalog
+    // has caught up with the log.
+    if (s.options.cluster && !s.options.cluster->catch_up()) {
+      throw ServiceError(ErrorKind::unavailable, "catalog_behind",
+                         "Idempotency-Key: this node cannot tell yet whether the batch was counted (its view of the cluster's log is behind); "
+                         "retry");
+    }
     std::lock_guard key_lock(s.keys.mutex());
     if (auto seen = s.keys.find(*req.idempotency_key, req.received_at)) return replay_of(*seen);
   }

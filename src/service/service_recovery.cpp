@@ -181,6 +181,12 @@ void Service::advance_event_clocks(std::uint64_t lsn, std::span<const EventClock
   }
 }
 
+void Service::remember_key(std::uint64_t lsn, std::string_view key, std::uint64_t body_hash, double at, const ConfigRevisions& configs) {
+  if (!s_->configs_hold(configs)) return;  // it did not count: a retry counts
+  std::lock_guard lock(s_->keys.mutex());
+  s_->keys.insert(key, body_hash, lsn, at);
+}
+
 bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs, std::span<const EventClockCheck> clocks) {
   State& s = *s_;
   std::uint64_t errors = 0;

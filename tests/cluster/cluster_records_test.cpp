@@ -17,7 +17,7 @@ namespace ebb::cluster {
 namespace {
 
 TEST(ClusterRecords, CommitRecordBytesAreTheDocumentedLayout) {
-  const CommitRecord c{"r01", {{2, 7}, {5, 0x0102030405060708ULL}}, {{"tags", 3}}, {}};
+  const CommitRecord c{"r01", {{2, 7}, {5, 0x0102030405060708ULL}}, {{"tags", 3}}, {}, std::nullopt};
   const std::string bytes = encode_commit(c);
   const std::string golden = std::string("\x40", 1) + std::string("\x03\x00\x00\x00", 4) + "r01" + std::string("\x02\x00\x00\x00", 4) +
                              std::string("\x02\x00\x00\x00", 4) + std::string("\x07\x00\x00\x00\x00\x00\x00\x00", 8) +
@@ -50,6 +50,34 @@ TEST(ClusterRecords, CommitRecordBytesAreTheDocumentedLayout) {
   EXPECT_EQ(clocks_back.configs, c.configs);
   EXPECT_EQ(clocks_back.clocks, clocked.clocks);
   EXPECT_TRUE(decode_commit(bytes).clocks.empty());
+
+  // With an idempotency key: type 0x43, the clocks (here none), then the key
+  // and the body's hash.
+  CommitRecord keyed = c;
+  keyed.key = CommitRecord::Key{"retry-1", 0x1122334455667788ULL};
+  std::string keyed_want = golden;
+  keyed_want[0] = '\x43';
+  keyed_want += std::string("\x00\x00\x00\x00", 4) + std::string("\x07\x00\x00\x00", 4) + "retry-1" +
+                std::string("\x88\x77\x66\x55\x44\x33\x22\x11", 8);
+  EXPECT_EQ(encode_commit(keyed), keyed_want);
+  EXPECT_TRUE(is_commit(keyed_want));
+  const CommitRecord keyed_back = decode_commit(keyed_want);
+  EXPECT_EQ(keyed_back.key, keyed.key);
+  EXPECT_TRUE(keyed_back.clocks.empty());
+  EXPECT_EQ(keyed_back.parts, c.parts);
+  // With clocks and a key: both come back.
+  keyed.clocks = clocked.clocks;
+  const CommitRecord both = decode_commit(encode_commit(keyed));
+  EXPECT_EQ(both.clocks, clocked.clocks);
+  EXPECT_EQ(both.key, keyed.key);
+  EXPECT_FALSE(decode_commit(with).key.has_value());
+  // Clocks that are no times are refused (a forged commit must not reach a
+  // state no checkpoint restores).
+  for (const double bad_after : {-1.0, std::nan(""), 1.0 / 0.0}) {
+    CommitRecord forged = c;
+    forged.clocks = {{"tags", std::nan(""), bad_after}};
+    EXPECT_THROW(decode_commit(encode_commit(forged)), FormatError) << bad_after;
+  }
 }
 
 TEST(ClusterRecords, MergeRecordBytesAreTheDocumentedLayout) {

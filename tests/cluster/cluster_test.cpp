@@ -262,6 +262,113 @@ TEST_F(Cluster, ANodeAddedLaterTakesPartitionsOver) {
   }
 }
 
+// Questions, answers and batches larger than one NATS message (the
+// server's max_payload; 16 KiB here, 1 MiB by default) go in pieces: a
+// long top-K list, a POST /counts of many ids, a batch whose part of one
+// partition is larger than a message (counted whole), a RESP pipeline of
+// long items; all answer as a single node does. A commit or change that
+// cannot fit is refused, with nothing written.
+TEST_F(Cluster, QuestionsAnswersAndBatchesLargerThanAMessageGoInPieces) {
+  nats_.reset();
+  nats_ = std::make_unique<NatsServer>(dir_ / "nats-small", 16 * 1024);
+  nodes_["a"] = node("a", {"--resp-port", "0"});
+  nodes_["b"] = node("b");
+  auto dir = testing::make_temp_dir("ebb-single");
+  EbbServer single(dir, {"--fsync", "off", "--resp-port", "0"});
+  const char* spec = R"({"name":"long","windows":["all"],"k":300})";
+  for (const EbbServer* s : {nodes_["a"].get(), &single}) ASSERT_EQ(call(*s, "POST", "/namespaces", spec).status, 201);
+  settled_top(*nodes_["b"], "/top-k?namespace=long");
+  // 60-byte ids: a batch of 400 events is about 35 KiB, and one item's 300
+  // copies all go to one partition.
+  auto id = [](int i) {
+    std::string s = "item-" + std::to_string(i) + "-";
+    s.resize(60, 'x');
+    return s;
+  };
+  for (int b = 0; b < 3; ++b) {
+    std::string body = R"({"namespace":"long","events":[)";
+    for (int i = 0; i < 400; ++i) {
+      if (i) body += ',';
+      body.append(R"({"item_id":")").append(id(b == 2 ? 7 : (i * 7 + b) % 500)).append(R"(","weight":)").append(std::to_string(1 + i % 3)).append("}");
+    }
+    body += "]}";
+    const auto r = call(*nodes_[b % 2 ? "b" : "a"], "POST", "/events", body);
+    ASSERT_EQ(r.status, 204) << r.body;
+    ASSERT_EQ(call(single, "POST", "/events", body).status, 204);
+  }
+  // The list (about 300 ids of 60 bytes from each partition: answers of
+  // about 40 KiB).
+  const TopK want = parse_top(call(single, "GET", "/top-k?namespace=long&k=300").body);
+  ASSERT_EQ(want.items.size(), 300u);
+  for (const char* n : {"a", "b"}) {
+    const TopK got = settled_top(*nodes_[n], "/top-k?namespace=long&k=300");
+    EXPECT_EQ(got.total, want.total) << n;
+    ASSERT_EQ(got.items.size(), want.items.size()) << n;
+    for (std::size_t i = 0; i < got.items.size(); ++i) {
+      EXPECT_EQ(got.items[i].id, want.items[i].id) << n << " rank " << i + 1;
+      EXPECT_EQ(got.items[i].estimate, want.items[i].estimate) << n << " " << got.items[i].id;
+    }
+  }
+  // Counts of 500 ids, one of them 300 times over (a question of about
+  // 20 KiB to its partition).
+  std::string ids = R"({"namespace":"long","item_ids":[)";
+  for (int i = 0; i < 800; ++i) ids.append(i ? "," : "").append("\"").append(id(i < 300 ? 7 : i - 300)).append("\"");
+  ids += "]}";
+  const auto counted = call(*nodes_["b"], "POST", "/counts", ids);
+  ASSERT_EQ(counted.status, 200) << counted.body;
+  simdjson::dom::parser p, q;
+  const auto mine = p.parse(counted.body), theirs = q.parse(call(single, "POST", "/counts", ids).body);
+  const auto mine_items = mine["items"].get_array().value(), their_items = theirs["items"].get_array().value();
+  ASSERT_EQ(mine_items.size(), their_items.size());
+  for (std::size_t i = 0; i < mine_items.size(); ++i) {
+    EXPECT_EQ(double(mine_items.at(i)["estimated_count"]), double(their_items.at(i)["estimated_count"])) << i;
+  }
+  // A RESP pipeline of adds of one long item: one batch, its one part in pieces.
+  std::string pipeline;
+  for (int i = 0; i < 200; ++i) pipeline += testing::resp_command({"TOPK.ADD", "long", id(1234), id(1234)});
+  testing::RawConnection to_node(nodes_["a"]->resp_port()), to_single(single.resp_port());
+  ASSERT_TRUE(to_node.send(pipeline));
+  ASSERT_TRUE(to_single.send(pipeline));
+  const std::string replies = to_single.read_bytes(std::string::npos, 3000);
+  ASSERT_FALSE(replies.empty());
+  EXPECT_EQ(to_node.read_bytes(replies.size(), 20000), replies);
+  EXPECT_EQ(settled_top(*nodes_["b"], "/top-k?namespace=long&k=300").total, parse_top(call(single, "GET", "/top-k?namespace=long&k=300").body).total);
+  // A change that cannot fit in one message: refused, nothing written.
+  std::string exclude = R"({"exclude":[)";
+  for (int i = 0; i < 400; ++i) exclude.append(i ? "," : "").append("\"").append(id(5000 + i)).append("\"");
+  exclude += "]}";
+  const auto refused = call(*nodes_["a"], "PATCH", "/namespaces/long", exclude);
+  EXPECT_EQ(refused.status, 413) << refused.body;
+  EXPECT_NE(refused.body.find("more than the cluster's NATS servers carry in one message"), std::string::npos) << refused.body;
+  EXPECT_EQ(single.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// An Idempotency-Key retry answers as the first attempt did, on any node,
+// whatever changed since (a patch of the namespace): counted once; the key
+// with another body is 422, as on a single node.
+TEST_F(Cluster, AnIdempotencyKeyRetryCountsOnceOnAnyNodeWhateverChangedSince) {
+  start({"a", "b"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  settled_top(*nodes_["b"], "/top-k?namespace=tags");
+  auto post = [&](const char* n, const std::string& key, const std::string& body) {
+    HttpClient c(nodes_[n]->port());
+    return c.request("POST", "/events", body, "application/json", {{"Idempotency-Key", key}}).status;
+  };
+  const std::string body = R"({"namespace":"tags","events":[{"item_id":"b","weight":5},{"item_id":"c"}]})";
+  ASSERT_EQ(post("a", "k1", body), 204);
+  EXPECT_EQ(post("b", "k1", body), 204);  // the retry on another node: counted once
+  ASSERT_EQ(call(*nodes_["b"], "PATCH", "/namespaces/tags", R"({"k":7})").status, 200);
+  EXPECT_EQ(post("a", "k1", body), 204);  // after a patch (the batch's id would differ): still once
+  EXPECT_EQ(post("b", "k1", R"({"namespace":"tags","events":[{"item_id":"b","weight":50}]})"), 422);
+  ASSERT_EQ(post("b", "k2", body), 204);  // another key counts
+  const TopK got = settled_top(*nodes_["a"], "/top-k?namespace=tags");
+  EXPECT_EQ(got.total, 12);
+  ASSERT_FALSE(got.items.empty());
+  EXPECT_EQ(got.items.front().id, "b");
+  EXPECT_EQ(got.items.front().estimate, 10);
+}
+
 // A node that leaves (SIGTERM) serves its partitions until the others have
 // taken them over: a reader on another node never sees an answer leave
 // them out.

@@ -29,12 +29,16 @@ class NatsServer {
   }
   static bool available() { return !binary().empty(); }
 
-  explicit NatsServer(std::filesystem::path dir) : dir_(std::move(dir)) {
+  // `max_payload`: the largest message the server takes (0: its default, 1 MiB).
+  explicit NatsServer(std::filesystem::path dir, std::size_t max_payload = 0) : dir_(std::move(dir)) {
     std::filesystem::create_directories(dir_);
     const std::string log = (dir_ / "nats.log").string();
+    const std::string config = (dir_ / "nats.conf").string();
+    if (max_payload > 0) std::ofstream(config) << "max_payload: " << max_payload << "\n";
     pid_ = fork();
     if (pid_ == 0) {
       std::vector<std::string> args = {binary(), "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", (dir_ / "store").string(), "-l", log};
+      if (max_payload > 0) args.insert(args.end(), {"-c", config});
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);

@@ -32,6 +32,7 @@
 
 #include "ebb/cluster/cluster_layout.hpp"
 #include "ebb/cluster/cluster_records.hpp"
+#include "ebb/cluster/message_chunks.hpp"
 #include "ebb/cluster/namespace_mirror.hpp"
 #include "ebb/cluster/nats_client.hpp"
 #include "ebb/cluster/partition_replica.hpp"
@@ -134,6 +135,7 @@ class ClusterNode final : public service::ClusterLink {
     std::vector<std::pair<std::uint32_t, std::string>> parts;  // partition, encoded batch record
     std::vector<std::pair<std::string, std::uint64_t>> configs;
     std::vector<service::EventClockCheck> clocks;
+    std::optional<CommitRecord::Key> key;  // the batch's Idempotency-Key, for every node's key table
   };
   struct Ticket {
     bool done = false;
@@ -156,6 +158,10 @@ class ClusterNode final : public service::ClusterLink {
   std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
                               std::vector<std::uint32_t>& missing, std::optional<std::chrono::milliseconds> wait = std::nullopt);
   std::uint64_t log_position();
+  // What one message to the cluster's NATS servers may carry (chunk_bytes).
+  std::size_t message_limit() const noexcept;
+  // ServiceError too_large when the job's commit would not fit one message.
+  void check_commit_size(const Job& job) const;
   // The live nodes and the partitions each serves (the heartbeat bucket).
   std::map<std::string, std::set<std::uint32_t>> read_members();
   // stop(): waits (hand_over_wait at most) until other nodes serve every
@@ -200,10 +206,15 @@ class ClusterNode final : public service::ClusterLink {
   // per query raced libnats 3.4's reader on late replies: use after free).
   // Replies come to <reply_prefix_>.<query id>.<partition>.
   struct PendingQuery {
+    struct Reply {
+      bool no_responders = false;  // the partition has no owner listening
+      std::string data;            // the reply, put back together from its chunks
+    };
     std::mutex mu;
     std::condition_variable cv;
-    std::map<std::uint32_t, MsgPtr> replies;
+    std::map<std::uint32_t, Reply> replies;
   };
+  ChunkAssembler reply_chunks_;  // on the replies' subscription thread only
   std::string reply_prefix_;
   std::unique_ptr<AsyncSubscription> replies_;
   std::atomic<std::uint64_t> next_query_{1};

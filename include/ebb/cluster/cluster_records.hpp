@@ -8,6 +8,8 @@
 //   u32 m, m x (str namespace, u64 configuration revision the batch was checked against)
 // or, when the batch has event-clock namespaces or namespaces with windows, u8 0x41 and the same, then
 //   u32 c, c x (str namespace, f64 event clock it was checked against (NaN: none), f64 newest event time after it)
+// or, when the batch came with an idempotency key, u8 0x43 and the same as 0x41 (c may be 0), then
+//   str key, u64 body hash
 // Merge (CMS.MERGE; subject <prefix>.c, ordered with the commits):
 //   u8 0x42, str destination, u32 n, n x (str source, f64 weight),
 //   u32 m, m x (str namespace, u64 configuration revision it was checked against)
@@ -46,6 +48,8 @@ namespace ebb::cluster {
 // wall-clock namespaces writes what earlier versions read).
 inline constexpr std::uint8_t kCommitRecord = 0x40;
 inline constexpr std::uint8_t kClockedCommitRecord = 0x41;
+// 0x43 a commit naming the batch's idempotency key (and clocks, if any).
+inline constexpr std::uint8_t kKeyedCommitRecord = 0x43;
 // CMS.MERGE as an operation every partition applies to its own part of the
 // namespaces (docs/cluster.md: why not the result, as a single node logs).
 inline constexpr std::uint8_t kMergeRecord = 0x42;
@@ -68,7 +72,16 @@ struct CommitRecord {
   // was checked against. A part's group counts only if that is still the
   // namespace's configuration at the commit (otherwise no partition counts it).
   std::vector<std::pair<std::string, std::uint64_t>> configs;
-  std::vector<CommitClock> clocks;  // event-clock namespaces only
+  std::vector<CommitClock> clocks;  // event-clock namespaces and namespaces with windows
+  // The batch's Idempotency-Key and its body's hash: every node's catalog
+  // remembers the keys whose batches counted, so that a retry on any node
+  // answers as the first attempt did (a single node's key table).
+  struct Key {
+    std::string key;
+    std::uint64_t body_hash = 0;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  std::optional<Key> key;
 };
 
 std::string encode_commit(const CommitRecord& r);

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "ebb/cluster/cluster_layout.hpp"
+#include "ebb/cluster/message_chunks.hpp"
 #include "ebb/cluster/nats_client.hpp"
 #include "ebb/service/service.hpp"
 
@@ -75,6 +76,7 @@ class PartitionReplica {
   // when it cannot be found: retention dropped it).
   MsgPtr take_part(std::uint64_t seq, std::int64_t commit_time_ns);
   void answer(natsMsg* request);
+  ChunkAssembler request_chunks_;  // on the queries' subscription thread only
   static void on_request(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
 
   NatsClient& client_;

@@ -346,6 +346,11 @@ class Service {
   // partition, and each node's catalog, whether it counted a part or not).
   // `lsn`: the commit's position.
   void advance_event_clocks(std::uint64_t lsn, std::span<const EventClockCheck> clocks, const ConfigRevisions& configs);
+  // A cluster commit's idempotency key (every node's catalog): a retry of
+  // the key is answered as the first attempt was, if its batch counted
+  // (every namespace still at the configuration named); one that did not
+  // count is not remembered, so its retry counts.
+  void remember_key(std::uint64_t lsn, std::string_view key, std::uint64_t body_hash, double at, const ConfigRevisions& configs);
   // A cluster's merge record (CMS.MERGE) at log position `lsn`: this
   // service's part of the destination becomes the weighted sum of its parts
   // of the sources, if every namespace is still at the configuration named;
