@@ -166,6 +166,11 @@ void ClusterNode::start(service::Service& catalog) {
     log_->warn("stream {} was made with {} partitions; using them (not {})", layout_.stream, *p, layout_.partitions);
     layout_.partitions = *p;
   }
+  // Each partition counts about 1/partitions of every namespace's items,
+  // with as much of its sketches; the catalog counts nothing, and checks
+  // batches with the same share (docs/cluster.md, "Memory").
+  options_.partition_options.sketch_share = layout_.partitions;
+  catalog.share_sketches(layout_.partitions);
   if (options_.checkpoint_dir) {
     try {
       checkpoints_ = std::make_unique<ReplicaCheckpoints>(*options_.checkpoint_dir, layout_.stream, stream.created_ns, layout_.partitions, log_);

@@ -29,6 +29,7 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node, boo
   o.hot_key_interval = node.hot_key_interval;
   o.distribution_expire_interval = node.distribution_expire_interval;
   o.distributions = node.distributions;
+  o.sketch_share = node.sketch_share;
   o.history_interval = 0;
   if (with_checkpoints) {
     o.data_dir = node.data_dir;

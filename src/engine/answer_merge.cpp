@@ -42,6 +42,10 @@ TopKAnswer merge_disjoint(std::vector<TopKAnswer> parts, std::size_t k) {
   for (std::size_t i = k; i < out.items.size(); ++i) out.unlisted_upper = std::max(out.unlisted_upper, out.items[i].upper);
   if (out.items.size() > k) out.items.resize(k);
   out.accuracy.tail_uncertain = tail_uncertain(out.items, out.unlisted_upper);
+  // Each item is bounded by its own part's sketch: the largest part's
+  // bound, as a share of the whole (a cluster partition's sketch is a
+  // share of the namespace's: a larger epsilon over a smaller total).
+  if (out.accuracy.type == "count_min_sketch" && out.total > 0) out.accuracy.epsilon = out.accuracy.max_error / out.total;
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "ebb/engine/namespace_config.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 
@@ -81,6 +82,17 @@ void NamespaceConfig::validate() const {
       bad("exclude", "entry " + std::to_string(i) + " must be 1 to " + std::to_string(max_item_bytes) + " bytes");
     }
   }
+}
+
+NamespaceConfig partition_share(NamespaceConfig c, std::uint32_t parts) {
+  if (parts <= 1 || c.counting == Counting::exact) return c;
+  auto share = [parts](std::uint32_t width) {
+    const std::uint64_t part = std::bit_ceil((std::uint64_t{width} + parts - 1) / parts);
+    return static_cast<std::uint32_t>(std::max<std::uint64_t>(std::min(width, kMinShareWidth), part));
+  };
+  c.sketch = CountMinShape::with_dimensions(share(c.sketch.width), c.sketch.depth);
+  c.window_sketch_width = share(c.window_sketch_width);
+  return c;
 }
 
 std::uint32_t NamespaceConfig::resolved_candidates() const noexcept {

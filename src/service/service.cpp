@@ -431,7 +431,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     }
     if (need < entry->reserved_bytes) s.reserved -= entry->reserved_bytes - need;
     entry->reserved_bytes = need;
-    cooled = entry->ns.reconfigure(next.config);
+    cooled = entry->ns.reconfigure(engine::partition_share(next.config, s.options.sketch_share));
     entry->spec = next;
     entry->applied_lsn = lsn;
     entry->config_lsn = lsn;
@@ -490,6 +490,11 @@ std::optional<RedisKey> Service::redis_key(const std::string& name) const {
   auto e = s_->require_known(name, "name");  // (cluster mode: created on another node a moment ago)
   std::shared_lock lock(e->mu);
   return e->spec.redis;
+}
+
+void Service::share_sketches(std::uint32_t parts) {
+  if (size() != 0) throw std::logic_error("share_sketches: the service holds namespaces already");
+  s_->options.sketch_share = std::max<std::uint32_t>(1, parts);
 }
 
 NamespaceSpec Service::spec(const std::string& name) const {

@@ -14,6 +14,28 @@ ServiceError exists(const std::string& name) {
   return {ErrorKind::conflict, "namespace_exists", "name: namespace '" + name + "' already exists"};
 }
 
+// --max-memory in cluster mode: a node must be able to hold every partition
+// of every namespace (the others may die), which together take about one
+// namespace's planned memory (each partition a share of its sketches).
+// `need` more than `freed` must fit with what the catalog's namespaces
+// plan; 507 otherwise, as on a single node. (Two creates on two nodes at
+// once may both pass.)
+void check_budget(const Service::State& s, std::uint64_t need, std::uint64_t freed = 0) {
+  const std::uint64_t budget = s.options.limits.max_memory;
+  if (budget == 0 || need <= freed) return;
+  std::uint64_t have = 0;
+  for (const auto& e : s.all_entries()) {
+    std::shared_lock lock(e->mu);
+    if (!e->deleted) have += Service::State::planned_bytes(e->spec.config);
+  }
+  have -= std::min(have, freed);
+  if (have + need > budget) {
+    throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
+                       "the namespace needs " + std::to_string(need >> 20) + " MiB more; " + std::to_string(have >> 20) + " MiB of the " +
+                           std::to_string(budget >> 20) + " MiB budget (--max-memory) are taken");
+  }
+}
+
 }  // namespace
 
 NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
@@ -28,6 +50,7 @@ NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
                     "name: the cluster holds its limit of " + std::to_string(s.options.limits.max_namespaces) + " namespaces (--max-namespaces)");
     }
   }
+  check_budget(s, Service::State::planned_bytes(spec.config));
   const std::uint64_t position = link.publish_admin(encode_admin({RecordType::create, {}, write_namespace_spec(spec, true), {}}));
   // Applied here before publish_admin returned. Another node's create of the
   // same name that came first in the log is the one that holds.
@@ -43,10 +66,13 @@ NamespaceSpec patch(Service::State& s, const std::string& name, const std::funct
   link.catch_up();
   auto e = s.require(name, "name");
   NamespaceSpec next;
+  std::uint64_t before = 0;
   {
     std::shared_lock lock(e->mu);
     next = checked_patch(*e, edit);  // checked whole before it is logged: every partition applies it
+    before = Service::State::planned_bytes(e->spec.config);
   }
+  check_budget(s, Service::State::planned_bytes(next.config), before);
   link.publish_admin(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
   auto now = s.require(name, "name");
   std::shared_lock lock(now->mu);

@@ -20,7 +20,7 @@ EntryPtr load_namespace(const std::string& config_json, const ServiceOptions& op
     throw std::runtime_error("the namespace configuration in " + where + " is damaged: " + e.what());
   }
   const auto planned = Service::State::planned_bytes(spec.config);
-  return std::make_shared<NamespaceEntry>(std::move(spec), lsn, planned, options.answer_cache_ttl);
+  return std::make_shared<NamespaceEntry>(std::move(spec), lsn, planned, options.answer_cache_ttl, options.sketch_share);
 }
 
 // Applies one log record to the namespaces being rebuilt. A record already
@@ -72,7 +72,7 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
         throw std::runtime_error("the namespace configuration in log record " + std::to_string(lsn) + " is damaged: " + err.what());
       }
       auto& e = *it->second;
-      e.ns.reconfigure(next.config);
+      e.ns.reconfigure(engine::partition_share(next.config, s.options.sketch_share));
       e.reserved_bytes = Service::State::planned_bytes(next.config);
       e.spec = next;
       e.applied_lsn = lsn;

@@ -22,14 +22,15 @@
 namespace ebb::service {
 
 struct NamespaceEntry {
-  NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved, double answer_ttl)
-      : name(s.config.name), spec(std::move(s)), ns(spec.config), applied_lsn(lsn), config_lsn(lsn), created_lsn(lsn), reserved_bytes(reserved),
+  // `share`: a cluster partition's (engine::partition_share; 1: whole).
+  NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved, double answer_ttl, std::uint32_t share = 1)
+      : name(s.config.name), spec(std::move(s)), ns(engine::partition_share(spec.config, share)), applied_lsn(lsn), config_lsn(lsn), created_lsn(lsn), reserved_bytes(reserved),
         answers(answer_ttl) {}
 
   const std::string name;
   mutable std::shared_mutex mu;  // guards everything below but the atomics
-  NamespaceSpec spec;
-  engine::Namespace ns;
+  NamespaceSpec spec;   // as asked (what answers, checkpoints and the log show)
+  engine::Namespace ns;  // counting with spec.config, or a cluster partition's share of it
   std::uint64_t applied_lsn;  // the newest log record counted here (checkpoints, replay)
   // The log record that set the configuration (its create or last patch):
   // a cluster's batches name the one they were checked against.

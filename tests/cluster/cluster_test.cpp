@@ -198,9 +198,17 @@ TEST_F(Cluster, ThreeNodesAnswerAsOneNodeFedTheSameEvents) {
   std::vector<double> got;
   for (auto i : items) got.push_back(double(i["estimated_count"]));
   EXPECT_EQ(got, (std::vector<double>{expected["item-3"], expected["item-0"], 0}));
-  // What a cluster does not serve yet says so.
+  // No history in 1970: an empty series, as on a single node.
   EXPECT_EQ(call(*nodes_["a"], "GET", "/history?namespace=tags&item_id=item-0&from=1&to=2").body,
             R"({"namespace":"tags","item_id":"item-0","window":"all","points":[],"truncated":false})");
+  // The namespace's memory over its 8 partitions (the sketches measured
+  // where they are allocated): about one single node's, not one each, as
+  // each partition counts with an eighth of its sketch.
+  simdjson::dom::parser mp, sp;
+  const double cluster_bytes = double(mp.parse(call(*nodes_["b"], "GET", "/namespaces/tags").body)["stats"]["memory_bytes"]);
+  const double single_bytes = double(sp.parse(call(single, "GET", "/namespaces/tags").body)["stats"]["memory_bytes"]);
+  EXPECT_LT(cluster_bytes, 1.6 * single_bytes);
+  EXPECT_GT(cluster_bytes, 0.8 * single_bytes);
   EXPECT_EQ(single.stop(), 0);
   std::filesystem::remove_all(dir);
 }
@@ -342,6 +350,27 @@ TEST_F(Cluster, QuestionsAnswersAndBatchesLargerThanAMessageGoInPieces) {
   EXPECT_NE(refused.body.find("more than the cluster's NATS servers carry in one message"), std::string::npos) << refused.body;
   EXPECT_EQ(single.stop(), 0);
   std::filesystem::remove_all(dir);
+}
+
+// --max-memory holds in cluster mode as on a single node: each node must be
+// able to hold every partition of every namespace (about one namespace's
+// planned memory in all, each partition counting with a share of its
+// sketches), so a create or a patch past it is 507, nothing written.
+TEST_F(Cluster, MaxMemoryRefusesANamespaceTheNodesCouldNotHold) {
+  for (const char* id : {"a", "b"}) nodes_[id] = node(id, {"--max-memory", "6MiB"});
+  for (const char* name : {"one", "two"}) {
+    const std::string spec = std::string(R"({"name":")") + name + R"(","windows":["all"],"k":20})";
+    ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", spec).status, 201) << name;
+  }
+  const auto refused = call(*nodes_["b"], "POST", "/namespaces", R"({"name":"three","windows":["all"],"k":20})");
+  EXPECT_EQ(refused.status, 507) << refused.body;
+  EXPECT_NE(refused.body.find("--max-memory"), std::string::npos) << refused.body;
+  EXPECT_EQ(call(*nodes_["a"], "GET", "/namespaces/three").status, 404);
+  const auto grown = call(*nodes_["a"], "PATCH", "/namespaces/one", R"({"hot_key_threshold":100})");  // a detector: one more sketch
+  EXPECT_EQ(grown.status, 507) << grown.body;
+  // Room made by a delete is room again.
+  ASSERT_EQ(call(*nodes_["b"], "DELETE", "/namespaces/two").status, 204);
+  EXPECT_EQ(call(*nodes_["b"], "POST", "/namespaces", R"({"name":"three","windows":["all"],"k":20})").status, 201);
 }
 
 // An Idempotency-Key retry answers as the first attempt did, on any node,

@@ -40,6 +40,19 @@ TEST(AnswerMerge, UnionOfDisjointListsCutAtK) {
   EXPECT_TRUE(two.accuracy.tail_uncertain);  // b's lower bound 3 < c's upper bound 5
 }
 
+// Each part's sketch bounds its own items: the merged epsilon is the
+// largest part's bound as a share of the whole total (a cluster
+// partition's sketch: a larger epsilon over a smaller total).
+TEST(AnswerMerge, EpsilonIsTheLargestPartsBoundOverTheWholeTotal) {
+  auto a = part({{"a", 10, 10, 10}}, 30, 0, 3, 8);
+  auto b = part({{"b", 7, 7, 7}}, 70, 0, 5, 8);
+  a.accuracy.epsilon = 0.1;
+  b.accuracy.epsilon = 5.0 / 70;
+  const TopKAnswer m = merge_disjoint({a, b}, 2);
+  EXPECT_EQ(m.accuracy.max_error, 5);
+  EXPECT_DOUBLE_EQ(m.accuracy.epsilon, 0.05);
+}
+
 // As of a past time, parts may come from memory and from history: the
 // answer says history, with the coarsest part's granularity.
 TEST(AnswerMerge, PartsFromMemoryAndHistoryAnswerAsHistory) {

@@ -151,6 +151,39 @@ TEST(Namespace, AnEventClockChecksAtTheWritersClockAndMovesWithoutEvents) {
   EXPECT_EQ(w.stats().newest_time, 1e9);
 }
 
+// A cluster partition's share of a namespace: sketches 1/parts as wide
+// (rounded up to a power of two, never under 1024 nor wider than asked),
+// the rest as asked; an exact namespace, or one part, as it is.
+TEST(Namespace, APartitionsShareHasSketchesAShareAsWide) {
+  NamespaceConfig c;
+  c.sketch = CountMinShape::with_dimensions(1u << 16, 5);
+  c.window_sketch_width = 8192;
+  c.windows = {60};
+  c.candidates = 2048;
+  const NamespaceConfig sixteenth = partition_share(c, 16);
+  EXPECT_EQ(sixteenth.sketch.width, 4096u);
+  EXPECT_EQ(sixteenth.sketch.depth, 5u);
+  EXPECT_EQ(sixteenth.window_sketch_width, 1024u);  // 512 would be under the floor
+  EXPECT_EQ(sixteenth.candidates, 2048u);
+  EXPECT_EQ(partition_share(c, 10).sketch.width, 8192u);  // 6554, rounded up: never narrower than 1/parts
+  EXPECT_EQ(partition_share(c, 1).sketch, c.sketch);
+  NamespaceConfig small = c;
+  small.sketch = CountMinShape::with_dimensions(256, 4);
+  EXPECT_EQ(partition_share(small, 16).sketch.width, 256u);  // under the floor already: as asked
+  NamespaceConfig budgeted = c;
+  budgeted.memory = 4 << 20;
+  EXPECT_EQ(partition_share(budgeted, 16).sketch.width, 4096u);
+  EXPECT_EQ(partition_share(budgeted, 16).memory, budgeted.memory);
+  NamespaceConfig exact = c;
+  exact.counting = Counting::exact;
+  EXPECT_EQ(partition_share(exact, 16).sketch, c.sketch);
+  // A share still validates and counts.
+  EXPECT_NO_THROW(sixteenth.validate());
+  Namespace part(sixteenth, [] { return 1.7e9; });
+  part.apply(std::vector<Event>{{"a", 1.7e9, 3}});
+  EXPECT_EQ(part.count("a").item.estimate, 3);
+}
+
 TEST(Namespace, BatchIsAllOrNothingAndNamesTheBadEvent) {
   Namespace ns(small_config());
   std::vector<Event> good = {{"a", 100, 1}, {"b", 100, 2}};

@@ -73,6 +73,18 @@ struct NamespaceConfig {
   std::uint32_t resolved_candidates() const noexcept;
 };
 
+// A cluster partition's share of a namespace (docs/cluster.md, "Memory"):
+// a partition counts about 1/parts of the items, so sketches 1/parts as
+// wide keep, over all the partitions, a single node's absolute error bound
+// (e / width x the total) in 1/parts of the memory each. Widths (the
+// views', the window buckets') never drop below kMinShareWidth (small
+// sketches stay as asked); the candidates stay (each partition must hold
+// the k best of its own items), and so does a memory budget (a view keeps
+// within it: the smaller sketch leaves its keys more room). An exact
+// namespace, or parts <= 1: c as it is.
+inline constexpr std::uint32_t kMinShareWidth = 1024;
+NamespaceConfig partition_share(NamespaceConfig c, std::uint32_t parts);
+
 // Namespace names: any UTF-8 text of 1 to kMaxNamespaceName bytes without
 // control characters (C0, DEL, C1), so a Redis key such as "topk:user:42"
 // names a namespace as it is. What is wrong with a name, or nullopt; the

@@ -45,6 +45,9 @@ namespace ebb::service {
 
 struct ServiceOptions {
   ServiceLimits limits;
+  // A cluster partition (or a node's catalog) counts with this share of
+  // each namespace's sketches (engine::partition_share): 1/partitions.
+  std::uint32_t sketch_share = 1;
   std::optional<std::filesystem::path> data_dir;  // none: nothing is persisted (tests, benchmarks)
   storage::SegmentLogOptions log;
   double checkpoint_interval = 10;  // seconds
@@ -361,6 +364,10 @@ class Service {
                    const ConfigRevisions& configs);
   // The log position of the namespace's configuration (nullopt: no such namespace).
   std::optional<std::uint64_t> config_revision(std::string_view name) const;
+  // Cluster mode: every namespace made from here on counts with this share
+  // of its sketches (ServiceOptions::sketch_share); before the catalog has
+  // any namespace.
+  void share_sketches(std::uint32_t parts);
   // Cluster mode: the link (null on a single node).
   ClusterLink* cluster() const noexcept;
 
