@@ -48,6 +48,24 @@ constexpr std::chrono::milliseconds kCheckWait{250};
 
 constexpr const char* kRetry = "retry shortly";
 
+// What this build writes and reads, told in every heartbeat ("v2" beside
+// the partitions served; a build before it tells none: 1). Level 2 reads
+// commits with clocks (0x41) and keys (0x43), merge records (0x42) and
+// parts in pieces; a writer uses them only while every live node can read
+// them (a rolling upgrade must not make an older partition skip a batch).
+constexpr int kProtocolLevel = 2;
+
+int level_of(std::string_view csv) {
+  for (std::size_t at = 0; at < csv.size();) {
+    const auto comma = std::min(csv.find(',', at), csv.size());
+    const auto field = csv.substr(at, comma - at);
+    int level = 0;
+    if (field.size() > 1 && field[0] == 'v' && std::from_chars(field.data() + 1, field.data() + field.size(), level).ec == std::errc()) return level;
+    at = comma + 1;
+  }
+  return 1;
+}
+
 // A partition's part of a batch as one record, or as several when it would
 // not fit in one message of `limit` bytes (service/log_records.hpp: the
 // batch layout, whose sizes are summed here as encode_batch writes them).
@@ -195,6 +213,7 @@ void ClusterNode::start(service::Service& catalog) {
     log_->info("catalog: applied the log to {} of {}", catalog_position_.load(), target);
   }
   if (cancelled_) throw std::runtime_error("stopped while catching up with the cluster's log");
+  (void)read_members();  // which builds the other nodes run, before the first write
   for (std::size_t i = 0; i < options_.publishers; ++i) publishers_.emplace_back([this] { publish_loop(); });
   heartbeat_ = std::thread([this] { heartbeat_loop(); });
   ownership_ = std::thread([this] { ownership_loop(); });
@@ -392,6 +411,10 @@ std::uint64_t ClusterNode::publish_on_commits(std::string_view payload, const ch
 
 std::uint64_t ClusterNode::publish_merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
                                          const std::map<std::string, std::uint64_t, std::less<>>& configs) {
+  if (const std::string older = older_nodes(); !older.empty()) {
+    throw unavailable("cluster_upgrading",
+                      "node(s) " + older + " run an older ebb, which cannot merge: nothing was merged; retry once every node runs this build");
+  }
   MergeRecord m;
   m.destination = destination;
   for (std::size_t i = 0; i < sources.size(); ++i) m.sources.emplace_back(sources[i], weights[i]);
@@ -426,6 +449,19 @@ std::uint64_t ClusterNode::publish_batch(const service::BatchRecord& record, con
   job.configs.assign(configs.begin(), configs.end());
   job.clocks = std::move(clocks);
   if (record.key) job.key = CommitRecord::Key{std::string(record.key->key), record.key->body_hash};
+  const std::string older = older_nodes();
+  if (!older.empty()) {
+    // A rolling upgrade: write what the older nodes read (as they wrote
+    // it): no key (a retry after a patch may count again), no windows'
+    // clocks (as-of answers may differ from a single node's meanwhile).
+    // An event clock they cannot keep at all.
+    job.key.reset();
+    std::erase_if(job.clocks, [](const service::EventClockCheck& c) { return !c.event_clock; });
+    if (!job.clocks.empty()) {
+      throw unavailable("cluster_upgrading", "namespace '" + job.clocks.front().ns + "' keeps an event clock, which node(s) " + older +
+                                                 " (an older ebb) cannot count: nothing was written; retry once every node runs this build");
+    }
+  }
   const std::size_t limit = message_limit();
   for (const auto& [p, part] : by_partition) {
     // A part larger than one message goes as pieces, all named by the
@@ -437,6 +473,11 @@ std::uint64_t ClusterNode::publish_batch(const service::BatchRecord& record, con
       }
       job.parts.emplace_back(p, std::move(piece));
     }
+  }
+  if (!older.empty() && job.parts.size() > by_partition.size()) {
+    throw service::ServiceError(service::ErrorKind::too_large, "batch_too_large",
+                                "events: the batch is larger than one message of the cluster's NATS servers for a partition, which node(s) " + older +
+                                    " (an older ebb) cannot take in pieces: send smaller batches until every node runs this build");
   }
   check_commit_size(job);
   return enqueue(std::move(job));
@@ -612,8 +653,9 @@ void ClusterNode::heartbeat_loop() {
   while (!stop_) {
     try {
       const std::string mine = join(serving());
+      const std::string told = mine + (mine.empty() ? "" : ",") + "v" + std::to_string(kProtocolLevel);
       std::uint64_t rev = 0;
-      nats_check(kvStore_PutString(&rev, nodes_.get(), options_.node_id.c_str(), mine.c_str()), "heartbeat");
+      nats_check(kvStore_PutString(&rev, nodes_.get(), options_.node_id.c_str(), told.c_str()), "heartbeat");
       auto nodes = read_members();
       nodes[options_.node_id] = split(mine);
       // Partitions are taken up and let go on a thread of their own: a
@@ -633,17 +675,27 @@ void ClusterNode::heartbeat_loop() {
 
 std::map<std::string, std::set<std::uint32_t>> ClusterNode::read_members() {
   std::map<std::string, std::set<std::uint32_t>> nodes;
+  std::string older;
   kvKeysList keys{nullptr, 0};
   const natsStatus s = kvStore_Keys(&keys, nodes_.get(), nullptr);
   if (s != NATS_NOT_FOUND) nats_check(s, "listing the cluster's nodes");
   for (int i = 0; i < keys.Count; ++i) {
     kvEntry* entry = nullptr;
     if (kvStore_Get(&entry, nodes_.get(), keys.Keys[i]) != NATS_OK) continue;
-    nodes[keys.Keys[i]] = split(kvEntry_ValueString(entry) ? kvEntry_ValueString(entry) : "");
+    const std::string_view value = kvEntry_ValueString(entry) ? kvEntry_ValueString(entry) : "";
+    nodes[keys.Keys[i]] = split(value);
+    if (level_of(value) < kProtocolLevel && keys.Keys[i] != options_.node_id) older.append(older.empty() ? "" : ", ").append(keys.Keys[i]);
     kvEntry_Destroy(entry);
   }
   kvKeysList_Destroy(&keys);
+  std::lock_guard lock(levels_mu_);
+  older_nodes_ = std::move(older);
   return nodes;
+}
+
+std::string ClusterNode::older_nodes() const {
+  std::lock_guard lock(levels_mu_);
+  return older_nodes_;
 }
 
 void ClusterNode::hand_over() {

@@ -164,7 +164,7 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
     const auto& ns = t.entry->ns;
     const double after = ns.newest_after_staged();
     if ((ns.config().clock == engine::ClockMode::event || !ns.config().windows.empty()) && std::isfinite(after)) {
-      clocks.push_back({t.entry->name, ns.clock_before_staged(), after});
+      clocks.push_back({t.entry->name, ns.clock_before_staged(), after, ns.config().clock == engine::ClockMode::event});
     }
   }
   char id[40];

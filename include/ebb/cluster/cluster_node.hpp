@@ -162,8 +162,12 @@ class ClusterNode final : public service::ClusterLink {
   std::size_t message_limit() const noexcept;
   // ServiceError too_large when the job's commit would not fit one message.
   void check_commit_size(const Job& job) const;
-  // The live nodes and the partitions each serves (the heartbeat bucket).
+  // The live nodes and the partitions each serves (the heartbeat bucket);
+  // notes which run an older build (older_nodes).
   std::map<std::string, std::set<std::uint32_t>> read_members();
+  // The live nodes whose build cannot read what this one may write
+  // (kProtocolLevel, cluster_node.cpp), comma-separated ("": none).
+  std::string older_nodes() const;
   // stop(): waits (hand_over_wait at most) until other nodes serve every
   // partition this one holds.
   void hand_over();
@@ -215,6 +219,8 @@ class ClusterNode final : public service::ClusterLink {
     std::map<std::uint32_t, Reply> replies;
   };
   ChunkAssembler reply_chunks_;  // on the replies' subscription thread only
+  mutable std::mutex levels_mu_;
+  std::string older_nodes_;  // under levels_mu_
   std::string reply_prefix_;
   std::unique_ptr<AsyncSubscription> replies_;
   std::atomic<std::uint64_t> next_query_{1};

@@ -43,6 +43,9 @@ struct ClusterPoints {
 struct EventClockCheck {
   std::string ns;
   double before = 0, after = 0;
+  // An event clock (not written: the namespace's configuration says it):
+  // a node of an older build, which cannot read clocks, cannot count it.
+  bool event_clock = false;
   friend bool operator==(const EventClockCheck& a, const EventClockCheck& b) {
     auto same = [](double x, double y) { return x == y || (x != x && y != y); };
     return a.ns == b.ns && same(a.before, b.before) && same(a.after, b.after);
