@@ -369,7 +369,12 @@ int run_serve(ServeOptions o) {
   http.on_shutdown([&] {
     stopping = true;
     if (resp_server) resp_server->shutdown();
-    if (node) node->cancel();  // a start still catching up gives up
+    if (node) {
+      node->cancel();  // a start still catching up gives up
+      // The drain and the partitions' hand-over share --shutdown-timeout.
+      node->leave_by(std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o.http.shutdown_timeout)));
+    }
   });
   http.run();  // until SIGTERM/SIGINT
   if (resp_server) resp_server->shutdown();  // (also when HTTP stopped for a failed recovery)

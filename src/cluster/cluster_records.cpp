@@ -2,6 +2,7 @@
 #include "ebb/cluster/cluster_records.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "ebb/core/binary_io.hpp"
 #include "ebb/core/error.hpp"
@@ -321,8 +322,13 @@ CommitRecord decode_commit(std::string_view payload) {
       clock.before = r.get<double>();
       clock.after = r.get<double>();
       // Times as events have them (a forged clock must not reach a state
-      // that no checkpoint could restore).
-      if (!(std::isnan(clock.before) || (std::isfinite(clock.before) && clock.before >= 0)) || !std::isfinite(clock.after) || clock.after < 0) {
+      // that no checkpoint could restore). An `after` of -inf is what
+      // c9355fe wrote for a first batch whose events were all excluded
+      // (no event time): it moves nothing, and the commit stays readable.
+      const bool no_event_time = clock.after == -std::numeric_limits<double>::infinity();
+      if (no_event_time) clock.after = std::numeric_limits<double>::quiet_NaN();
+      const bool after_ok = no_event_time || (std::isfinite(clock.after) && clock.after >= 0);
+      if (!(std::isnan(clock.before) || (std::isfinite(clock.before) && clock.before >= 0)) || !after_ok) {
         r.fail("clock of '" + clock.ns + "': not a time in Unix seconds >= 0");
       }
     }

@@ -1,6 +1,7 @@
 // Chunked questions and answers (cluster/message_chunks.hpp).
 #include "ebb/cluster/message_chunks.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <random>
@@ -31,7 +32,8 @@ bool parse_chunk(std::string_view text, std::uint64_t& group, std::uint32_t& i, 
 std::size_t chunk_bytes(natsConnection* nc) noexcept {
   const std::int64_t max = nc ? natsConnection_GetMaxPayload(nc) : 0;
   constexpr std::int64_t kRoom = 4096;  // subjects, headers, and a margin
-  return static_cast<std::size_t>(max > 2 * kRoom ? max - kRoom : kRoom);
+  if (max > 2 * kRoom) return static_cast<std::size_t>(max - kRoom);
+  return static_cast<std::size_t>(std::max<std::int64_t>(max / 2, 64));  // a server with a tiny max_payload: half of it
 }
 
 natsStatus publish_chunked(natsConnection* nc, const std::string& subject, const std::string& reply_to, std::string_view payload,
@@ -59,7 +61,15 @@ natsStatus publish_chunked(natsConnection* nc, const std::string& subject, const
   return NATS_OK;
 }
 
-std::optional<std::string> ChunkAssembler::add(std::string_view key, natsMsg* m) {
+std::optional<std::string> ChunkAssembler::add(std::string_view key, natsMsg* m) noexcept {
+  try {
+    return add_chunk(key, m);
+  } catch (const std::exception&) {  // out of memory: this payload is lost, the subscription goes on
+    return std::nullopt;
+  }
+}
+
+std::optional<std::string> ChunkAssembler::add_chunk(std::string_view key, natsMsg* m) {
   const char* header = nullptr;
   if (natsMsgHeader_Get(m, kChunkHeader, &header) != NATS_OK || !header) return std::string(msg_data(m));
   const auto now = std::chrono::steady_clock::now();
@@ -67,29 +77,45 @@ std::optional<std::string> ChunkAssembler::add(std::string_view key, natsMsg* m)
   std::uint64_t group = 0;
   std::uint32_t i = 0, n = 0;
   if (!parse_chunk(header, group, i, n)) return std::nullopt;
+  const std::string_view data = msg_data(m);
   std::string id(key);
   id.append(1, '/').append(std::to_string(group));
   auto it = partial_.find(id);
   if (it == partial_.end()) {
     if (i != 0) return std::nullopt;  // the start is gone: nothing to put together
+    // Every chunk but the last is as long as the first: a claim past the
+    // limits is refused before anything is held.
+    const bool too_large = !data.empty() && std::uint64_t{n - 1} > limits_.max_whole / data.size();
+    if (too_large || partial_.size() >= limits_.max_partials) return std::nullopt;
     it = partial_.emplace(std::move(id), Partial{0, n, {}, now}).first;
   }
   Partial& p = it->second;
-  if (i != p.next || n != p.total) {  // out of order, or another payload's: the whole is lost
-    partial_.erase(it);
+  if (i != p.next || n != p.total || p.data.size() + data.size() > limits_.max_whole || held_ + data.size() > limits_.max_held) {
+    drop(it);  // out of order, another payload's, or past the limits: the whole is lost
     return std::nullopt;
   }
-  p.data.append(msg_data(m));
+  p.data.append(data);
+  held_ += data.size();
   if (++p.next < p.total) return std::nullopt;
   std::string whole = std::move(p.data);
+  held_ -= whole.size();
   partial_.erase(it);
   return whole;
 }
 
+void ChunkAssembler::drop(Map::iterator it) noexcept {
+  held_ -= it->second.data.size();
+  partial_.erase(it);
+}
+
 void ChunkAssembler::forget_stale(std::chrono::steady_clock::time_point now) {
   for (auto it = partial_.begin(); it != partial_.end();) {
-    if (now - it->second.started > kStale) it = partial_.erase(it);
-    else ++it;
+    if (now - it->second.started > kStale) {
+      held_ -= it->second.data.size();
+      it = partial_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 

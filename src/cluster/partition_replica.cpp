@@ -388,7 +388,10 @@ MsgPtr PartitionReplica::take_part(std::uint64_t seq, std::int64_t commit_time_n
 
 void PartitionReplica::on_request(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
   MsgPtr held(msg);
-  static_cast<PartitionReplica*>(closure)->answer(msg);
+  try {
+    static_cast<PartitionReplica*>(closure)->answer(msg);
+  } catch (...) {  // (out of memory answering): nothing may leave a libnats callback; the asker times out
+  }
 }
 
 void PartitionReplica::answer(natsMsg* request) {

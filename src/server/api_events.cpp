@@ -9,50 +9,73 @@
 
 namespace ebb::server {
 
+namespace {
+
+// Parses and counts one body; the answer waits for the batch's log.
+Response ingest_body(ApiContext& ctx, std::string_view body, std::size_t padding, bool ndjson, const std::string& default_ns, double received_at,
+                     const std::optional<std::string>& key) {
+  const auto& limits = ctx.service.limits();
+  thread_local simdjson::dom::parser parser;
+  ParsedBatch batch;
+  parse_event_body(body, ndjson, default_ns, received_at, limits, parser, batch, padding);
+  if (batch.events.empty()) return empty_response(204);
+
+  service::IngestRequest in;
+  in.events = batch.events;
+  in.namespaces = batch.namespaces;
+  in.lines = batch.lines;
+  in.received_at = received_at;
+  in.body_bytes = body.size();
+  if (key) {
+    in.idempotency_key = *key;
+    // What the batch is: the body, and what says how to read it (a
+    // retry to another ?namespace= or as NDJSON is another batch).
+    std::string what = default_ns;
+    what += '\0';
+    what += ndjson ? "ndjson" : "json";
+    what += '\0';
+    what += body;
+    in.body_hash = hash_key(what);
+  }
+  const service::Commit commit = ctx.service.ingest(in);
+  if (commit.lsn == 0) return empty_response(204);
+  // 204 once the batch is as durable as --fsync promises.
+  Response r;
+  r.deferred = [&ctx, commit](Response::Send send) {
+    ctx.service.when_durable(commit, [send = std::move(send)](const std::string& error) {
+      send(error.empty() ? empty_response(204) : [&] {
+        Response e = error_response(503, "persist_failed", error);
+        e.headers.emplace_back("Retry-After", "1");
+        return e;
+      }());
+    });
+  };
+  return r;
+}
+
+}  // namespace
+
 void add_event_routes(Router& router, ApiContext& ctx) {
   router.add("POST", "/events", "/events", Router::Access::write, [&ctx](const Request& req, const std::string&) {
     // NDJSON by its media type; anything else is read as JSON (curl -d sends
     // application/x-www-form-urlencoded, and a parse error says what is wrong).
     const bool ndjson = is_ndjson_media_type(req.content_type);
-    const std::string default_ns = req.param("namespace").value_or("");
-    const auto& limits = ctx.service.limits();
-    thread_local simdjson::dom::parser parser;
-    ParsedBatch batch;
-    parse_event_body(req.body, ndjson, default_ns, req.received_at, limits, parser, batch, req.body.capacity() - req.body.size());
-    if (batch.events.empty()) return empty_response(204);
-
-    service::IngestRequest in;
-    in.events = batch.events;
-    in.namespaces = batch.namespaces;
-    in.lines = batch.lines;
-    in.received_at = req.received_at;
-    in.body_bytes = req.body.size();
-    const auto key = req.header("idempotency-key");
-    if (key) {
-      in.idempotency_key = *key;
-      // What the batch is: the body, and what says how to read it (a
-      // retry to another ?namespace= or as NDJSON is another batch).
-      std::string what = default_ns;
-      what += '\0';
-      what += ndjson ? "ndjson" : "json";
-      what += '\0';
-      what += req.body;
-      in.body_hash = hash_key(what);
-    }
-    const service::Commit commit = ctx.service.ingest(in);
-    if (commit.lsn == 0) return empty_response(204);
-    // 204 once the batch is as durable as --fsync promises.
-    Response r;
-    r.deferred = [&ctx, commit](Response::Send send) {
-      ctx.service.when_durable(commit, [send = std::move(send)](const std::string& error) {
-        send(error.empty() ? empty_response(204) : [&] {
-          Response e = error_response(503, "persist_failed", error);
-          e.headers.emplace_back("Retry-After", "1");
-          return e;
-        }());
+    std::string default_ns = req.param("namespace").value_or("");
+    std::optional<std::string> key;
+    if (const auto k = req.header("idempotency-key")) key = std::string(*k);
+    if (key && ctx.service.cluster()) {
+      // A keyed batch in a cluster first waits (bounded) for this node's
+      // view of the log to catch up, to tell a retry: off the event loop,
+      // with its own copy of the body (padded for the parser).
+      std::string body;
+      body.reserve(req.body.size() + simdjson::SIMDJSON_PADDING);
+      body.assign(req.body);
+      return run_off_loop(ctx, [&ctx, body = std::move(body), ndjson, default_ns = std::move(default_ns), received_at = req.received_at,
+                                key = std::move(key)] {
+        return ingest_body(ctx, body, body.capacity() - body.size(), ndjson, default_ns, received_at, key);
       });
-    };
-    return r;
+    }
+    return ingest_body(ctx, req.body, req.body.capacity() - req.body.size(), ndjson, default_ns, req.received_at, key);
   });
 }
 

@@ -536,7 +536,9 @@ NamespaceInfo Service::describe(const std::string& name) const {
   if (partitions) {
     try {
       const auto counted = s_->options.cluster->stats(std::span(&name, 1), out.coverage);
-      if (!counted.empty()) out.stats = counted.front().second;
+      for (const auto& [counted_name, stats] : counted) {
+        if (counted_name == name) out.stats = stats;
+      }
     } catch (const ServiceError& e) {
       if (e.kind() == ErrorKind::not_found) throw;  // deleted meanwhile
       out.coverage = nobody_answered(*s_->options.cluster);  // (NATS down): the configuration still stands

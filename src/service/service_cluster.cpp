@@ -14,19 +14,25 @@ ServiceError exists(const std::string& name) {
   return {ErrorKind::conflict, "namespace_exists", "name: namespace '" + name + "' already exists"};
 }
 
+// What a node holding every partition of a namespace plans for it: each
+// partition a share of its sketches, but all of its candidates (and all of
+// a `memory` budget, which keys may fill).
+std::uint64_t planned_on_one_node(const Service::State& s, const engine::NamespaceConfig& config) {
+  const std::uint32_t parts = std::max<std::uint32_t>(1, s.options.sketch_share);
+  return parts * Service::State::planned_bytes(engine::partition_share(config, parts));
+}
+
 // --max-memory in cluster mode: a node must be able to hold every partition
-// of every namespace (the others may die), which together take about one
-// namespace's planned memory (each partition a share of its sketches).
-// `need` more than `freed` must fit with what the catalog's namespaces
-// plan; 507 otherwise, as on a single node. (Two creates on two nodes at
-// once may both pass.)
+// of every namespace (the others may die). `need` more than `freed` must fit
+// with what the catalog's namespaces plan; 507 otherwise, as on a single
+// node. (Two creates on two nodes at once may both pass.)
 void check_budget(const Service::State& s, std::uint64_t need, std::uint64_t freed = 0) {
   const std::uint64_t budget = s.options.limits.max_memory;
   if (budget == 0 || need <= freed) return;
   std::uint64_t have = 0;
   for (const auto& e : s.all_entries()) {
     std::shared_lock lock(e->mu);
-    if (!e->deleted) have += Service::State::planned_bytes(e->spec.config);
+    if (!e->deleted) have += planned_on_one_node(s, e->spec.config);
   }
   have -= std::min(have, freed);
   if (have + need > budget) {
@@ -50,7 +56,7 @@ NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
                     "name: the cluster holds its limit of " + std::to_string(s.options.limits.max_namespaces) + " namespaces (--max-namespaces)");
     }
   }
-  check_budget(s, Service::State::planned_bytes(spec.config));
+  check_budget(s, planned_on_one_node(s, spec.config));
   const std::uint64_t position = link.publish_admin(encode_admin({RecordType::create, {}, write_namespace_spec(spec, true), {}}));
   // Applied here before publish_admin returned. Another node's create of the
   // same name that came first in the log is the one that holds.
@@ -70,9 +76,9 @@ NamespaceSpec patch(Service::State& s, const std::string& name, const std::funct
   {
     std::shared_lock lock(e->mu);
     next = checked_patch(*e, edit);  // checked whole before it is logged: every partition applies it
-    before = Service::State::planned_bytes(e->spec.config);
+    before = planned_on_one_node(s, e->spec.config);
   }
-  check_budget(s, Service::State::planned_bytes(next.config), before);
+  check_budget(s, planned_on_one_node(s, next.config), before);
   link.publish_admin(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
   auto now = s.require(name, "name");
   std::shared_lock lock(now->mu);

@@ -78,6 +78,16 @@ TEST(ClusterRecords, CommitRecordBytesAreTheDocumentedLayout) {
     forged.clocks = {{"tags", std::nan(""), bad_after}};
     EXPECT_THROW(decode_commit(encode_commit(forged)), FormatError) << bad_after;
   }
+  // -inf is what c9355fe wrote for a first batch whose events were all
+  // excluded: such a commit in a stream stays readable, its clock moving
+  // nothing (NaN), so old and new replicas count its other parts alike.
+  CommitRecord old_build = c;
+  old_build.clocks = {{"tags", std::nan(""), -1.0 / 0.0}, {"other", 5.0, 7.0}};
+  const CommitRecord read = decode_commit(encode_commit(old_build));
+  ASSERT_EQ(read.clocks.size(), 2u);
+  EXPECT_TRUE(std::isnan(read.clocks[0].after));
+  EXPECT_EQ(read.clocks[1].after, 7.0);
+  EXPECT_EQ(read.parts, c.parts);
 }
 
 TEST(ClusterRecords, MergeRecordBytesAreTheDocumentedLayout) {

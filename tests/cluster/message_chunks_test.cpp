@@ -17,7 +17,9 @@ MsgPtr chunk(std::string_view data, const char* header) {
   natsMsg* raw = nullptr;
   EXPECT_EQ(natsMsg_Create(&raw, "reply.1.3", nullptr, data.data(), static_cast<int>(data.size())), NATS_OK);
   MsgPtr m(raw);
-  if (header) EXPECT_EQ(natsMsgHeader_Set(m.get(), kChunkHeader, header), NATS_OK);
+  if (header) {
+    EXPECT_EQ(natsMsgHeader_Set(m.get(), kChunkHeader, header), NATS_OK);
+  }
   return m;
 }
 
@@ -57,6 +59,34 @@ TEST(MessageChunks, AMissingOrMisplacedChunkLosesThePayloadNotTheNextOne) {
   }
   EXPECT_EQ(a.add("r", chunk("a", "9/0/2").get()), std::nullopt);
   EXPECT_EQ(a.add("r", chunk("b", "9/1/2").get()), "ab");
+}
+
+TEST(MessageChunks, WhatASenderClaimsCannotMakeTheAssemblerHoldMore) {
+  ChunkAssembler a({.max_whole = 10, .max_held = 12, .max_partials = 2});
+  // A first chunk claiming more than a whole may be is refused at once.
+  EXPECT_EQ(a.add("r", chunk("abcd", "1/0/4").get()), std::nullopt);  // 3 more of 4 bytes: 16 > 10
+  EXPECT_EQ(a.pending(), 0u);
+  EXPECT_EQ(a.add("r", chunk("abcdef", "1/0/3").get()), std::nullopt);  // 2 more of 6 bytes: 12 > 10, refused too
+  EXPECT_EQ(a.pending(), 0u);
+  // A claim that fits, whose chunks then grow past it, is dropped whole.
+  EXPECT_EQ(a.add("r", chunk("abc", "2/0/3").get()), std::nullopt);
+  EXPECT_EQ(a.add("r", chunk("defghij", "2/1/3").get()), std::nullopt);  // 10 bytes held: past max_whole with the next
+  EXPECT_EQ(a.held_bytes(), 10u);
+  EXPECT_EQ(a.add("r", chunk("k", "2/2/3").get()), std::nullopt);
+  EXPECT_EQ(a.pending(), 0u);
+  EXPECT_EQ(a.held_bytes(), 0u);
+  // Payloads still missing chunks: at most max_partials, and max_held bytes together.
+  EXPECT_EQ(a.add("r", chunk("aaaa", "3/0/2").get()), std::nullopt);
+  EXPECT_EQ(a.add("s", chunk("bbbb", "3/0/2").get()), std::nullopt);
+  EXPECT_EQ(a.add("t", chunk("c", "3/0/2").get()), std::nullopt);  // a third: refused
+  EXPECT_EQ(a.pending(), 2u);
+  EXPECT_EQ(a.add("r", chunk("aaaaa", "3/1/2").get()), std::nullopt);  // 8 + 5 > 12 held: r is dropped
+  EXPECT_EQ(a.pending(), 1u);
+  EXPECT_EQ(a.held_bytes(), 4u);
+  EXPECT_EQ(a.add("s", chunk("bbbb", "3/1/2").get()), "bbbbbbbb");  // the other still completes
+  EXPECT_EQ(a.held_bytes(), 0u);
+  // Plain messages are never held, whatever their size.
+  EXPECT_EQ(a.add("r", chunk("a plain message of more than ten bytes", nullptr).get()), "a plain message of more than ten bytes");
 }
 
 }  // namespace

@@ -97,6 +97,9 @@ class ClusterNode final : public service::ClusterLink {
   // Leaves (its heartbeat key deleted, so others take its partitions at
   // once), fails publishes still queued, and stops following.
   void stop();
+  // From any thread, before stop(): its hand-over ends by `t` at the
+  // latest (SIGTERM + --shutdown-timeout: what an orchestrator allows).
+  void leave_by(std::chrono::steady_clock::time_point t) noexcept { leave_by_ = t.time_since_epoch().count(); }
 
   std::uint32_t partitions() const noexcept override { return layout_.partitions; }
   std::set<std::uint32_t> serving() const;
@@ -180,6 +183,8 @@ class ClusterNode final : public service::ClusterLink {
   // writes; ServiceError unavailable when it does not answer in time.
   QueryReply ask_owner(QueryRequest& q, std::string_view key);
   static void on_reply(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
+  void take_reply(natsMsg* msg);
+  std::atomic<std::chrono::steady_clock::rep> leave_by_{0};  // leave_by(); 0: none
 
   ClusterOptions options_;
   std::shared_ptr<spdlog::logger> log_;

@@ -32,13 +32,27 @@ natsStatus publish_chunked(natsConnection* nc, const std::string& subject, const
 // Puts chunked payloads back together, by the key the caller gives (its
 // reply subject) and the chunk's group. One assembler per subscription:
 // not thread-safe (a subscription's callbacks come one at a time).
+// Whatever a sender claims, what is held stays bounded: a payload past
+// `max_whole` bytes, or one that would take the held chunks past
+// `max_held` bytes or `max_partials` payloads, is dropped (its sender's
+// question times out), as is one its first chunk never started.
 class ChunkAssembler {
  public:
+  struct Limits {
+    std::size_t max_whole = std::size_t{256} << 20;  // one payload, put together
+    std::size_t max_held = std::size_t{512} << 20;   // every payload still missing chunks
+    std::size_t max_partials = 4096;
+  };
+  ChunkAssembler() = default;
+  explicit ChunkAssembler(Limits limits) : limits_(limits) {}
+
   // The whole payload once `m` completes it (a plain message: at once);
   // nullopt while chunks are missing, or for a chunk that does not fit
-  // what came before it (dropped: its sender's question times out).
-  std::optional<std::string> add(std::string_view key, natsMsg* m);
+  // what came before it or the limits (dropped: its sender's question
+  // times out). Never throws: out of memory drops the payload too.
+  std::optional<std::string> add(std::string_view key, natsMsg* m) noexcept;
   std::size_t pending() const noexcept { return partial_.size(); }
+  std::size_t held_bytes() const noexcept { return held_; }
 
  private:
   struct Partial {
@@ -46,8 +60,13 @@ class ChunkAssembler {
     std::string data;
     std::chrono::steady_clock::time_point started;
   };
+  using Map = std::map<std::string, Partial, std::less<>>;
+  std::optional<std::string> add_chunk(std::string_view key, natsMsg* m);
   void forget_stale(std::chrono::steady_clock::time_point now);
-  std::map<std::string, Partial, std::less<>> partial_;
+  void drop(Map::iterator it) noexcept;
+  Limits limits_;
+  Map partial_;
+  std::size_t held_ = 0;  // bytes of data in partial_
 };
 
 }  // namespace ebb::cluster

@@ -34,8 +34,9 @@ struct ClusterPoints {
 };
 
 // A namespace's clock at a batch: the event clock the batch was checked
-// against (NaN: no event yet, or a wall-clock namespace) and the newest
-// event time once it is counted. The commit carries it for event-clock
+// against (NaN: no event yet; for a wall-clock namespace with windows the
+// newest event time before the batch, which only an event clock reads) and
+// the newest event time once it is counted. The commit carries it for event-clock
 // namespaces and namespaces with windows: every partition checks its part
 // against `before`, as the writing node did, and moves its newest time to
 // `after` (its event clock, its windows' buckets), whether it has a part or
