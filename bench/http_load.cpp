@@ -8,7 +8,7 @@
 //       paced at --rate). Prints events/s. Bodies are built before the clock
 //       starts. With --seconds, cycles over the E events' batches for S
 //       seconds instead of sending them once (background load).
-//   http_load query --port P --target /top-k?namespace=N&k=100 --rate R --seconds S [--connections 4]
+//   http_load query --port P --target /top-k?namespace=N&k=100 --rate R --seconds S [--connections 4] [--dump FILE: a line a request, connection, scheduled send and latency in s]
 //       Open loop at R requests/s: latency is measured from each request's
 //       scheduled time, so a slow server cannot hide its queueing.
 //       Prints p50/p90/p99/p99.9/max.
@@ -377,6 +377,7 @@ int query(const std::map<std::string, std::string>& f) {
   const int connections = std::stoi(flag(f, "connections", "4"));
   const double per_connection = rate / connections;
   std::vector<std::vector<double>> latencies(connections);
+  std::vector<std::vector<double>> sent_at(connections);  // seconds from start, for --dump
   std::atomic<std::size_t> failed{0};
   const auto start = Clock::now() + std::chrono::milliseconds(50);
   std::vector<std::thread> threads;
@@ -391,6 +392,7 @@ int query(const std::map<std::string, std::string>& f) {
         std::this_thread::sleep_until(scheduled);
         if (client.get() != 200) ++failed;
         latencies[c].push_back(std::chrono::duration<double>(Clock::now() - scheduled).count());
+        sent_at[c].push_back(std::chrono::duration<double>(scheduled - start).count());
         scheduled += std::chrono::duration_cast<Clock::duration>(interval);
       }
     });
@@ -399,6 +401,14 @@ int query(const std::map<std::string, std::string>& f) {
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   std::printf("query: %zu requests at %.0f/s for %.1f s: %s, %zu failed\n", all.size(), rate, seconds, percentiles(all).c_str(), failed.load());
+  if (f.contains("dump")) {  // one line a request: connection, scheduled send (s from start), latency (s)
+    std::FILE* out = std::fopen(flag(f, "dump").c_str(), "w");
+    if (out == nullptr) return 2;
+    for (int c = 0; c < connections; ++c) {
+      for (std::size_t i = 0; i < latencies[c].size(); ++i) std::fprintf(out, "%d %.6f %.6f\n", c, sent_at[c][i], latencies[c][i]);
+    }
+    std::fclose(out);
+  }
   return failed == 0 ? 0 : 1;
 }
 

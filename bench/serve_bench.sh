@@ -14,7 +14,10 @@
 #  5. seed 002's load: 1M events/s of ingest (2 connections) and 10k
 #     top-100 queries/s (open loop, 4 connections) together for
 #     SEED_SECONDS (default 60): query latency percentiles, failures, the
-#     answer cache's hits and misses, and resident memory before and after.
+#     answer cache's hits and misses, and resident memory before and after
+#     ($SEED_SERVER_ARGS: more `ebb serve` flags for the run, e.g.
+#     "--checkpoint-interval 1h --history-interval 0" to see what the
+#     disk adds to the tail).
 #  6. windows over HTTP (issue 9): ingest into a namespace with and without
 #     windows 1m/1h/1d (median of 5 each); a namespace with windows 1m/1h/1d
 #     backfilled with a day of events (3M, timestamps spread over the last
@@ -68,7 +71,7 @@ fi
 if [[ $sections == *5* ]]; then
   seconds=${SEED_SECONDS:-60}
   echo "== seed 002: 1M events/s + 10k GET /top-k?k=100 a second for $seconds s (open loop)"
-  start_server "$tmp/seed" --fsync off
+  start_server "$tmp/seed" --fsync off ${SEED_SERVER_ARGS:-}
   curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
   "$load" ingest --port "$port" --namespace hot --events 1000000 --connections 2 >/dev/null 2>&1  # warm up
   rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
