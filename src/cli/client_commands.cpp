@@ -1,6 +1,7 @@
 #include "client_commands.hpp"
 
 #include <charconv>
+#include <cmath>
 
 #include <simdjson.h>
 #include <unistd.h>
@@ -162,7 +163,7 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
 }
 
 CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
-  auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k), item counts (POST /counts) or a distribution (GET /dist)");
+  auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k; for one user: POST /top-k/personalised), item counts (POST /counts) or a distribution (GET /dist)");
   auto* ns = cmd->add_option("--namespace,-n", o.ns, "Namespace (every question but --dist and --dbsize)");
   cmd->add_option("--url", o.url, "Server")->capture_default_str();
   cmd->add_option("--auth-token-file", o.auth_token_file, "Send the first token of this file as 'Authorization: Bearer' (a server with --auth-reads)");
@@ -191,6 +192,14 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
                  ->check(CLI::NonNegativeNumber);
   for (auto* opt : {s, l, mc}) opt->needs(trending);
   for (auto* other : {item, ts, from, hl, win, hot}) trending->excludes(other);
+  auto* user = cmd->add_option("--user-item", o.user_items,
+                               "The top K re-ranked for a user who touched these items (POST /top-k/personalised; repeatable): "
+                               "ID, ID=WEIGHT, ID@TIMESTAMP or ID=WEIGHT@TIMESTAMP (an id ending in =N or @N: add =1)")
+                   ->allow_extra_args(false);
+  auto* alpha = cmd->add_option("--alpha", o.alpha, "With --user-item: the global list's share of the score, in [0, 1] (default 0.5)")
+                    ->check(CLI::Range(0.0, 1.0));
+  alpha->needs(user);
+  for (auto* other : {item, ts, from, hot, trending}) user->excludes(other);
   auto* dist = cmd->add_option("--dist", o.distribution, "A distribution that forgets (GET /dist): its bins, most probable first");
   auto* field = cmd->add_option("--field", o.fields, "With --dist: these bins, in this order (GET /get; repeatable)")->allow_extra_args(false);
   auto* most = cmd->add_option("--most-probable", o.most_probable, "With --dist: the N most probable bins (GET /nmostprobable)")
@@ -202,7 +211,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   field->excludes(most);
   for (auto* d : {dist, dbsize}) {
     d->excludes(ns);
-    for (auto* other : {item, ts, from, hl, win, hot, trending, kopt}) d->excludes(other);
+    for (auto* other : {item, ts, from, hl, win, hot, trending, kopt, user}) d->excludes(other);
   }
   dist->excludes(dbsize);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is (with --follow: one {\"event\", \"data\"} object a line)");
@@ -304,6 +313,61 @@ std::optional<std::string> answer_body(io::HttpClient& client, const QueryOption
   return std::nullopt;
 }
 
+
+// "ID[=WEIGHT][@TIMESTAMP]", in that order: a suffix that is no number
+// is part of the id (so an id that itself ends in "=5" or "@5" is given as
+// "ID=1"); one that is a number out of range, or not finite, is refused.
+void write_user_item(io::JsonWriter& w, const std::string& given) {
+  std::string spec = given;
+  auto number_after = [&](char mark, const char* what) -> std::optional<double> {
+    const auto at = spec.rfind(mark);
+    if (at == std::string::npos || at == 0) return std::nullopt;
+    const char* first = spec.data() + at + 1;
+    const char* last = spec.data() + spec.size();
+    if (first != last && *first == '+') ++first;
+    double v = 0;
+    auto [end, ec] = std::from_chars(first, last, v);
+    if (first == last || end != last || (ec != std::errc() && ec != std::errc::result_out_of_range)) return std::nullopt;
+    if (ec == std::errc::result_out_of_range || !std::isfinite(v)) {
+      throw std::invalid_argument("--user-item '" + given + "': the " + what + " '" + spec.substr(at + 1) + "' is no finite number");
+    }
+    spec.resize(at);
+    return v;
+  };
+  const auto timestamp = number_after('@', "timestamp");
+  const auto weight = number_after('=', "weight");
+  w.begin_object().key("item_id").value(spec);
+  if (weight) w.key("weight").value(*weight);
+  if (timestamp) w.key("timestamp").value(*timestamp);
+  w.end_object();
+}
+
+// --user-item ID... [--alpha A]: the top K re-ranked for one user.
+int run_personalised(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
+  io::JsonWriter w;
+  w.begin_object().key("namespace").value(o.ns);
+  if (!o.half_life.empty()) w.key("half_life").value(o.half_life);
+  if (!o.window.empty()) w.key("window").value(o.window);
+  if (o.k > 0) w.key("k").value(std::uint64_t{o.k});
+  if (o.alpha) w.key("alpha").value(*o.alpha);
+  w.key("user_items").begin_array();
+  for (const auto& u : o.user_items) write_user_item(w, u);
+  w.end_array().end_object();
+  const auto body = answer_body(client, o, "POST", "/top-k/personalised", w.str(), headers);
+  if (!body) return 0;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc = p.parse(*body);
+  std::printf("top %zu of '%s' for this user (alpha %g: %g popularity + %g relevance), as of %s\n", simdjson::dom::array(doc["items"]).size(),
+              o.ns.c_str(), double(doc["alpha"]), double(doc["alpha"]), 1 - double(doc["alpha"]), format_utc(double(doc["as_of"])).c_str());
+  std::printf("%4s  %-30s  %8s  %10s  %9s  %14s  %6s\n", "rank", "item", "score", "popularity", "relevance", "estimate", "global");
+  for (auto item : simdjson::dom::array(doc["items"])) {
+    const bool listed = !item["global_rank"].is_null();
+    std::printf("%4llu  %-30s  %8.4f  %10.4f  %9.4f  %14.2f  %6s\n", static_cast<unsigned long long>(std::uint64_t(item["rank"])),
+                printable(std::string_view(item["item_id"]), 30).c_str(), double(item["score"]), double(item["popularity"]),
+                double(item["relevance"]), double(item["estimated_count"]), listed ? std::to_string(std::uint64_t(item["global_rank"])).c_str() : "-");
+  }
+  return 0;
+}
 
 // --trending [--short H] [--long H] [--min-count N].
 int run_trending(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
@@ -423,6 +487,7 @@ int run_query(const QueryOptions& o) {
     if (o.ns.empty()) throw std::invalid_argument("--namespace is required (but with --dist and --dbsize)");
     if (o.hot_keys) return run_hot_keys(client, o, headers);
     if (o.trending) return run_trending(client, o, headers);
+    if (!o.user_items.empty()) return run_personalised(client, o, headers);
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);
     if (!o.window.empty()) view = "&window=" + url_encode(o.window);

@@ -44,6 +44,10 @@ struct QueryOptions {
   bool trending = false;  // GET /trending
   std::string short_half_life, long_half_life;
   std::optional<double> min_count;
+  // POST /top-k/personalised: the user's items, "ID[=WEIGHT][@TIMESTAMP]",
+  // and alpha (the global list's share of the score).
+  std::vector<std::string> user_items;
+  std::optional<double> alpha;
   bool hot_keys = false;  // GET /hot-keys
   bool follow = false;    // with hot_keys: GET /hot-keys/stream
   // Distributions that forget (no namespace): GET /dist, /get (fields),

@@ -140,6 +140,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--max-batch-events", o.limits.max_batch_events, "Most events in one POST /events, ids in one POST /counts (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1ul, 100'000'000ul));
+  cmd->add_option("--max-user-items", o.limits.max_user_items, "Most user items in one POST /top-k/personalised (413 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
   cmd->add_option("--max-item-bytes", o.limits.max_item_bytes, "Longest item_id (400 beyond)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-namespaces", o.limits.max_namespaces, "Most namespaces on the server")->capture_default_str()->check(CLI::Range(1ul, 1'000'000ul));
   cmd->add_option("--max-namespace-bytes", o.limits.max_namespace_bytes, "Most sketch memory one namespace may ask for (all views)")

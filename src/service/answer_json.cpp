@@ -65,6 +65,31 @@ void write_top_k(io::JsonWriter& w, const std::string& ns, const engine::TopKAns
   w.end_object();
 }
 
+void write_personalised(io::JsonWriter& w, const std::string& ns, const engine::PersonalisedAnswer& answer) {
+  w.begin_object();
+  w.key("namespace").value(ns);
+  write_view(w, answer.global);
+  w.key("alpha").value(answer.alpha);
+  w.key("candidates").value(static_cast<std::uint64_t>(answer.candidates));
+  w.key("items").begin_array();
+  for (std::size_t i = 0; i < answer.items.size(); ++i) {
+    const auto& p = answer.items[i];
+    w.begin_object();
+    write_item_fields(w, p.item);
+    w.key("rank").value(static_cast<std::uint64_t>(i + 1));
+    w.key("score").value(p.score).key("popularity").value(p.popularity).key("relevance").value(p.relevance);
+    w.key("global_rank");
+    if (p.global_rank) w.value(static_cast<std::uint64_t>(*p.global_rank));
+    else w.null();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("total").value(answer.global.total);
+  write_accuracy(w, answer.global.accuracy);
+  write_coverage(w, answer.global.coverage);
+  w.end_object();
+}
+
 void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<engine::PointAnswer>& answers,
                   const engine::TopKAnswer& view_answer) {
   w.begin_object();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <random>
+#include <tuple>
 #include <regex>
 #include <set>
 #include <thread>
@@ -198,6 +199,26 @@ TEST_F(Cluster, ThreeNodesAnswerAsOneNodeFedTheSameEvents) {
   std::vector<double> got;
   for (auto i : items) got.push_back(double(i["estimated_count"]));
   EXPECT_EQ(got, (std::vector<double>{expected["item-3"], expected["item-0"], 0}));
+  // A personalised list: the global top and the user's items from their
+  // partitions, blended as a single node blends them.
+  const std::string personal =
+      R"({"namespace":"tags","k":10,"alpha":0.3,"user_items":[{"item_id":"item-150","weight":3},{"item_id":"item-7"},{"item_id":"never-seen"}]})";
+  auto blended = [](const std::string& body) {
+    simdjson::dom::parser bp;
+    std::vector<std::tuple<std::string, double, double, std::int64_t>> out;  // id, score, estimate, global rank (-1: none)
+    for (auto i : bp.parse(body)["items"].get_array()) {
+      out.emplace_back(std::string(std::string_view(i["item_id"])), double(i["score"]), double(i["estimated_count"]),
+                       i["global_rank"].is_null() ? -1 : std::int64_t(i["global_rank"]));
+    }
+    return out;
+  };
+  const auto single_blend = call(single, "POST", "/top-k/personalised", personal);
+  ASSERT_EQ(single_blend.status, 200) << single_blend.body;
+  const auto cluster_blend = call(*nodes_["a"], "POST", "/top-k/personalised", personal);
+  ASSERT_EQ(cluster_blend.status, 200) << cluster_blend.body;
+  EXPECT_EQ(blended(cluster_blend.body), blended(single_blend.body)) << cluster_blend.body;
+  EXPECT_NE(cluster_blend.body.find(R"("cluster":{"partitions":8,"partial":false)"), std::string::npos) << cluster_blend.body;
+  EXPECT_EQ(blended(single_blend.body).size(), 10u);
   // No history in 1970: an empty series, as on a single node.
   EXPECT_EQ(call(*nodes_["a"], "GET", "/history?namespace=tags&item_id=item-0&from=1&to=2").body,
             R"({"namespace":"tags","item_id":"item-0","window":"all","points":[],"truncated":false})");

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "support/ebb_server.hpp"
+#include "support/error_code.hpp"
 #include "support/run_process.hpp"
 
 namespace ebb {
@@ -16,14 +17,6 @@ using testing::EbbServer;
 using testing::HttpClient;
 
 constexpr double kStart = 1.7e9;
-
-std::string code_of(const testing::HttpResult& r) {
-  simdjson::dom::parser p;
-  simdjson::dom::element e;
-  std::string_view code;
-  if (p.parse(r.body).get(e) || e["error"]["code"].get(code)) return "<" + r.body + ">";
-  return std::string(code);
-}
 
 TEST(TrendingApi, ASurgeLeadsWithTheScoreItsEventsDetermine) {
   const auto dir = testing::make_temp_dir("ebb-trending");
@@ -73,12 +66,12 @@ TEST(TrendingApi, ASurgeLeadsWithTheScoreItsEventsDetermine) {
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.body.find("short: must be a shorter half-life than long"), std::string::npos) << r.body;
   r = c.request("GET", "/trending?namespace=tags&long=1d");
-  EXPECT_EQ(code_of(r), "unknown_view");
+  EXPECT_EQ(testing::error_code_of(r), "unknown_view");
   EXPECT_NE(r.body.find("long: namespace 'tags' keeps no half-life 1d"), std::string::npos) << r.body;
-  EXPECT_EQ(code_of(c.request("GET", "/trending?namespace=one")), "unknown_view");
-  EXPECT_EQ(code_of(c.request("GET", "/trending?namespace=tags&min_count=-1")), "bad_parameter");
-  EXPECT_EQ(code_of(c.request("GET", "/trending?namespace=tags&short=soon")), "bad_parameter");
-  EXPECT_EQ(code_of(c.request("GET", "/trending?namespace=tags&k=0")), "bad_parameter");
+  EXPECT_EQ(testing::error_code_of(c.request("GET", "/trending?namespace=one")), "unknown_view");
+  EXPECT_EQ(testing::error_code_of(c.request("GET", "/trending?namespace=tags&min_count=-1")), "bad_parameter");
+  EXPECT_EQ(testing::error_code_of(c.request("GET", "/trending?namespace=tags&short=soon")), "bad_parameter");
+  EXPECT_EQ(testing::error_code_of(c.request("GET", "/trending?namespace=tags&k=0")), "bad_parameter");
   EXPECT_EQ(c.request("GET", "/trending?namespace=nope").status, 404);
 
   const auto q = testing::run_process({EBB_BINARY, "query", "-n", "tags", "--url", "http://127.0.0.1:" + std::to_string(server.port()),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ebb/engine/answers.hpp"
+#include "ebb/engine/personalised.hpp"
 #include "ebb/engine/trending.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service.hpp"
@@ -26,6 +27,9 @@ void write_counts(io::JsonWriter& w, const std::string& ns, const std::vector<en
 void write_coverage(io::JsonWriter& w, const engine::Coverage& coverage);
 // GET /trending.
 void write_trending(io::JsonWriter& w, const std::string& ns, const engine::TrendingAnswer& answer);
+// POST /top-k/personalised: GET /top-k's shape, each item with its score,
+// popularity, relevance and global_rank (null: not in the global list read).
+void write_personalised(io::JsonWriter& w, const std::string& ns, const engine::PersonalisedAnswer& answer);
 // GET /history: an item's persisted points.
 void write_history(io::JsonWriter& w, const std::string& ns, std::string_view item, const HistorySeries& series);
 

@@ -10,6 +10,7 @@ namespace ebb::service {
 struct ServiceLimits {
   std::size_t max_body_bytes = 16u << 20;        // a request body (413)
   std::size_t max_batch_events = 100'000;        // events in one POST /events, ids in one POST /counts (413)
+  std::size_t max_user_items = 1000;             // a user's items in one POST /top-k/personalised (413)
   std::uint32_t max_item_bytes = 1024;           // one item_id (400)
   std::size_t max_namespaces = 1000;             // namespaces on the server (400 on create)
   std::size_t max_namespace_bytes = 1u << 30;    // sketch memory of one namespace, all views (400 on create)

@@ -33,6 +33,7 @@
 #include "ebb/engine/distribution_store.hpp"
 #include "ebb/engine/event.hpp"
 #include "ebb/engine/namespace.hpp"
+#include "ebb/engine/personalised.hpp"
 #include "ebb/service/cluster_link.hpp"
 #include "ebb/service/limits.hpp"
 #include "ebb/service/namespace_spec.hpp"
@@ -235,6 +236,13 @@ class Service {
   Rendered top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
                         std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const;
   engine::PointAnswer count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const;
+  // The view's top K re-ranked for one user (engine/personalised.hpp): the
+  // global top kPersonalisedDepth x k and the user's own items, scored
+  // alpha x popularity + (1 - alpha) x relevance. ServiceError invalid for
+  // an alpha outside [0, 1], a bad k, item, weight or timestamp (naming
+  // user_items[i]), too_large past max_batch_events user items.
+  engine::PersonalisedAnswer personalised(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
+                                          double alpha, std::span<const engine::UserItem> user_items) const;
   // Items rising fastest from the long half-life's rate to the short one's
   // (engine/trending.hpp); none given: the namespace's shortest and longest.
   // `since` (a cluster partition's question): the stream's start, measured
