@@ -6,6 +6,8 @@
 #include "ebb/core/error.hpp"
 #include "ebb/service/answer_json.hpp"
 #include "ebb/server/api.hpp"
+#include "ebb/server/json_body.hpp"
+#include "ebb/server/personalised_body.hpp"
 #include "query_params.hpp"
 
 namespace ebb::server {
@@ -14,103 +16,12 @@ namespace {
 // Points in one GET /history answer, at most (the answer says "truncated").
 constexpr std::size_t kMaxHistoryPoints = 10000;
 
-// A request body that must be a JSON object (400 invalid_json otherwise);
-// `parser` holds what the object points into.
-simdjson::dom::object object_body(simdjson::dom::parser& parser, const std::string& body) {
-  simdjson::dom::element doc;
-  if (auto err = parser.parse(body.data(), body.size()).get(doc)) {
-    throw bad_request("invalid_json", std::string("request body is not valid JSON: ") + simdjson::error_message(err));
-  }
-  if (!doc.is_object()) throw bad_request("invalid_json", "request body must be a JSON object");
-  return doc.get_object().value_unsafe();
-}
-
-// A field that must be a string (400 invalid_field naming it otherwise).
-std::string string_field(simdjson::dom::element v, const std::string& field) {
-  if (!v.is_string()) throw bad_request("invalid_field", field + ": must be a string");
-  return std::string(v.get_string().value_unsafe());
-}
-
-// POST /top-k/personalised's body: every field checked for what it is
-// (the service checks what they mean: alpha's range, items, weights).
-struct PersonalisedRequest {
-  std::string name;
-  std::optional<std::string> window, half_life;
-  std::optional<std::size_t> k;
-  double alpha = 0.5;
-  std::vector<engine::UserItem> user_items;
-};
-
-PersonalisedRequest parse_personalised(const std::string& body, std::size_t max_user_items) {
-  simdjson::dom::parser parser;
-  const simdjson::dom::object members = object_body(parser, body);
-  PersonalisedRequest out;
-  bool has_items = false;
-  auto number = [](simdjson::dom::element v, const std::string& field, const char* what) {
-    double d = 0;
-    if (v.get_double().get(d) != simdjson::SUCCESS) throw bad_request("invalid_field", field + ": must be " + what);
-    return d;
-  };
-  for (auto [key, value] : members) {
-    const std::string field(key);
-    if (field == "namespace") {
-      out.name = string_field(value, field);
-    } else if (field == "window") {
-      out.window = string_field(value, field);
-    } else if (field == "half_life") {
-      out.half_life = string_field(value, field);
-    } else if (field == "k") {
-      std::uint64_t k = 0;
-      if (value.get_uint64().get(k) != simdjson::SUCCESS || k < 1 || k > engine::NamespaceConfig::kMaxK) {
-        throw bad_request("bad_parameter", "k: must be a whole number in [1, " + std::to_string(engine::NamespaceConfig::kMaxK) + "]");
-      }
-      out.k = static_cast<std::size_t>(k);
-    } else if (field == "alpha") {
-      out.alpha = number(value, field, "a number in [0, 1]");
-    } else if (field == "user_items") {
-      if (has_items) throw bad_request("invalid_field", "user_items: given twice");
-      has_items = true;
-      if (!value.is_array()) throw bad_request("invalid_field", "user_items: must be an array of {\"item_id\", \"weight\", \"timestamp\"} objects");
-      const simdjson::dom::array entries = value.get_array().value_unsafe();  // (held: ranging over the temporary's would dangle)
-      for (auto entry : entries) {
-        const std::string at = "user_items[" + std::to_string(out.user_items.size()) + "]";
-        if (out.user_items.size() >= max_user_items) {
-          throw ApiError(413, "batch_too_large", "user_items: more than " + std::to_string(max_user_items) + " items (--max-user-items)");
-        }
-        if (!entry.is_object()) throw bad_request("invalid_field", at + ": must be an object with an item_id");
-        engine::UserItem u;
-        bool has_id = false;
-        const simdjson::dom::object fields = entry.get_object().value_unsafe();
-        for (auto [ukey, uvalue] : fields) {
-          const std::string name = at + "." + std::string(ukey);
-          if (ukey == "item_id") {
-            u.item = string_field(uvalue, name);
-            has_id = true;
-          } else if (ukey == "weight") {
-            u.weight = number(uvalue, name, "a number in (0, 1e15]");
-          } else if (ukey == "timestamp") {
-            u.timestamp = number(uvalue, name, "a number of seconds since the epoch");
-          } else {
-            throw bad_request("invalid_field", message_text(name) + ": unknown field");
-          }
-        }
-        if (!has_id) throw bad_request("invalid_field", at + ".item_id: is required");
-        out.user_items.push_back(std::move(u));
-      }
-    } else {
-      throw bad_request("invalid_field", message_text(field) + ": unknown field");
-    }
-  }
-  if (out.name.empty()) throw bad_request("invalid_field", "namespace: is required");
-  if (!has_items) throw bad_request("invalid_field", "user_items: is required");
-  return out;
-}
 
 }  // namespace
 
 void add_query_routes(Router& router, ApiContext& ctx) {
   router.add("POST", "/top-k/personalised", "/top-k/personalised", Router::Access::read, [&ctx](const Request& req, const std::string&) {
-    auto q = parse_personalised(req.body, ctx.service.limits().max_user_items);
+    auto q = parse_personalised_body(req.body, ctx.service.limits().max_user_items);
     const auto view = view_from(q.window, q.half_life);
     return off_loop_in_cluster(ctx, [&ctx, q = std::move(q), view] {
       const auto answer = ctx.service.personalised(q.name, view, q.k, q.alpha, q.user_items);
