@@ -114,6 +114,20 @@ void Service::State::check_increment(std::string_view distribution, std::span<co
 
 void Service::check_incr(std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at) const {
   s_->check_increment(distribution, fields, n, received_at);
+  // A cluster's partition (asked by the writing node) holds its share of
+  // --max-distribution-bins: distributions spread over the partitions by
+  // their names' hashes, as items do. (A single node checks in incr().)
+  const std::uint32_t parts = std::max<std::uint32_t>(1, s_->options.sketch_share);
+  const std::uint64_t cap = s_->options.limits.max_distribution_bins / parts;
+  const DistributionShard& shard = s_->shard_of(distribution);
+  std::lock_guard lock(shard.mu);
+  const std::uint64_t added = shard.store.new_bins(distribution, fields, received_at);
+  const std::uint64_t have = s_->distribution_bins.load();
+  if (added > 0 && have + added > cap) {
+    throw ServiceError(ErrorKind::insufficient_storage, "insufficient_storage",
+                       "bins: this distribution's partition holds " + std::to_string(have) + " bins, its share of the limit is " +
+                           std::to_string(cap) + " (--max-distribution-bins over " + std::to_string(parts) + " partitions)");
+  }
 }
 
 std::uint64_t Service::count_distributions() const {

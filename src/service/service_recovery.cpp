@@ -223,8 +223,10 @@ bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const Co
   if (type == RecordType::distribution_incr) {
     DistributionShard& shard = s.shard_of(decode_distribution_incr(payload).distribution);
     std::lock_guard lock(shard.mu);
+    const std::uint64_t before = shard.store.bins();
     Entries none;
     replay_record(s, none, lsn, payload, errors);
+    s.distribution_bins += shard.store.bins() - before;  // (a cluster partition's share is checked against it; modulo 2^64: may go down)
     return errors == 0;
   }
   // Namespace changes: the map and the namespace named, exclusively.

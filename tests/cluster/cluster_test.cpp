@@ -809,6 +809,36 @@ TEST_F(Cluster, DistributionsAnswerAsOneNode) {
 }
 
 
+// --max-distribution-bins in a cluster: each partition holds its share (the
+// limit over the partitions), checked by the distribution's owner; an
+// increment adding no bin always passes.
+TEST_F(Cluster, EachPartitionHoldsItsShareOfTheDistributionsBins) {
+  nodes_["a"] = node("a", {"--max-distribution-bins", "16", "--distribution-rate", "0"});  // 8 partitions: 2 bins each
+  nodes_["b"] = node("b", {"--max-distribution-bins", "16", "--distribution-rate", "0"});
+  auto settled = [&](const std::string& target) {
+    HttpResult r;
+    for (int i = 0; i < 300; ++i) {
+      r = call(*nodes_["b"], "GET", target);
+      if (r.status != 503) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return r;
+  };
+  ASSERT_EQ(settled("/dbsize").status, 200);
+  ASSERT_EQ(call(*nodes_["a"], "GET", "/incr?distribution=d&field=f1&field=f2").body, "OK");
+  ASSERT_EQ(settled("/get?distribution=d&field=f1").status, 200);  // applied by its owner
+  const auto refused = call(*nodes_["a"], "GET", "/incr?distribution=d&field=f3");
+  EXPECT_EQ(refused.status, 507) << refused.body;
+  EXPECT_NE(refused.body.find("bins: this distribution's partition holds 2 bins, its share of the limit is 2 (--max-distribution-bins over 8 "
+                              "partitions)"),
+            std::string::npos)
+      << refused.body;
+  EXPECT_EQ(call(*nodes_["b"], "GET", "/incr?distribution=d&field=f2&N=3").body, "OK");  // no new bin
+  const auto dist = settled("/dist?distribution=d").body;
+  EXPECT_EQ(dist.find("f3"), std::string::npos) << dist;  // the refused increment counted nothing
+  EXPECT_NE(dist.find(R"({"bin":"f2","count":4,)"), std::string::npos) << dist;
+}
+
 // GET /hot-keys/stream on a cluster node follows the partitions: a key
 // written through another node turns hot on the stream, cools (with its
 // rate then, under 0.8 x the threshold) and the stream ends when another
