@@ -775,7 +775,7 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
       service::ServiceOptions o = options_.partition_options;
       o.data_dir.reset();
       if (checkpoints_) o.data_dir = checkpoints_->partition_dir(p);
-      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_);
+      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_, chunk_budget_);
       std::lock_guard lock(replicas_mu_);
       replicas_.emplace(p, std::move(replica));
       log_->info("partition {}: taken", p);

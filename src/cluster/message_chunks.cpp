@@ -69,6 +69,11 @@ std::optional<std::string> ChunkAssembler::add(std::string_view key, natsMsg* m)
   }
 }
 
+ChunkAssembler::~ChunkAssembler() {
+  budget_->bytes -= held_;
+  budget_->partials -= partial_.size();
+}
+
 std::optional<std::string> ChunkAssembler::add_chunk(std::string_view key, natsMsg* m) {
   const char* header = nullptr;
   if (natsMsgHeader_Get(m, kChunkHeader, &header) != NATS_OK || !header) return std::string(msg_data(m));
@@ -83,15 +88,26 @@ std::optional<std::string> ChunkAssembler::add_chunk(std::string_view key, natsM
   auto it = partial_.find(id);
   if (it == partial_.end()) {
     if (i != 0) return std::nullopt;  // the start is gone: nothing to put together
-    // Every chunk but the last is as long as the first: a claim past the
-    // limits is refused before anything is held.
+    // Every chunk but the last is as long as the first, and not empty: a
+    // claim past the limits is refused before anything is held.
+    if (data.empty() && n > 1) return std::nullopt;
     const bool too_large = !data.empty() && std::uint64_t{n - 1} > limits_.max_whole / data.size();
-    if (too_large || partial_.size() >= limits_.max_partials) return std::nullopt;
+    if (too_large) return std::nullopt;
+    if (budget_->partials.fetch_add(1) >= limits_.max_partials) {
+      --budget_->partials;
+      return std::nullopt;
+    }
     it = partial_.emplace(std::move(id), Partial{0, n, {}, now}).first;
   }
   Partial& p = it->second;
-  if (i != p.next || n != p.total || p.data.size() + data.size() > limits_.max_whole || held_ + data.size() > limits_.max_held) {
+  const bool last = i + 1 == n;
+  if (i != p.next || n != p.total || (data.empty() && !last) || p.data.size() + data.size() > limits_.max_whole) {
     drop(it);  // out of order, another payload's, or past the limits: the whole is lost
+    return std::nullopt;
+  }
+  if (budget_->bytes.fetch_add(data.size()) + data.size() > limits_.max_held) {
+    budget_->bytes -= data.size();
+    drop(it);
     return std::nullopt;
   }
   p.data.append(data);
@@ -99,20 +115,27 @@ std::optional<std::string> ChunkAssembler::add_chunk(std::string_view key, natsM
   if (++p.next < p.total) return std::nullopt;
   std::string whole = std::move(p.data);
   held_ -= whole.size();
+  budget_->bytes -= whole.size();
+  --budget_->partials;
   partial_.erase(it);
   return whole;
 }
 
 void ChunkAssembler::drop(Map::iterator it) noexcept {
   held_ -= it->second.data.size();
+  budget_->bytes -= it->second.data.size();
+  --budget_->partials;
   partial_.erase(it);
 }
 
 void ChunkAssembler::forget_stale(std::chrono::steady_clock::time_point now) {
+  // At most once a second: a flood of chunks does not walk every partial each.
+  if (now - last_sweep_ < std::chrono::seconds(1)) return;
+  last_sweep_ = now;
   for (auto it = partial_.begin(); it != partial_.end();) {
     if (now - it->second.started > kStale) {
-      held_ -= it->second.data.size();
-      it = partial_.erase(it);
+      auto stale = it++;
+      drop(stale);
     } else {
       ++it;
     }

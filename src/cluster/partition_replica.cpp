@@ -44,8 +44,9 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node, boo
 }  // namespace
 
 PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
-                                   std::shared_ptr<spdlog::logger> log)
-    : client_(client),
+                                   std::shared_ptr<spdlog::logger> log, std::shared_ptr<ChunkBudget> chunks)
+    : request_chunks_(ChunkAssembler::Limits{}, std::move(chunks)),
+      client_(client),
       layout_(layout),
       partition_(partition),
       log_(std::move(log)),

@@ -89,5 +89,29 @@ TEST(MessageChunks, WhatASenderClaimsCannotMakeTheAssemblerHoldMore) {
   EXPECT_EQ(a.add("r", chunk("a plain message of more than ten bytes", nullptr).get()), "a plain message of more than ten bytes");
 }
 
+TEST(MessageChunks, TheAssemblersOfANodeShareOneBudgetAndEmptyChunksAreRefused) {
+  auto budget = std::make_shared<ChunkBudget>();
+  const ChunkAssembler::Limits limits{.max_whole = 10, .max_held = 8, .max_partials = 2};
+  ChunkAssembler a(limits, budget), b(limits, budget);
+  EXPECT_EQ(a.add("r", chunk("", "1/0/5").get()), std::nullopt);  // an empty chunk that is not the last: refused
+  EXPECT_EQ(budget->partials.load(), 0u);
+  EXPECT_EQ(a.add("r", chunk("abcd", "2/0/2").get()), std::nullopt);
+  EXPECT_EQ(b.add("s", chunk("xyzab", "3/0/2").get()), std::nullopt);  // 4 + 5 > 8 held on the node: dropped
+  EXPECT_EQ(b.pending(), 0u);
+  EXPECT_EQ(b.add("t", chunk("xy", "4/0/2").get()), std::nullopt);
+  EXPECT_EQ(a.add("u", chunk("q", "5/0/2").get()), std::nullopt);  // two payloads held on the node: a third is refused
+  EXPECT_EQ(a.pending(), 1u);
+  EXPECT_EQ(a.add("r", chunk("ef", "2/1/2").get()), "abcdef");
+  EXPECT_EQ(budget->bytes.load(), 2u);  // t's
+  EXPECT_EQ(budget->partials.load(), 1u);
+  {
+    ChunkAssembler c(limits, budget);
+    EXPECT_EQ(c.add("w", chunk("k", "7/0/3").get()), std::nullopt);
+    EXPECT_EQ(budget->partials.load(), 2u);
+  }  // an assembler that goes gives back what it held
+  EXPECT_EQ(budget->partials.load(), 1u);
+  EXPECT_EQ(budget->bytes.load(), 2u);
+}
+
 }  // namespace
 }  // namespace ebb::cluster

@@ -223,7 +223,9 @@ class ClusterNode final : public service::ClusterLink {
     std::condition_variable cv;
     std::map<std::uint32_t, Reply> replies;
   };
-  ChunkAssembler reply_chunks_;  // on the replies' subscription thread only
+  // What chunked questions and answers may hold, this node's assemblers together.
+  std::shared_ptr<ChunkBudget> chunk_budget_ = std::make_shared<ChunkBudget>();
+  ChunkAssembler reply_chunks_{ChunkAssembler::Limits{}, chunk_budget_};  // on the replies' subscription thread only
   mutable std::mutex levels_mu_;
   std::string older_nodes_;  // under levels_mu_
   std::string reply_prefix_;

@@ -41,8 +41,9 @@ class PartitionReplica {
   // checkpoints every checkpoint_interval and when it stops (checkpoints
   // it cannot use or write are logged, and the partition served from
   // memory). Throws NatsError.
+  // `chunks`: the node's budget for chunked questions (none: its own).
   PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
-                   std::shared_ptr<spdlog::logger> log);
+                   std::shared_ptr<spdlog::logger> log, std::shared_ptr<ChunkBudget> chunks = nullptr);
   ~PartitionReplica();  // stops
   PartitionReplica(const PartitionReplica&) = delete;
   PartitionReplica& operator=(const PartitionReplica&) = delete;
