@@ -196,6 +196,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "With --nats: how long JetStream keeps a partition's idle reader before dropping it (readers are made again as needed)")
       ->capture_default_str()
       ->check(duration_validator());
+  cmd->add_option("--nats-checkpoint-interval", o.nats_checkpoint_interval,
+                  "With --nats and --data-dir: how often a partition's owner uploads its newest checkpoint to JetStream, where the "
+                  "partition's next owner resumes from (0: never)")
+      ->capture_default_str()
+      ->check(duration_or_zero_validator());
   return cmd;
 }
 
@@ -280,6 +285,8 @@ int run_serve(ServeOptions o) {
     co.replicas = o.nats_replicas;
     co.query_wait = std::chrono::milliseconds(static_cast<std::int64_t>(parse_duration(o.nats_query_timeout) * 1000));
     co.consumer_idle = std::chrono::milliseconds(std::max<std::int64_t>(1000, static_cast<std::int64_t>(parse_duration(o.nats_consumer_idle) * 1000)));
+    co.share_interval = std::chrono::milliseconds(
+        o.nats_checkpoint_interval == "0" ? 0 : std::max<std::int64_t>(1, static_cast<std::int64_t>(parse_duration(o.nats_checkpoint_interval) * 1000)));
     co.hand_over_wait = std::chrono::milliseconds(static_cast<std::int64_t>(o.http.shutdown_timeout * 500));
     co.partition_options = so;
     co.node_id = o.node_id;

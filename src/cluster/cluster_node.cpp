@@ -200,6 +200,14 @@ void ClusterNode::start(service::Service& catalog) {
       log_->error("partition checkpoints are off ({}): this node's partitions are replayed from the stream after a restart", e.what());
     }
   }
+  if (checkpoints_ && options_.share_interval.count() > 0) {
+    try {
+      client_->ensure_stream(layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas, "ebb cluster shared checkpoints");
+      sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval};
+    } catch (const NatsError& e) {
+      log_->error("shared checkpoints are off ({}): a partition that moves here is replayed from the stream", e.what());
+    }
+  }
   nodes_ = client_->bucket(layout_.nodes_bucket(), options_.replicas, options_.node_ttl);
   mirror_ = std::make_unique<NamespaceMirror>(*client_, layout_.namespaces_bucket(), options_.replicas, stream.created_ns, log_);
   natsInbox* inbox = nullptr;
@@ -775,7 +783,7 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
       service::ServiceOptions o = options_.partition_options;
       o.data_dir.reset();
       if (checkpoints_) o.data_dir = checkpoints_->partition_dir(p);
-      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_, chunk_budget_);
+      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_, chunk_budget_, checkpoints_ ? sharing_ : std::nullopt);
       std::lock_guard lock(replicas_mu_);
       replicas_.emplace(p, std::move(replica));
       log_->info("partition {}: taken", p);

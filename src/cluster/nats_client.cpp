@@ -129,17 +129,31 @@ NatsClient::StreamFacts NatsClient::ensure_stream(const std::string& name, const
   return out;
 }
 
-std::uint64_t NatsClient::last_sequence(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait) {
+MsgPtr NatsClient::last_message(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait) {
   jsOptions o;
   jsOptions_Init(&o);
   o.Wait = wait.count();
   natsMsg* m = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   const natsStatus s = js_GetLastMsg(&m, js_, stream.c_str(), subject.c_str(), &o, &code);
-  if (s == NATS_NOT_FOUND) return 0;
+  if (s == NATS_NOT_FOUND) return nullptr;
   nats_check(s, "reading the newest message on " + subject, code);
-  MsgPtr held(m);
-  return natsMsg_GetSequence(m);
+  return MsgPtr(m);
+}
+
+std::uint64_t NatsClient::last_sequence(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait) {
+  const MsgPtr m = last_message(stream, subject, wait);
+  return m ? natsMsg_GetSequence(m.get()) : 0;
+}
+
+void NatsClient::purge(const std::string& stream, const std::string& subject, std::uint64_t keep, std::uint64_t below) {
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Stream.Purge.Subject = subject.c_str();
+  if (keep > 0) o.Stream.Purge.Keep = keep;
+  else o.Stream.Purge.Sequence = below;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  nats_check(js_PurgeStream(js_, stream.c_str(), &o, &code), "purging " + subject + " of " + stream, code);
 }
 
 MsgPtr NatsClient::message_at(const std::string& stream, std::uint64_t sequence, std::chrono::milliseconds wait) {
@@ -207,7 +221,7 @@ std::uint64_t NatsClient::publish(const std::string& subject, std::string_view d
   jsPubOptions po;
   jsPubOptions_Init(&po);
   po.MaxWait = wait.count();
-  po.MsgId = msg_id.c_str();
+  if (!msg_id.empty()) po.MsgId = msg_id.c_str();
   jsPubAck* ack = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   nats_check(js_Publish(&ack, js_, subject.c_str(), data.data(), static_cast<int>(data.size()), &po, &code), "publishing to " + subject, code);

@@ -44,7 +44,8 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node, boo
 }  // namespace
 
 PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
-                                   std::shared_ptr<spdlog::logger> log, std::shared_ptr<ChunkBudget> chunks)
+                                   std::shared_ptr<spdlog::logger> log, std::shared_ptr<ChunkBudget> chunks,
+                                   std::optional<Sharing> sharing)
     : request_chunks_(ChunkAssembler::Limits{}, std::move(chunks)),
       client_(client),
       layout_(layout),
@@ -55,6 +56,11 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
       hot_key_interval_(options.hot_key_interval),
       expire_interval_(options.distribution_expire_interval) {
   start_target_ = client_.last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
+  if (sharing && options.data_dir) {
+    shared_ = std::make_unique<SharedCheckpoints>(client_, layout_, partition_, sharing->stream_created_ns, sharing->node_id);
+    share_interval_ = sharing->interval;
+    last_share_ = std::chrono::steady_clock::now();
+  }
   // The newest checkpoint (none: empty), then the log after it. A partition
   // whose checkpoints cannot be used is still served, from memory: the
   // stream has its whole log.
@@ -75,12 +81,26 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
 
 std::uint64_t PartitionReplica::open_service(const service::ServiceOptions& options) {
   checkpoints_ = options.data_dir.has_value();
+  data_dir_ = options.data_dir;
   if (checkpoints_) {
     const auto& dir = *options.data_dir;
     try {
       service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
-      const std::uint64_t from = service_->recover().log_position;
-      if (from <= start_target_) return from;
+      std::uint64_t from = service_->recover().log_position;
+      if (from <= start_target_) {
+        // Another node's newer checkpoint of this partition (it owned it
+        // last): copied in as this directory's newest, then loaded.
+        auto found = shared_ ? shared_->newest(from, start_target_, *log_) : std::nullopt;
+        if (!found) return from;
+        service_.reset();
+        storage::write_checkpoint(dir, found->copy);
+        service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
+        const std::uint64_t own = from;
+        from = service_->recover().log_position;
+        log_->info("partition {}: took the checkpoint {} shared at sequence {} (this node's own was at {})", partition_, found->head.node_id,
+                   found->head.position, own);
+        return from;
+      }
       // The stream lost its tail (purged, or a NATS server lost unsynced
       // writes): these states count records it no longer has, and new
       // records would reuse their sequences. Start the partition afresh.
@@ -111,25 +131,43 @@ PartitionReplica::~PartitionReplica() {
   moved_.notify_all();  // a query waiting for this replica to catch up gives up now
   queries_.reset();     // returns once no query callback runs on this object
   if (follower_.joinable()) follower_.join();
-  checkpoint(true);  // a partition handed over, or a clean stop: the next owner here resumes from here
+  checkpoint(true);  // a partition handed over, or a clean stop: the next owner, here or (shared) elsewhere, resumes from here
   if (checkpoints_ && checkpointed_ > 0 && checkpointed_ == position()) log_->info("partition {}: let go, checkpointed at sequence {}", partition_, checkpointed_);
 }
 
 void PartitionReplica::checkpoint(bool now) {
   if (!checkpoints_) return;
   const std::uint64_t p = position();
-  if (p == checkpointed_) return;
   const auto t = std::chrono::steady_clock::now();
-  if (!now && t - last_checkpoint_ < checkpoint_interval_) return;
-  last_checkpoint_ = t;
+  if (p != checkpointed_ && (now || t - last_checkpoint_ >= checkpoint_interval_)) {
+    last_checkpoint_ = t;
+    try {
+      // Between records: everything up to p is applied, nothing after it.
+      service_->checkpoint_at(p);
+      checkpointed_ = p;
+    } catch (const std::exception& e) {
+      // The partition still counts (JetStream holds the log): a restart
+      // replays more. Logged at every attempt, each interval.
+      log_->error("partition {}: checkpoint at sequence {} failed: {}", partition_, p, e.what());
+    }
+  }
+  share(now);
+}
+
+void PartitionReplica::share(bool now) {
+  if (!shared_ || checkpointed_ <= shared_position_) return;
+  const auto t = std::chrono::steady_clock::now();
+  if (!now && t - last_share_ < share_interval_) return;
+  last_share_ = t;
   try {
-    // Between records: everything up to p is applied, nothing after it.
-    service_->checkpoint_at(p);
-    checkpointed_ = p;
+    const auto copy = storage::read_newest_checkpoint(*data_dir_);
+    if (!copy || copy->start_lsn <= shared_position_) return;
+    shared_->upload(*copy);
+    shared_position_ = copy->start_lsn;
+    log_->debug("partition {}: shared its checkpoint at sequence {}", partition_, shared_position_);
   } catch (const std::exception& e) {
-    // The partition still counts (JetStream holds the log): a restart
-    // replays more. Logged at every attempt, each interval.
-    log_->error("partition {}: checkpoint at sequence {} failed: {}", partition_, p, e.what());
+    // The older shared checkpoints stay usable: a new owner replays more.
+    log_->warn("partition {}: sharing its checkpoint at sequence {} failed: {}", partition_, checkpointed_, e.what());
   }
 }
 

@@ -32,6 +32,8 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::exact_table: return "exact table";
     case BlobKind::exact_view: return "exact view";
     case BlobKind::augmented_heap: return "augmented heap";
+    case BlobKind::shared_checkpoint: return "shared checkpoint";
+    case BlobKind::shared_checkpoint_head: return "shared checkpoint head";
   }
   return "unknown";
 }

@@ -225,6 +225,67 @@ std::uint64_t CheckpointStore::commit(const Manifest& m) {
   return usable >= 2 ? older_start : 0;
 }
 
+namespace {
+
+// The state files a manifest names, in its order.
+std::vector<std::string> named_states(const Manifest& m) {
+  std::vector<std::string> out;
+  for (const auto& n : m.namespaces) out.push_back(n.state_file);
+  for (const auto& p : m.parts) out.push_back(p.state_file);
+  return out;
+}
+
+bool plain_file_name(std::string_view n) {
+  return !n.empty() && n.size() <= 255 && n != "." && n != ".." && n.find('/') == std::string_view::npos &&
+         n.find('\0') == std::string_view::npos && !n.ends_with(".tmp");
+}
+
+}  // namespace
+
+std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path& dir) {
+  const auto folder = dir / "checkpoints";
+  std::vector<std::filesystem::path> all;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+    if (e.is_regular_file() && is_manifest_name(e.path().filename().string())) all.push_back(e.path());
+  }
+  std::sort(all.rbegin(), all.rend());
+  for (const auto& path : all) {
+    try {
+      CheckpointCopy copy;
+      copy.manifest = read_whole_file(path);
+      const Manifest m = Manifest::parse(copy.manifest);
+      if (path.filename() != manifest_name(m.start_lsn)) continue;
+      copy.start_lsn = m.start_lsn;
+      std::set<std::string> seen;
+      for (const auto& file : named_states(m)) {
+        if (seen.insert(file).second) copy.states.emplace_back(file, read_whole_file(folder / "state" / file));
+      }
+      return copy;
+    } catch (const std::exception&) {
+      // Damaged or half gone: the one before it, as recovery would.
+    }
+  }
+  return std::nullopt;
+}
+
+void write_checkpoint(const std::filesystem::path& dir, const CheckpointCopy& copy) {
+  const Manifest m = Manifest::parse(copy.manifest);
+  if (m.start_lsn != copy.start_lsn) throw FormatError("checkpoint copy: its manifest holds start " + std::to_string(m.start_lsn));
+  std::set<std::string> have;
+  for (const auto& [file, _] : copy.states) {
+    if (!plain_file_name(file)) throw FormatError("checkpoint copy: a state file name outside its folder");
+    have.insert(file);
+  }
+  for (const auto& file : named_states(m)) {
+    if (!have.contains(file)) throw FormatError("checkpoint copy: its manifest names " + file + ", which it lacks");
+  }
+  const auto states = dir / "checkpoints" / "state";
+  make_dir(states);
+  for (const auto& [file, bytes] : copy.states) write_file_atomically(states / file, bytes);
+  write_file_atomically(dir / "checkpoints" / manifest_name(m.start_lsn), copy.manifest);
+}
+
 std::vector<LegacyNamespace> CheckpointStore::legacy_namespaces() const {
   std::vector<LegacyNamespace> out;
   std::error_code ec;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "ebb/cluster/nats_client.hpp"
+#include "ebb/cluster/shared_checkpoints.hpp"
 #include "ebb/core/clock.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/service/cluster_link.hpp"
@@ -143,6 +144,15 @@ std::string batch(std::mt19937_64& rng, int events, std::map<std::string, double
     body += '}';
   }
   return body + "]}";
+}
+
+// What a node's log says per partition: the first group of each match of
+// `pattern` (a partition) to its second (a sequence).
+std::map<std::string, std::string> per_partition(const std::string& log, const char* pattern) {
+  const std::regex re(pattern);
+  std::map<std::string, std::string> out;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it) out[(*it)[1]] = (*it)[2];
+  return out;
 }
 
 constexpr const char* kNamespace = R"({"name":"tags","windows":["all"],"k":20})";
@@ -509,11 +519,8 @@ TEST_F(Cluster, ARestartedNodeResumesItsPartitionsFromItsCheckpoints) {
   for (int b = 0; b < 20; ++b) ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
   settled_top(*nodes_["a"], "/top-k?namespace=tags");  // every partition has applied the log
   EXPECT_EQ(nodes_["a"]->stop(), 0);                   // SIGTERM: a last checkpoint of each partition
-  std::map<std::string, std::string> stopped_at;       // partition -> sequence
-  const std::string stop_log = nodes_["a"]->log();
-  const std::regex let_go(R"(partition (\d+): let go, checkpointed at sequence (\d+))");
-  for (auto it = std::sregex_iterator(stop_log.begin(), stop_log.end(), let_go); it != std::sregex_iterator(); ++it) stopped_at[(*it)[1]] = (*it)[2];
-  EXPECT_EQ(stopped_at.size(), 8u) << stop_log;
+  const auto stopped_at = per_partition(nodes_["a"]->log(), R"(partition (\d+): let go, checkpointed at sequence (\d+))");
+  EXPECT_EQ(stopped_at.size(), 8u) << nodes_["a"]->log();
   for (int p = 0; p < 8; ++p) {
     EXPECT_TRUE(std::filesystem::exists(dir_ / "a" / "cluster" / "EBB" / ("partition-" + std::to_string(p)) / "checkpoints")) << p;
   }
@@ -528,11 +535,8 @@ TEST_F(Cluster, ARestartedNodeResumesItsPartitionsFromItsCheckpoints) {
   ASSERT_EQ(got.items.size(), expected.size());
   for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << item.id;
   // Every partition resumed where it stopped.
-  const std::string log = nodes_["a"]->log();
-  const std::regex resumed(R"(partition (\d+): resuming from its checkpoint at sequence (\d+))");
-  std::map<std::string, std::string> resumed_at;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), resumed); it != std::sregex_iterator(); ++it) resumed_at[(*it)[1]] = (*it)[2];
-  EXPECT_EQ(resumed_at, stopped_at) << log;
+  EXPECT_EQ(per_partition(nodes_["a"]->log(), R"(partition (\d+): resuming from its checkpoint at sequence (\d+))"), stopped_at)
+      << nodes_["a"]->log();
 
   // A new stream (NATS started afresh): the old checkpoints name another
   // stream's sequences, so they go, and the node counts the new log only.
@@ -546,6 +550,60 @@ TEST_F(Cluster, ARestartedNodeResumesItsPartitionsFromItsCheckpoints) {
   EXPECT_NE(nodes_["a"]->log().find("dropping the checkpoints in"), std::string::npos) << nodes_["a"]->log();
 }
 
+
+// A partition's owner uploads its checkpoints to JetStream: a node started
+// on an empty disk after the only other one stopped resumes every
+// partition from them, though the stream has lost every part meanwhile
+// (purged here, as retention would): a replay from the start could count
+// nothing. They travel in chunks (a 64 KiB max_payload), and older
+// uploads are cleaned away.
+TEST_F(Cluster, ANewOwnerResumesFromTheSharedCheckpointWithoutTheStreamsOldParts) {
+  nats_ = std::make_unique<NatsServer>(dir_ / "nats-small", 64 * 1024);
+  const std::vector<std::string> sharing{"--nats-checkpoint-interval", "1s"};
+  nodes_["a"] = node("a", sharing);
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  std::mt19937_64 rng(31);
+  std::map<std::string, double> expected;
+  // Writes for 5 s: every partition uploads several times, so its first
+  // uploads have been cleaned away.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  double total = 0;
+  for (const auto& [_, w] : expected) total += w;
+  ASSERT_EQ(settled_top(*nodes_["a"], "/top-k?namespace=tags&k=300").total, total);
+  EXPECT_EQ(nodes_["a"]->stop(), 0);  // SIGTERM: each partition checkpoints and shares a last time
+  auto stopped_at = per_partition(nodes_["a"]->log(), R"(partition (\d+): let go, checkpointed at sequence (\d+))");
+  ASSERT_EQ(stopped_at.size(), 8u) << nodes_["a"]->log();
+
+  cluster::NatsClient client({nats_->url()}, "test");
+  for (int p = 0; p < 8; ++p) {
+    const auto m = client.last_message("EBB_checkpoints", "EBB.k." + std::to_string(p) + ".h", std::chrono::seconds(5));
+    ASSERT_TRUE(m) << p;
+    const auto head = cluster::decode_head(cluster::msg_data(m.get()));
+    EXPECT_EQ(head.node_id, "a");
+    EXPECT_EQ(head.partition, static_cast<std::uint32_t>(p));
+    EXPECT_EQ(std::to_string(head.position), stopped_at[std::to_string(p)]) << p;
+    EXPECT_GT(head.chunks.size(), 1u) << "partition " << p << ": " << head.bytes << " bytes in one message";
+  }
+  EXPECT_EQ(client.message_at("EBB_checkpoints", 1, std::chrono::seconds(5)), nullptr) << "the first upload's first chunk was kept";
+  client.purge("EBB", "EBB.p.*", 0);  // every part of every batch
+
+  nodes_["b"] = node("b", sharing);
+  const TopK got = settled_top(*nodes_["b"], "/top-k?namespace=tags&k=300");
+  EXPECT_EQ(got.total, total);
+  ASSERT_EQ(got.items.size(), expected.size());
+  for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << item.id;
+  EXPECT_EQ(per_partition(nodes_["b"]->log(), R"(partition (\d+): took the checkpoint a shared at sequence (\d+))"), stopped_at)
+      << nodes_["b"]->log();
+  // And it counts on from there.
+  for (int b = 0; b < 5; ++b) ASSERT_EQ(call(*nodes_["b"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+  total = 0;
+  for (const auto& [_, w] : expected) total += w;
+  EXPECT_EQ(settled_top(*nodes_["b"], "/top-k?namespace=tags&k=300").total, total);
+}
 
 // Every create, patch and delete that took effect reaches the
 // <stream>_namespaces bucket, each at its commit-subject sequence (this

@@ -60,6 +60,9 @@ struct ClusterOptions {
   // Where the partitions' checkpoints go (replica_checkpoints.hpp); none:
   // in memory only, a restarted node replays its partitions from the start.
   std::optional<std::filesystem::path> checkpoint_dir;
+  // How often a partition's owner uploads its newest checkpoint for the
+  // next owner (shared_checkpoints.hpp; 0: never; needs checkpoint_dir).
+  std::chrono::milliseconds share_interval{60'000};
 };
 
 // Keeps a node id to letters, digits, '-', '_' and '=' (what a key-value
@@ -192,6 +195,7 @@ class ClusterNode final : public service::ClusterLink {
   std::unique_ptr<NatsClient> client_;
   KvPtr nodes_;
   std::unique_ptr<ReplicaCheckpoints> checkpoints_;
+  std::optional<PartitionReplica::Sharing> sharing_;  // none: checkpoints are not shared
   std::unique_ptr<NamespaceMirror> mirror_;  // fed by the catalog follower
   service::Service* catalog_ = nullptr;
   std::atomic<bool> stop_{false};

@@ -134,6 +134,8 @@ class NatsClient {
   // The stream's message at `sequence`, or null when the stream no longer
   // holds it (retention, deletion). Throws NatsError on other failures.
   MsgPtr message_at(const std::string& stream, std::uint64_t sequence, std::chrono::milliseconds wait);
+  // The newest message on `subject` (null: none).
+  MsgPtr last_message(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait);
   // The stream sequence of the newest message on `subject` (0: none).
   std::uint64_t last_sequence(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait);
   // A key-value bucket, created unless it exists; ttl 0: entries never expire.
@@ -146,8 +148,11 @@ class NatsClient {
   void set_consumer_idle(std::chrono::milliseconds idle) noexcept { consumer_idle_ = idle; }
   // Up to `batch` messages, waiting at most `wait` for the first; none on timeout.
   std::vector<MsgPtr> fetch(natsSubscription* sub, int batch, std::chrono::milliseconds wait);
+  // Drops messages on `subject` of `stream`: all but the newest `keep`
+  // (keep > 0), or those below sequence `below` (keep 0). Throws NatsError.
+  void purge(const std::string& stream, const std::string& subject, std::uint64_t keep, std::uint64_t below = 0);
   // Publishes to JetStream and waits for the acknowledgement: the message's
-  // stream sequence (the original's for a duplicate msg_id).
+  // stream sequence (the original's for a duplicate msg_id; "": no id).
   std::uint64_t publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait);
 
  private:

@@ -29,12 +29,22 @@
 #include "ebb/cluster/cluster_layout.hpp"
 #include "ebb/cluster/message_chunks.hpp"
 #include "ebb/cluster/nats_client.hpp"
+#include "ebb/cluster/shared_checkpoints.hpp"
 #include "ebb/service/service.hpp"
 
 namespace ebb::cluster {
 
 class PartitionReplica {
  public:
+  // Checkpoints shared through JetStream (shared_checkpoints.hpp): the
+  // newest, when newer than the data directory's, is where the replica
+  // starts; its own are uploaded every `interval` and when it stops.
+  struct Sharing {
+    std::int64_t stream_created_ns = 0;
+    std::string node_id;
+    std::chrono::steady_clock::duration interval{};
+  };
+
   // Starts following the log and answering queries on the partition's
   // subject. `options` are the partitions' service options (limits); with
   // a data_dir, the replica resumes from its newest checkpoint there and
@@ -43,7 +53,8 @@ class PartitionReplica {
   // memory). Throws NatsError.
   // `chunks`: the node's budget for chunked questions (none: its own).
   PartitionReplica(NatsClient& client, const ClusterLayout& layout, std::uint32_t partition, service::ServiceOptions options,
-                   std::shared_ptr<spdlog::logger> log, std::shared_ptr<ChunkBudget> chunks = nullptr);
+                   std::shared_ptr<spdlog::logger> log, std::shared_ptr<ChunkBudget> chunks = nullptr,
+                   std::optional<Sharing> sharing = std::nullopt);
   ~PartitionReplica();  // stops
   PartitionReplica(const PartitionReplica&) = delete;
   PartitionReplica& operator=(const PartitionReplica&) = delete;
@@ -68,8 +79,11 @@ class PartitionReplica {
   // record's, logged and skipped by every replica alike.
   bool apply(const MsgMeta& meta, std::string_view payload);
   // On the follower's thread (or once it has stopped): a checkpoint of the
-  // position reached, when the interval has passed (or `now`).
+  // position reached, when the interval has passed (or `now`); then share().
   void checkpoint(bool now);
+  // Uploads the newest checkpoint, when newer than the last uploaded and
+  // the sharing interval has passed (or `now`).
+  void share(bool now);
   // The hot-key detectors every hot_key_interval, the expiry of idle
   // distributions every distribution_expire_interval (on the applying thread).
   void housekeeping();
@@ -89,6 +103,11 @@ class PartitionReplica {
   std::atomic<bool> caught_up_{false};
   std::uint64_t start_target_ = 0;
   bool checkpoints_ = false;  // set before the follower starts
+  std::optional<std::filesystem::path> data_dir_;
+  std::unique_ptr<SharedCheckpoints> shared_;  // none: not shared
+  std::chrono::steady_clock::duration share_interval_{};
+  std::chrono::steady_clock::time_point last_share_;
+  std::uint64_t shared_position_ = 0;  // of the newest checkpoint uploaded
   const std::chrono::steady_clock::duration checkpoint_interval_;
   std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
   std::chrono::steady_clock::time_point last_checkpoint_;

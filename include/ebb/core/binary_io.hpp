@@ -33,6 +33,8 @@ enum class BlobKind : std::uint16_t {
   exact_table = 13,
   exact_view = 14,
   augmented_heap = 15,
+  shared_checkpoint = 16,       // a cluster partition's checkpoint, in JetStream
+  shared_checkpoint_head = 17,  // which checkpoint, and where its chunks are
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

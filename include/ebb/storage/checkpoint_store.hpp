@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ebb/storage/directory_lock.hpp"
@@ -114,6 +115,24 @@ class CheckpointStore {
   std::filesystem::path dir_, checkpoints_, states_, legacy_;
   DirectoryLock lock_;
 };
+
+// A checkpoint as bytes, to copy it to another machine (a cluster's shared
+// checkpoints, docs/cluster.md): its manifest and the state files it names.
+struct CheckpointCopy {
+  std::uint64_t start_lsn = 0;
+  std::string manifest;                                   // its bytes
+  std::vector<std::pair<std::string, std::string>> states;  // file name under checkpoints/state/, bytes
+};
+// The newest checkpoint of the data directory `dir` whose manifest and
+// state files all read (nullopt: none). Safe beside the directory's store
+// on the thread that checkpoints: states are immutable once named.
+std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path& dir);
+// Writes a copy into the data directory `dir` (not in use by a store):
+// the state files, then the manifest, each atomically, so a crash midway
+// leaves the directory's newest checkpoint as it was. The copy is checked
+// first (FormatError): a manifest that parses and is named by its start,
+// every state it names present, file names inside their folder.
+void write_checkpoint(const std::filesystem::path& dir, const CheckpointCopy& copy);
 
 // File-name form of a namespace name: bytes outside [A-Za-z0-9_-] as %XX;
 // past 177 bytes, the first 160 or so of that, '~' and the name's hash.
