@@ -201,6 +201,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "partition's next owner resumes from (0: never)")
       ->capture_default_str()
       ->check(duration_or_zero_validator());
+  cmd->add_option("--nats-retention", o.nats_retention,
+                  "With --nats: the stream keeps at least this much of its newest records and drops older ones once every "
+                  "partition's shared checkpoint includes them (0: keeps everything)")
+      ->capture_default_str()
+      ->check(duration_or_zero_validator());
   return cmd;
 }
 
@@ -287,6 +292,8 @@ int run_serve(ServeOptions o) {
     co.consumer_idle = std::chrono::milliseconds(std::max<std::int64_t>(1000, static_cast<std::int64_t>(parse_duration(o.nats_consumer_idle) * 1000)));
     co.share_interval = std::chrono::milliseconds(
         o.nats_checkpoint_interval == "0" ? 0 : std::max<std::int64_t>(1, static_cast<std::int64_t>(parse_duration(o.nats_checkpoint_interval) * 1000)));
+    co.retention = std::chrono::milliseconds(
+        o.nats_retention == "0" ? 0 : std::max<std::int64_t>(1, static_cast<std::int64_t>(parse_duration(o.nats_retention) * 1000)));
     co.hand_over_wait = std::chrono::milliseconds(static_cast<std::int64_t>(o.http.shutdown_timeout * 500));
     co.partition_options = so;
     co.node_id = o.node_id;

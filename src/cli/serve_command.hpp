@@ -55,6 +55,7 @@ struct ServeOptions {
   std::string nats_query_timeout = "2s";
   std::string nats_consumer_idle = "60s";
   std::string nats_checkpoint_interval = "1m";
+  std::string nats_retention = "1h";
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& opts);

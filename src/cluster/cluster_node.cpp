@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <random>
 
+#include "ebb/cluster/catalog_snapshot.hpp"
+#include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/answer_merge.hpp"
 #include "ebb/service/service_error.hpp"
@@ -200,13 +202,13 @@ void ClusterNode::start(service::Service& catalog) {
       log_->error("partition checkpoints are off ({}): this node's partitions are replayed from the stream after a restart", e.what());
     }
   }
-  if (checkpoints_ && options_.share_interval.count() > 0) {
-    try {
-      client_->ensure_stream(layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas, "ebb cluster shared checkpoints");
-      sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval};
-    } catch (const NatsError& e) {
-      log_->error("shared checkpoints are off ({}): a partition that moves here is replayed from the stream", e.what());
-    }
+  stream_created_ns_ = stream.created_ns;
+  try {
+    client_->ensure_stream(layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas, "ebb cluster shared checkpoints");
+    checkpoint_stream_ = true;
+    if (checkpoints_) sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval};
+  } catch (const NatsError& e) {
+    log_->error("shared checkpoints and retention are off ({}): a partition that moves here is replayed from the stream", e.what());
   }
   nodes_ = client_->bucket(layout_.nodes_bucket(), options_.replicas, options_.node_ttl);
   mirror_ = std::make_unique<NamespaceMirror>(*client_, layout_.namespaces_bucket(), options_.replicas, stream.created_ns, log_);
@@ -216,6 +218,8 @@ void ClusterNode::start(service::Service& catalog) {
   natsInbox_Destroy(inbox);
   replies_ = std::make_unique<AsyncSubscription>(client_->connection(), reply_prefix_ + ".>", &ClusterNode::on_reply, this);
   const std::uint64_t target = client_->last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
+  load_catalog_snapshot(target);
+  retaining_ = checkpoint_stream_ && options_.retention.count() > 0 && options_.share_interval.count() > 0;
   catalog_follower_ = std::thread([this] { follow_catalog(); });
   while (!stop_ && !cancelled_ && !wait_catalog(target, milliseconds(1000))) {
     log_->info("catalog: applied the log to {} of {}", catalog_position_.load(), target);
@@ -225,6 +229,7 @@ void ClusterNode::start(service::Service& catalog) {
   for (std::size_t i = 0; i < options_.publishers; ++i) publishers_.emplace_back([this] { publish_loop(); });
   heartbeat_ = std::thread([this] { heartbeat_loop(); });
   ownership_ = std::thread([this] { ownership_loop(); });
+  if (retaining_) retention_ = std::thread([this] { retention_loop(); });
   log_->info("cluster node {} joined: stream {} ({} partitions), catalog at {}", options_.node_id, layout_.stream, layout_.partitions, target);
 }
 
@@ -244,6 +249,7 @@ void ClusterNode::stop() {
   heartbeat_cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (ownership_.joinable()) ownership_.join();
+  if (retention_.joinable()) retention_.join();
   if (nodes_) kvStore_Delete(nodes_.get(), options_.node_id.c_str());  // leave now, not after the TTL
   hand_over();
   {
@@ -333,6 +339,7 @@ std::set<std::uint32_t> ClusterNode::serving() const {
 
 void ClusterNode::follow_catalog() {
   SubscriptionPtr sub;
+  auto last_snapshot = std::chrono::steady_clock::time_point{};
   while (!stop_) {
     try {
       if (!sub) sub = client_->pull_from(layout_.stream, layout_.commit_subject(), catalog_position_.load() + 1);
@@ -369,6 +376,13 @@ void ClusterNode::follow_catalog() {
           std::lock_guard lock(catalog_mu_);
         }
         catalog_moved_.notify_all();
+      }
+      // Between two records: the catalog as of its position, for retention_loop.
+      if (retaining_ && std::chrono::steady_clock::now() - last_snapshot >= options_.share_interval) {
+        last_snapshot = std::chrono::steady_clock::now();
+        std::string snapshot = encode_catalog(take_catalog(*catalog_, catalog_position_.load()));
+        std::lock_guard lock(snapshot_mu_);
+        catalog_snapshot_ = std::move(snapshot);
       }
     } catch (const std::bad_alloc&) {
       // Skipping it would make this catalog differ from every other node's.
@@ -601,8 +615,20 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
   // batch counts once the commit is in the log, whole. Each message is
   // retried with its own message id, so JetStream keeps one copy and gives
   // its sequence back.
+  // `parts_sent` (for the commit): retention keeps the parts stored up
+  // to half its span (and a publish_wait) before a checkpoint's record
+  // (retain()), so a commit stored later than that could name a part
+  // already dropped: no attempt starts past it (nothing is then counted,
+  // unless an earlier attempt was stored after all: outcome unknown).
+  std::optional<std::chrono::steady_clock::time_point> parts_sent;
   auto publish = [&](const std::string& subject, const std::string& payload, const std::string& id) {
     for (int attempt = 1;; ++attempt) {
+      if (parts_sent && options_.retention.count() > 0 && std::chrono::steady_clock::now() - *parts_sent > options_.retention / 2) {
+        throw std::runtime_error(attempt > 1 ? "the cluster's log did not acknowledge the batch's commit within half of --nats-retention; "
+                                               "the batch's outcome is unknown: retry it with the same Idempotency-Key"
+                                             : "the batch's parts took longer than half of --nats-retention to be acknowledged: it was "
+                                               "not committed, nothing of it was counted; retry it");
+      }
       try {
         return client_->publish(subject, payload, id, options_.publish_wait);
       } catch (const std::exception& e) {
@@ -640,12 +666,14 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
     out.push_back({layout_.part_subject(p), job.parts[i].second, std::move(id)});
   }
   std::string errors;
+  const auto sent = std::chrono::steady_clock::now();
   const auto sequences = parts.publish_all(out, options_.publish_wait, errors);
   if (!errors.empty()) log_->warn("batch {}: {}; retrying those", job.batch_id, errors);
   for (std::size_t i = 0; i < out.size(); ++i) {
     const std::uint64_t seq = sequences[i] ? sequences[i] : publish(out[i].subject, job.parts[i].second, out[i].msg_id);
     commit.parts.push_back({job.parts[i].first, seq});
   }
+  parts_sent = sent;
   const std::uint64_t at = publish(layout_.commit_subject(), encode_commit(commit), job.batch_id + ".c");
   // A namespace changed between the check and the commit is not counted
   // (by any partition): then the batch's fate depends on whether the change
@@ -693,6 +721,99 @@ void ClusterNode::heartbeat_loop() {
     std::unique_lock lock(heartbeat_mu_);
     heartbeat_cv_.wait_for(lock, options_.heartbeat, [&] { return stop_.load(); });
   }
+}
+
+bool ClusterNode::load_catalog_snapshot(std::uint64_t target) {
+  if (!checkpoint_stream_) return false;
+  std::uint64_t first = 1;
+  try {
+    first = client_->first_sequence(layout_.stream);
+  } catch (const std::exception& e) {
+    log_->warn("catalog: cannot read where the stream starts ({})", e.what());
+  }
+  SharedCheckpoints slot(*client_, layout_, layout_.partitions, stream_created_ns_, options_.node_id);
+  const auto found = slot.newest(0, target, *log_, [&](std::string_view blob) {
+    if (decode_catalog(blob).as_of + 1 < first) throw FormatError("the stream no longer holds the records after it");
+  });
+  if (!found) {
+    if (first > 1) {
+      log_->error("catalog: the stream starts at sequence {} and no usable snapshot of the catalog is shared: namespaces made before "
+                  "then are unknown to this node",
+                  first);
+    }
+    return false;
+  }
+  const CatalogSnapshot snapshot = decode_catalog(found->blob);
+  load_catalog(*catalog_, snapshot);
+  catalog_position_ = snapshot.as_of;
+  log_->info("catalog: took the snapshot {} shared at sequence {} ({} namespaces, {} idempotency keys)", found->head.node_id, snapshot.as_of,
+             snapshot.namespaces.size(), snapshot.keys.size());
+  return true;
+}
+
+void ClusterNode::retention_loop() {
+  while (!stop_) {
+    {
+      std::unique_lock lock(heartbeat_mu_);
+      heartbeat_cv_.wait_for(lock, options_.share_interval, [&] { return stop_.load(); });
+    }
+    if (stop_) return;
+    try {
+      retain();
+    } catch (const std::exception& e) {
+      log_->warn("retention: {}", e.what());
+    }
+  }
+}
+
+void ClusterNode::retain() {
+  // One node does it (any would do: dropping below a sequence twice is
+  // dropping it once).
+  if (!serving().contains(0)) return;
+  std::optional<std::string> snapshot;
+  {
+    std::lock_guard lock(snapshot_mu_);
+    snapshot.swap(catalog_snapshot_);
+  }
+  SharedCheckpoints catalog(*client_, layout_, layout_.partitions, stream_created_ns_, options_.node_id);
+  if (snapshot) {
+    const std::uint64_t as_of = decode_catalog(*snapshot).as_of;
+    if (as_of > catalog_shared_) {
+      catalog.upload(as_of, 0, *snapshot);
+      catalog_shared_ = as_of;
+    }
+  }
+  // What a new owner, or a new node's catalog, may start from: the older
+  // of each slot's two kept heads (the newer may not read whole).
+  std::uint64_t floor = UINT64_MAX;
+  const auto catalog_heads = catalog.usable_heads();
+  if (catalog_heads.empty()) return;
+  for (const auto& h : catalog_heads) floor = std::min(floor, h.position + 1);
+  const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::int64_t retention_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.retention).count();
+  // A commit after a checkpoint may name parts stored before it: never
+  // more than half the retention and a publish_wait before (publish_job);
+  // those stay.
+  const std::int64_t publish_wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.publish_wait).count();
+  std::int64_t since_ns = now_ns - retention_ns;
+  for (std::uint32_t p = 0; p < layout_.partitions; ++p) {
+    SharedCheckpoints slot(*client_, layout_, p, stream_created_ns_, options_.node_id);
+    const auto heads = slot.usable_heads();
+    if (heads.empty()) {
+      log_->debug("retention: partition {} has no shared checkpoint yet; the stream keeps everything", p);
+      return;
+    }
+    for (const auto& h : heads) {
+      if (h.position_time_ns <= 0) return;  // (when its record was stored is unknown: keep everything)
+      floor = std::min(floor, h.position + 1);
+      since_ns = std::min(since_ns, h.position_time_ns - retention_ns / 2 - publish_wait_ns);
+    }
+  }
+  floor = std::min(floor, client_->first_sequence_since(layout_.stream, layout_.stream_filter(), since_ns));
+  const std::uint64_t first = client_->first_sequence(layout_.stream);
+  if (floor <= first) return;
+  client_->drop_below(layout_.stream, "", floor);
+  log_->info("retention: the stream now starts at sequence {} (it started at {})", floor, first);
 }
 
 std::map<std::string, std::set<std::uint32_t>> ClusterNode::read_members() {
@@ -783,7 +904,7 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
       service::ServiceOptions o = options_.partition_options;
       o.data_dir.reset();
       if (checkpoints_) o.data_dir = checkpoints_->partition_dir(p);
-      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_, chunk_budget_, checkpoints_ ? sharing_ : std::nullopt);
+      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_, chunk_budget_, sharing_);
       std::lock_guard lock(replicas_mu_);
       replicas_.emplace(p, std::move(replica));
       log_->info("partition {}: taken", p);

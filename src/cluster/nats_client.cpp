@@ -146,14 +146,78 @@ std::uint64_t NatsClient::last_sequence(const std::string& stream, const std::st
   return m ? natsMsg_GetSequence(m.get()) : 0;
 }
 
-void NatsClient::purge(const std::string& stream, const std::string& subject, std::uint64_t keep, std::uint64_t below) {
+std::uint64_t NatsClient::first_sequence(const std::string& stream) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  nats_check(js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code), "reading JetStream stream " + stream, code);
+  const std::uint64_t first = info->State.Msgs > 0 ? info->State.FirstSeq : info->State.LastSeq + 1;
+  jsStreamInfo_Destroy(info);
+  return first;
+}
+
+std::uint64_t NatsClient::first_sequence_since(const std::string& stream, const std::string& subjects, std::int64_t time_ns) {
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = stream.c_str();
+  so.Config.DeliverPolicy = js_DeliverByStartTime;
+  so.Config.OptStartTime = time_ns;
+  so.Config.AckPolicy = js_AckNone;
+  so.Config.InactiveThreshold = static_cast<std::int64_t>(consumer_idle_.count()) * 1000 * 1000;
+  natsSubscription* sub = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  nats_check(js_PullSubscribe(&sub, js_, subjects.c_str(), nullptr, nullptr, &so, &code), "reading " + stream + " by time", code);
+  SubscriptionPtr held(sub);
+  const auto msgs = fetch(sub, 1, std::chrono::milliseconds(500));
+  if (!msgs.empty()) return msg_meta(msgs.front().get()).sequence;
+  // None stored since: past the last.
+  jsStreamInfo* info = nullptr;
+  nats_check(js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code), "reading JetStream stream " + stream, code);
+  const std::uint64_t next = info->State.LastSeq + 1;
+  jsStreamInfo_Destroy(info);
+  return next;
+}
+
+namespace {
+
+void purge_stream(jsCtx* js, const std::string& stream, const std::string& subject, std::uint64_t keep, std::uint64_t below) {
   jsOptions o;
   jsOptions_Init(&o);
-  o.Stream.Purge.Subject = subject.c_str();
-  if (keep > 0) o.Stream.Purge.Keep = keep;
-  else o.Stream.Purge.Sequence = below;
+  o.Wait = 5000;
+  if (!subject.empty()) o.Stream.Purge.Subject = subject.c_str();
+  o.Stream.Purge.Keep = keep;
+  o.Stream.Purge.Sequence = below;
   jsErrCode code = static_cast<jsErrCode>(0);
-  nats_check(js_PurgeStream(js_, stream.c_str(), &o, &code), "purging " + subject + " of " + stream, code);
+  nats_check(js_PurgeStream(js, stream.c_str(), &o, &code), "purging " + (subject.empty() ? std::string("every subject") : subject) + " of " + stream,
+             code);
+}
+
+}  // namespace
+
+void NatsClient::purge_all(const std::string& stream, const std::string& subject) { purge_stream(js_, stream, subject, 0, 0); }
+
+void NatsClient::keep_newest(const std::string& stream, const std::string& subject, std::uint64_t n) {
+  if (n == 0) throw std::invalid_argument("keep_newest: keeping none is purge_all");
+  purge_stream(js_, stream, subject, n, 0);
+}
+
+void NatsClient::drop_below(const std::string& stream, const std::string& subject, std::uint64_t below) {
+  if (below == 0) throw std::invalid_argument("drop_below: sequence 0 would drop everything");
+  purge_stream(js_, stream, subject, 0, below);
+}
+
+MsgPtr NatsClient::first_message(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait) {
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Wait = wait.count();
+  jsDirectGetMsgOptions d;
+  jsDirectGetMsgOptions_Init(&d);
+  d.Sequence = 1;
+  d.NextBySubject = subject.c_str();
+  natsMsg* m = nullptr;
+  const natsStatus s = js_DirectGetMsg(&m, js_, stream.c_str(), &o, &d);
+  if (s == NATS_NOT_FOUND) return nullptr;
+  nats_check(s, "reading the oldest message on " + subject);
+  return MsgPtr(m);
 }
 
 MsgPtr NatsClient::message_at(const std::string& stream, std::uint64_t sequence, std::chrono::milliseconds wait) {

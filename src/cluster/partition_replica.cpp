@@ -65,6 +65,14 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
   // whose checkpoints cannot be used is still served, from memory: the
   // stream has its whole log.
   const std::uint64_t from = open_service(options);
+  try {
+    if (const std::uint64_t first = client_.first_sequence(layout_.stream); from + 1 < first) {
+      log_->error("partition {}: the stream starts at sequence {}, after its newest checkpoint ({}; retention dropped the records between, "
+                  "and no newer shared checkpoint could be read): its counts lack them",
+                  partition_, first, from);
+    }
+  } catch (const std::exception&) {
+  }
   if (from > 0) log_->info("partition {}: resuming from its checkpoint at sequence {} (the log is at {})", partition_, from, start_target_);
   position_ = from;
   checkpointed_ = from;
@@ -87,31 +95,22 @@ std::uint64_t PartitionReplica::open_service(const service::ServiceOptions& opti
     try {
       service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
       std::uint64_t from = service_->recover().log_position;
-      if (from <= start_target_) {
-        // Another node's newer checkpoint of this partition (it owned it
-        // last): copied in as this directory's newest, then loaded.
-        auto found = shared_ ? shared_->newest(from, start_target_, *log_) : std::nullopt;
-        if (!found) return from;
+      if (from > start_target_) {
+        // The stream lost its tail (purged, or a NATS server lost unsynced
+        // writes): these states count records it no longer has, and new
+        // records would reuse their sequences. Start the partition afresh
+        // (from a shared checkpoint the stream still backs, if any).
+        log_->error("partition {}: its checkpoint in {} includes the log to sequence {}, past the stream's newest commit {} (was the "
+                    "stream purged?); dropped, the partition is replayed from the stream",
+                    partition_, dir.string(), from, start_target_);
         service_.reset();
-        storage::write_checkpoint(dir, found->copy);
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
         service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
-        const std::uint64_t own = from;
         from = service_->recover().log_position;
-        log_->info("partition {}: took the checkpoint {} shared at sequence {} (this node's own was at {})", partition_, found->head.node_id,
-                   found->head.position, own);
-        return from;
       }
-      // The stream lost its tail (purged, or a NATS server lost unsynced
-      // writes): these states count records it no longer has, and new
-      // records would reuse their sequences. Start the partition afresh.
-      log_->error("partition {}: its checkpoint in {} includes the log to sequence {}, past the stream's newest commit {} (was the stream "
-                  "purged?); dropped, the partition is replayed from the stream",
-                  partition_, dir.string(), from, start_target_);
-      service_.reset();
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
-      return service_->recover().log_position;
+      shared_position_ = from;  // (what it has need not be shared again)
+      return take_shared(options, from);
     } catch (const std::exception& e) {
       // An unwritable or full directory, or another process holding it.
       log_->error("partition {}: its checkpoints in {} cannot be used ({}); served from memory, replayed from the stream", partition_,
@@ -121,6 +120,50 @@ std::uint64_t PartitionReplica::open_service(const service::ServiceOptions& opti
   }
   service_ = std::make_unique<service::Service>(replica_options(options, false), log_);
   return service_->recover().log_position;  // 0: nothing persisted
+}
+
+std::uint64_t PartitionReplica::take_shared(const service::ServiceOptions& options, std::uint64_t own) {
+  // Another node's newer checkpoint of this partition (it owned it last):
+  // copied in as this directory's newest, then loaded.
+  // (A copy that is not whole, names files outside its folder or holds a
+  // state whose checksum fails is never written: the other kept head is
+  // tried.)
+  auto found = shared_ ? shared_->newest(own, start_target_, *log_,
+                                         [](std::string_view blob) { storage::check_checkpoint(decode_checkpoint(blob)); })
+                       : std::nullopt;
+  if (!found) return own;
+  const auto& dir = *options.data_dir;
+  std::vector<std::filesystem::path> written;
+  try {
+    service_.reset();
+    written = storage::write_checkpoint(dir, decode_checkpoint(found->blob));
+  } catch (const std::exception& e) {
+    // (A full disk, say: the directory's own newest is as it was.)
+    log_->error("partition {}: the checkpoint {} shared at sequence {} cannot be copied into {} ({}); resuming from this node's own at {}",
+                partition_, found->head.node_id, found->head.position, dir.string(), e.what(), own);
+  }
+  service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
+  std::uint64_t from = service_->recover().log_position;
+  if (from == found->head.position) {
+    log_->info("partition {}: took the checkpoint {} shared at sequence {} (this node's own was at {})", partition_, found->head.node_id,
+               found->head.position, own);
+    shared_position_ = from;
+    return from;
+  }
+  if (!written.empty()) {
+    // It did not load (a state this build cannot read, say): gone again,
+    // so that no later checkpoint of this node names its files.
+    log_->error("partition {}: the checkpoint {} shared at sequence {} did not load; resuming from this node's own at {}", partition_,
+                found->head.node_id, found->head.position, own);
+    service_.reset();
+    for (const auto& path : written) {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+    service_ = std::make_unique<service::Service>(replica_options(options, true), log_);
+    from = service_->recover().log_position;
+  }
+  return from;
 }
 
 PartitionReplica::~PartitionReplica() {
@@ -155,19 +198,23 @@ void PartitionReplica::checkpoint(bool now) {
 }
 
 void PartitionReplica::share(bool now) {
-  if (!shared_ || checkpointed_ <= shared_position_) return;
+  if (!shared_ || share_interval_.count() == 0 || checkpointed_ <= shared_position_) return;
   const auto t = std::chrono::steady_clock::now();
   if (!now && t - last_share_ < share_interval_) return;
   last_share_ = t;
   try {
     const auto copy = storage::read_newest_checkpoint(*data_dir_);
     if (!copy || copy->start_lsn <= shared_position_) return;
-    shared_->upload(*copy);
+    // When the record it includes last was stored: the stream keeps what
+    // later commits may name from about then (docs/cluster.md, "Retention").
+    const MsgPtr record = client_.message_at(layout_.stream, copy->start_lsn, milliseconds(5000));
+    if (shared_->upload(*copy, record ? natsMsg_GetTime(record.get()) : 0)) {
+      log_->debug("partition {}: shared its checkpoint at sequence {}", partition_, copy->start_lsn);
+    }
     shared_position_ = copy->start_lsn;
-    log_->debug("partition {}: shared its checkpoint at sequence {}", partition_, shared_position_);
   } catch (const std::exception& e) {
     // The older shared checkpoints stay usable: a new owner replays more.
-    log_->warn("partition {}: sharing its checkpoint at sequence {} failed: {}", partition_, checkpointed_, e.what());
+    log_->warn("partition {}: sharing its checkpoint failed: {}", partition_, e.what());
   }
 }
 

@@ -34,6 +34,7 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::augmented_heap: return "augmented heap";
     case BlobKind::shared_checkpoint: return "shared checkpoint";
     case BlobKind::shared_checkpoint_head: return "shared checkpoint head";
+    case BlobKind::catalog_snapshot: return "catalog snapshot";
   }
   return "unknown";
 }
@@ -84,6 +85,17 @@ std::string seal_blob(BlobKind kind, std::uint16_t version, std::string_view pay
   w.put_bytes(payload);
   w.end_blob(at);
   return std::move(w.buffer());
+}
+
+void check_sealed(std::string_view blob) {
+  if (blob.size() < kHeaderBytes + kTrailerBytes || std::memcmp(blob.data(), kMagic, 4) != 0) throw FormatError("not an ebb blob");
+  BinaryReader header(blob.substr(4, kHeaderBytes - 4), "blob header");
+  (void)header.get<std::uint16_t>();
+  (void)header.get<std::uint16_t>();
+  if (header.get<std::uint64_t>() != blob.size() - kHeaderBytes - kTrailerBytes) throw FormatError("a blob is truncated or padded");
+  std::uint64_t stored;
+  std::memcpy(&stored, blob.data() + blob.size() - kTrailerBytes, 8);
+  if (stored != checksum(blob.substr(0, blob.size() - kTrailerBytes))) throw FormatError("a blob failed its checksum");
 }
 
 OpenedBlob open_blob(std::string_view blob, BlobKind expected_kind, std::uint16_t max_version) {

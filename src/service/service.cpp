@@ -576,6 +576,16 @@ std::vector<NamespaceInfo> Service::list() const {
   return out;
 }
 
+std::vector<Service::CatalogEntry> Service::catalog_entries() const {
+  std::vector<CatalogEntry> out;
+  for (const auto& e : s_->all_entries()) {
+    std::shared_lock lock(e->mu);
+    if (e->deleted) continue;
+    out.push_back({e->spec, e->config_lsn, e->ns.stats().newest_time});
+  }
+  return out;
+}
+
 std::size_t Service::size() const {
   std::shared_lock lock(s_->map_mu);
   return s_->entries.size();

@@ -187,6 +187,8 @@ void Service::remember_key(std::uint64_t lsn, std::string_view key, std::uint64_
   s_->keys.insert(key, body_hash, lsn, at);
 }
 
+std::vector<storage::ManifestKey> Service::idempotency_keys() const { return s_->keys.snapshot(wall_clock_now()); }
+
 bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const ConfigRevisions* configs, std::span<const EventClockCheck> clocks) {
   State& s = *s_;
   std::uint64_t errors = 0;

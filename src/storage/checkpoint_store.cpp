@@ -269,21 +269,45 @@ std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path
   return std::nullopt;
 }
 
-void write_checkpoint(const std::filesystem::path& dir, const CheckpointCopy& copy) {
+void check_checkpoint(const CheckpointCopy& copy) {
   const Manifest m = Manifest::parse(copy.manifest);
   if (m.start_lsn != copy.start_lsn) throw FormatError("checkpoint copy: its manifest holds start " + std::to_string(m.start_lsn));
+  const auto named = named_states(m);
+  const std::set<std::string> wanted(named.begin(), named.end());
   std::set<std::string> have;
   for (const auto& [file, _] : copy.states) {
     if (!plain_file_name(file)) throw FormatError("checkpoint copy: a state file name outside its folder");
-    have.insert(file);
+    if (!wanted.contains(file)) throw FormatError("checkpoint copy: it holds " + file + ", which its manifest does not name");
+    if (!have.insert(file).second) throw FormatError("checkpoint copy: it holds " + file + " twice");
   }
-  for (const auto& file : named_states(m)) {
+  for (const auto& file : wanted) {
     if (!have.contains(file)) throw FormatError("checkpoint copy: its manifest names " + file + ", which it lacks");
   }
+  for (const auto& [file, bytes] : copy.states) {
+    try {
+      check_sealed(bytes);
+    } catch (const FormatError& e) {
+      throw FormatError("checkpoint copy: " + file + ": " + e.what());
+    }
+  }
+}
+
+std::vector<std::filesystem::path> write_checkpoint(const std::filesystem::path& dir, const CheckpointCopy& copy) {
+  check_checkpoint(copy);
+  const Manifest m = Manifest::parse(copy.manifest);
   const auto states = dir / "checkpoints" / "state";
   make_dir(states);
-  for (const auto& [file, bytes] : copy.states) write_file_atomically(states / file, bytes);
-  write_file_atomically(dir / "checkpoints" / manifest_name(m.start_lsn), copy.manifest);
+  std::vector<std::filesystem::path> written;
+  for (const auto& [file, bytes] : copy.states) {
+    const auto path = states / file;
+    if (std::filesystem::exists(path)) continue;  // (immutable once named: the same bytes)
+    write_file_atomically(path, bytes);
+    written.push_back(path);
+  }
+  const auto manifest = dir / "checkpoints" / manifest_name(m.start_lsn);
+  write_file_atomically(manifest, copy.manifest);
+  written.push_back(manifest);
+  return written;
 }
 
 std::vector<LegacyNamespace> CheckpointStore::legacy_namespaces() const {

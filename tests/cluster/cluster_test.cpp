@@ -589,20 +589,95 @@ TEST_F(Cluster, ANewOwnerResumesFromTheSharedCheckpointWithoutTheStreamsOldParts
     EXPECT_GT(head.chunks.size(), 1u) << "partition " << p << ": " << head.bytes << " bytes in one message";
   }
   EXPECT_EQ(client.message_at("EBB_checkpoints", 1, std::chrono::seconds(5)), nullptr) << "the first upload's first chunk was kept";
-  client.purge("EBB", "EBB.p.*", 0);  // every part of every batch
+  // Partition 0's newest head names a chunk the stream does not hold (as
+  // after a cleaning race): its new owner takes the other kept head.
+  const auto wait = std::chrono::seconds(5);
+  auto newest0 = cluster::decode_head(cluster::msg_data(client.last_message("EBB_checkpoints", "EBB.k.0.h", wait).get()));
+  const auto older0 = cluster::decode_head(cluster::msg_data(client.first_message("EBB_checkpoints", "EBB.k.0.h", wait).get()));
+  ASSERT_LT(older0.position, newest0.position);
+  newest0.chunks.back() += 1'000'000;
+  client.publish("EBB.k.0.h", cluster::encode_head(newest0), "", wait);
+  auto took_expected = stopped_at;
+  took_expected["0"] = std::to_string(older0.position);
+  // Every part of every batch before the oldest head kept is dropped.
+  std::uint64_t oldest = UINT64_MAX;
+  for (int p = 0; p < 8; ++p) {
+    const auto m = client.first_message("EBB_checkpoints", "EBB.k." + std::to_string(p) + ".h", wait);
+    oldest = std::min(oldest, cluster::decode_head(cluster::msg_data(m.get())).position);
+  }
+  client.drop_below("EBB", "EBB.p.*", oldest + 1);
+  EXPECT_EQ(client.message_at("EBB", 2, wait), nullptr);  // the first batch's part (after the namespace's create)
 
   nodes_["b"] = node("b", sharing);
   const TopK got = settled_top(*nodes_["b"], "/top-k?namespace=tags&k=300");
   EXPECT_EQ(got.total, total);
   ASSERT_EQ(got.items.size(), expected.size());
   for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << item.id;
-  EXPECT_EQ(per_partition(nodes_["b"]->log(), R"(partition (\d+): took the checkpoint a shared at sequence (\d+))"), stopped_at)
+  EXPECT_EQ(per_partition(nodes_["b"]->log(), R"(partition (\d+): took the checkpoint a shared at sequence (\d+))"), took_expected)
+      << nodes_["b"]->log();
+  EXPECT_NE(nodes_["b"]->log().find("partition 0: its shared checkpoint at sequence " + std::to_string(newest0.position) + " (from a) cannot be read"),
+            std::string::npos)
       << nodes_["b"]->log();
   // And it counts on from there.
   for (int b = 0; b < 5; ++b) ASSERT_EQ(call(*nodes_["b"], "POST", "/events", batch(rng, 50, expected)).status, 204);
   total = 0;
   for (const auto& [_, w] : expected) total += w;
   EXPECT_EQ(settled_top(*nodes_["b"], "/top-k?namespace=tags&k=300").total, total);
+}
+
+// Retention: once every partition and the catalog have shared a checkpoint,
+// the node serving partition 0 drops the stream below what they all
+// include (keeping at least --nats-retention). A node started afterwards
+// on an empty disk takes its catalog from the shared snapshot (the
+// namespace, an early batch's idempotency key) and its partitions from
+// the shared checkpoints, and answers exactly, before and after the first
+// node leaves; the early batch's retry counts nothing.
+TEST_F(Cluster, RetentionDropsWhatEveryCheckpointIncludesAndANewNodeStillAnswersExactly) {
+  const std::vector<std::string> args{"--nats-checkpoint-interval", "1s", "--nats-retention", "2s"};
+  nodes_["a"] = node("a", args);
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  auto keyed = [&](const char* n) {
+    HttpClient c(nodes_[n]->port());
+    return c.request("POST", "/events", R"({"namespace":"tags","events":[{"item_id":"early","weight":7}]})", "application/json",
+                     {{"Idempotency-Key", "early-1"}})
+        .status;
+  };
+  ASSERT_EQ(keyed("a"), 204);
+  std::map<std::string, double> expected{{"early", 7}};
+  cluster::NatsClient client({nats_->url()}, "test");
+  const std::uint64_t mark = client.last_sequence("EBB", "EBB.c", std::chrono::seconds(5));
+  std::mt19937_64 rng(41);
+  // Writes until the stream has dropped the early batch (every partition
+  // shares a checkpoint each second, and retention keeps 2 s, a second of
+  // parts before a checkpoint and a publish wait of 5 s).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (client.first_sequence("EBB") <= mark) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the stream still starts at " << client.first_sequence("EBB") << ": "
+                                                          << nodes_["a"]->log();
+    ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(nodes_["a"]->log().find("retention: the stream now starts at sequence"), std::string::npos);
+  double total = 0;
+  for (const auto& [_, w] : expected) total += w;
+
+  nodes_["b"] = node("b", args);
+  EXPECT_NE(nodes_["b"]->log().find("catalog: took the snapshot a shared at sequence"), std::string::npos) << nodes_["b"]->log();
+  auto exact = [&](const char* n) {
+    const TopK got = settled_top(*nodes_[n], "/top-k?namespace=tags&k=300");
+    EXPECT_EQ(got.total, total) << n;
+    ASSERT_EQ(got.items.size(), expected.size()) << n;
+    for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << n << " " << item.id;
+  };
+  exact("b");
+  EXPECT_EQ(keyed("b"), 204);  // the retry, through the node that never read the batch: counted once
+  EXPECT_EQ(nodes_["a"]->stop(), 0);  // b takes every partition over, from a's last uploads
+  exact("b");
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(call(*nodes_["b"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+  total = 0;
+  for (const auto& [_, w] : expected) total += w;
+  exact("b");
+  EXPECT_EQ(nodes_["b"]->log().find("its counts lack them"), std::string::npos) << nodes_["b"]->log();
 }
 
 // Every create, patch and delete that took effect reaches the

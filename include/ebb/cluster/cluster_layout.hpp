@@ -21,10 +21,13 @@ struct ClusterLayout {
   std::string commit_subject() const { return prefix + ".c"; }
   std::string query_subject(std::uint32_t p) const { return prefix + ".q." + std::to_string(p); }
   std::vector<std::string> stream_subjects() const { return {prefix + ".p.*", commit_subject()}; }
+  std::string stream_filter() const { return prefix + ".>"; }  // a consumer's filter reading every subject of the stream
   // Shared checkpoints (shared_checkpoints.hpp): a stream of their own.
   std::string checkpoint_stream() const { return stream + "_checkpoints"; }
-  std::string checkpoint_data_subject(std::uint32_t p) const { return prefix + ".k." + std::to_string(p) + ".d"; }
-  std::string checkpoint_head_subject(std::uint32_t p) const { return prefix + ".k." + std::to_string(p) + ".h"; }
+  // Slot p < partitions: partition p's; p == partitions: the catalog's.
+  std::string checkpoint_slot(std::uint32_t p) const { return p < partitions ? std::to_string(p) : std::string("catalog"); }
+  std::string checkpoint_data_subject(std::uint32_t p) const { return prefix + ".k." + checkpoint_slot(p) + ".d"; }
+  std::string checkpoint_head_subject(std::uint32_t p) const { return prefix + ".k." + checkpoint_slot(p) + ".h"; }
   std::vector<std::string> checkpoint_subjects() const { return {prefix + ".k.>"}; }
   std::string nodes_bucket() const { return stream + "_nodes"; }
   std::string namespaces_bucket() const { return stream + "_namespaces"; }

@@ -63,6 +63,12 @@ struct ClusterOptions {
   // How often a partition's owner uploads its newest checkpoint for the
   // next owner (shared_checkpoints.hpp; 0: never; needs checkpoint_dir).
   std::chrono::milliseconds share_interval{60'000};
+  // Retention (docs/cluster.md): the stream keeps at least this much of
+  // its newest records, and drops what is older and included in every
+  // partition's kept shared checkpoints and the catalog's kept snapshots.
+  // 0: it keeps everything. A batch whose parts were acknowledged more
+  // than half of this before its commit is not committed.
+  std::chrono::milliseconds retention{3'600'000};
 };
 
 // Keeps a node id to letters, digits, '-', '_' and '=' (what a key-value
@@ -156,6 +162,13 @@ class ClusterNode final : public service::ClusterLink {
   void publish_job(const Job& job, AsyncPublisher& parts);
   void finish(std::uint64_t ticket, const std::string& error);
   void heartbeat_loop();
+  // Every share_interval on the node serving partition 0: uploads the
+  // catalog's newest snapshot, then drops the stream below what every
+  // partition's and the catalog's kept shared checkpoints include.
+  void retention_loop();
+  void retain();
+  // At start: the newest shared snapshot of the catalog, loaded (false: none).
+  bool load_catalog_snapshot(std::uint64_t target);
   void ownership_loop();  // rebalance()s to the members each heartbeat saw
   void rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes);
   // Sends each (partition, request) and gathers the replies that come
@@ -248,7 +261,15 @@ class ClusterNode final : public service::ClusterLink {
   mutable std::mutex replicas_mu_;
   std::map<std::uint32_t, std::unique_ptr<PartitionReplica>> replicas_;
   std::map<std::string, std::set<std::uint32_t>> members_;  // as of the last heartbeat
-  std::thread heartbeat_, ownership_;
+  std::thread heartbeat_, ownership_, retention_;
+  std::int64_t stream_created_ns_ = 0;
+  bool checkpoint_stream_ = false;  // <stream>_checkpoints exists (shared checkpoints, retention)
+  bool retaining_ = false;          // retention_loop runs (set before the catalog's follower starts)
+  // The catalog's snapshot, taken on its follower's thread (between two
+  // records) every share_interval for retention_loop to upload.
+  std::mutex snapshot_mu_;
+  std::optional<std::string> catalog_snapshot_;  // under snapshot_mu_: an encoded CatalogSnapshot
+  std::uint64_t catalog_shared_ = 0;             // retention_loop's: the newest snapshot uploaded
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
   std::optional<std::map<std::string, std::set<std::uint32_t>>> next_members_;  // under heartbeat_mu_: for ownership_

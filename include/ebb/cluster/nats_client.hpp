@@ -148,9 +148,21 @@ class NatsClient {
   void set_consumer_idle(std::chrono::milliseconds idle) noexcept { consumer_idle_ = idle; }
   // Up to `batch` messages, waiting at most `wait` for the first; none on timeout.
   std::vector<MsgPtr> fetch(natsSubscription* sub, int batch, std::chrono::milliseconds wait);
-  // Drops messages on `subject` of `stream`: all but the newest `keep`
-  // (keep > 0), or those below sequence `below` (keep 0). Throws NatsError.
-  void purge(const std::string& stream, const std::string& subject, std::uint64_t keep, std::uint64_t below = 0);
+  // The sequence of the stream's oldest message (its last + 1 when empty).
+  std::uint64_t first_sequence(const std::string& stream);
+  // The sequence of its oldest message on `subjects` (a filter covering
+  // the stream's, e.g. "EBB.>") stored at or after `time_ns` (ns since the
+  // epoch; the stream's last + 1 when none is).
+  std::uint64_t first_sequence_since(const std::string& stream, const std::string& subjects, std::int64_t time_ns);
+  // Drops messages of `stream` on `subject` ("": every subject): all of
+  // them; all but the newest `n` (n >= 1); those below sequence `below`
+  // (>= 1: 0, which JetStream reads as "all", is refused). Throw NatsError
+  // (std::invalid_argument for n or below 0).
+  void purge_all(const std::string& stream, const std::string& subject);
+  void keep_newest(const std::string& stream, const std::string& subject, std::uint64_t n);
+  void drop_below(const std::string& stream, const std::string& subject, std::uint64_t below);
+  // The oldest message on `subject` (null: none). Throws NatsError.
+  MsgPtr first_message(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait);
   // Publishes to JetStream and waits for the acknowledgement: the message's
   // stream sequence (the original's for a duplicate msg_id; "": no id).
   std::uint64_t publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait);

@@ -38,7 +38,7 @@ class PartitionReplica {
  public:
   // Checkpoints shared through JetStream (shared_checkpoints.hpp): the
   // newest, when newer than the data directory's, is where the replica
-  // starts; its own are uploaded every `interval` and when it stops.
+  // starts; its own are uploaded every `interval` (0: never) and when it stops.
   struct Sharing {
     std::int64_t stream_created_ns = 0;
     std::string node_id;
@@ -72,6 +72,9 @@ class PartitionReplica {
   // (else empty, in memory: checkpoints_ false); returns the log position
   // it includes.
   std::uint64_t open_service(const service::ServiceOptions& options);
+  // The newest shared checkpoint past `own` (the directory's), copied in
+  // and loaded; the position the service then includes.
+  std::uint64_t take_shared(const service::ServiceOptions& options, std::uint64_t own);
   void follow();
   // Applies one record of the commit subject at its sequence: false when
   // stopping left it unapplied. Throws std::bad_alloc (then nothing is

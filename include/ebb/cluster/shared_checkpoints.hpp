@@ -10,18 +10,21 @@
 //                        of at most one message each
 //     <prefix>.k.<p>.h   heads (shared_checkpoint_head blobs): which stream,
 //                        partition and log position the checkpoint includes,
-//                        the sequences of its chunks, and the head before it
+//                        and the sequences of its chunks
+//     <prefix>.k.catalog.d / .h   the same for the catalog's snapshots
+//                        (catalog_snapshot.hpp), the stream's retention
+//                        starts from (docs/cluster.md, "Retention")
 //
 // An upload sends the chunks, then the head; then keeps the newest two
-// heads and drops the chunks older than both of theirs. A download reads
-// the newest head, and the one before when the newest cannot be read whole
-// (during a hand-over two owners upload, and one's cleaning may drop the
-// other's chunks); a checkpoint of another stream (deleted and made again)
-// is never used.
+// heads and drops the chunks older than the oldest either names. A
+// download reads the newest head, and the other kept one when the newest
+// cannot be read whole (during a hand-over two owners upload, and one's
+// cleaning may drop the other's chunks); a checkpoint of another stream
+// (deleted and made again) is never used.
 #include <spdlog/logger.h>
 
 #include <cstdint>
-#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,13 +39,13 @@ namespace ebb::cluster {
 struct SharedCheckpointHead {
   std::int64_t stream_created_ns = 0;  // the events stream it is of
   std::uint32_t partitions = 0;
-  std::uint32_t partition = 0;
-  std::uint64_t position = 0;  // the commit subject's sequence it includes
+  std::uint32_t partition = 0;  // == partitions: the catalog
+  std::uint64_t position = 0;   // the commit subject's sequence it includes
+  std::int64_t position_time_ns = 0;  // when that record was stored (0: unknown)
   std::string node_id;         // who uploaded it
   double written_at = 0;       // seconds since the epoch
   std::uint64_t bytes = 0;     // of the checkpoint blob
   std::vector<std::uint64_t> chunks;  // its chunks' sequences, in order
-  std::uint64_t previous = 0;         // the head before it when it was written (0: none)
   friend bool operator==(const SharedCheckpointHead&, const SharedCheckpointHead&) = default;
 };
 
@@ -53,34 +56,47 @@ SharedCheckpointHead decode_head(std::string_view blob);
 std::string encode_checkpoint(const storage::CheckpointCopy& copy);
 storage::CheckpointCopy decode_checkpoint(std::string_view blob);
 
-// One partition's shared checkpoints. Every call blocks on JetStream.
+// One partition's shared checkpoints (or, as slot `partitions`, the
+// catalog's snapshots). Every call blocks on JetStream.
 class SharedCheckpoints {
  public:
-  SharedCheckpoints(NatsClient& client, ClusterLayout layout, std::uint32_t partition, std::int64_t stream_created_ns, std::string node_id);
+  SharedCheckpoints(NatsClient& client, ClusterLayout layout, std::uint32_t slot, std::int64_t stream_created_ns, std::string node_id);
 
-  // Uploads `copy` (its start: the position it includes), then drops what
-  // no longer needs keeping. Throws NatsError (nothing newer is shared
-  // then; the older checkpoints stay usable).
-  void upload(const storage::CheckpointCopy& copy);
+  // Uploads `blob`, which includes the log to `position` (stored at
+  // `position_time_ns`), unless the newest head is as new already (false);
+  // then drops what no longer needs keeping. Throws NatsError, FormatError
+  // (nothing newer is shared then; the older stay usable).
+  bool upload(std::uint64_t position, std::int64_t position_time_ns, std::string_view blob);
+  // The same for a partition's checkpoint.
+  bool upload(const storage::CheckpointCopy& copy, std::int64_t position_time_ns) {
+    return upload(copy.start_lsn, position_time_ns, encode_checkpoint(copy));
+  }
 
   struct Found {
     SharedCheckpointHead head;
-    storage::CheckpointCopy copy;
+    std::string blob;
   };
-  // The newest shared checkpoint of this partition including more than
-  // `after` and at most `newest` (the stream's newest commit: one past it
-  // counts records the stream no longer has); nullopt when there is none
-  // or it cannot be read (why: logged).
-  std::optional<Found> newest(std::uint64_t after, std::uint64_t newest, spdlog::logger& log);
+  // The newest shared blob of this slot including more than `after` and
+  // at most `newest` (the stream's newest commit: one past it counts
+  // records the stream no longer has); nullopt when there is none or it
+  // cannot be read (why: logged). `decode` checks the blob (throws
+  // FormatError: the head before it is tried).
+  std::optional<Found> newest(std::uint64_t after, std::uint64_t newest_commit, spdlog::logger& log,
+                              const std::function<void(std::string_view)>& check = nullptr);
+  // The heads kept (at most two; newest first), of any stream; one that
+  // does not decode is left out. Throws NatsError.
+  std::vector<SharedCheckpointHead> kept_heads();
+  // Those of this stream and slot: what a new owner may start from.
+  std::vector<SharedCheckpointHead> usable_heads();
 
  private:
-  std::optional<SharedCheckpointHead> head_at(std::uint64_t sequence);  // nullopt: gone, or not this partition's
-  std::optional<std::pair<std::uint64_t, SharedCheckpointHead>> last_head();
-  storage::CheckpointCopy fetch(const SharedCheckpointHead& head);  // FormatError / NatsError
+  bool ours(const SharedCheckpointHead& h) const noexcept;
+  std::string fetch(const SharedCheckpointHead& head);  // FormatError / NatsError
+  std::string slot_name() const;
 
   NatsClient& client_;
   const ClusterLayout layout_;
-  const std::uint32_t partition_;
+  const std::uint32_t slot_;
   const std::int64_t stream_created_ns_;
   const std::string node_id_;
 };

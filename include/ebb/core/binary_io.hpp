@@ -35,6 +35,7 @@ enum class BlobKind : std::uint16_t {
   augmented_heap = 15,
   shared_checkpoint = 16,       // a cluster partition's checkpoint, in JetStream
   shared_checkpoint_head = 17,  // which checkpoint, and where its chunks are
+  catalog_snapshot = 18,        // a cluster node's catalog: namespaces, clocks, idempotency keys
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;
@@ -142,5 +143,8 @@ struct OpenedBlob {
   std::uint16_t version;
 };
 OpenedBlob open_blob(std::string_view blob, BlobKind expected_kind, std::uint16_t max_version);
+// The envelope alone, of any kind and version: magic, length, checksum
+// (a file copied from elsewhere is checked before it is written).
+void check_sealed(std::string_view blob);
 
 }  // namespace ebb

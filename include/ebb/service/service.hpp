@@ -39,6 +39,7 @@
 #include "ebb/service/namespace_spec.hpp"
 #include "ebb/service/service_error.hpp"
 #include "ebb/service/service_metrics.hpp"
+#include "ebb/storage/checkpoint_store.hpp"
 #include "ebb/storage/history_store.hpp"
 #include "ebb/storage/segment_log.hpp"
 
@@ -223,6 +224,14 @@ class Service {
   // node: nothing to wait for.
   void sync_catalog() const;
   std::vector<NamespaceInfo> list() const;
+  // This service's own namespaces as its log made them (no question to a
+  // cluster's partitions): a cluster catalog's snapshot.
+  struct CatalogEntry {
+    NamespaceSpec spec;
+    std::uint64_t revision = 0;  // the log position of its create or last patch
+    double newest_time = 0;      // its newest event time (0: none yet)
+  };
+  std::vector<CatalogEntry> catalog_entries() const;
   std::size_t size() const;
 
   // Queries. ServiceError invalid for an unknown view or a bad k / item.
@@ -362,6 +371,9 @@ class Service {
   // (every namespace still at the configuration named); one that did not
   // count is not remembered, so its retry counts.
   void remember_key(std::uint64_t lsn, std::string_view key, std::uint64_t body_hash, double at, const ConfigRevisions& configs);
+  // The idempotency keys still inside their window (a cluster catalog's
+  // snapshot carries them, as a checkpoint's manifest does).
+  std::vector<storage::ManifestKey> idempotency_keys() const;
   // A cluster's merge record (CMS.MERGE) at log position `lsn`: this
   // service's part of the destination becomes the weighted sum of its parts
   // of the sources, if every namespace is still at the configuration named;

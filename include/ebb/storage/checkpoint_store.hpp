@@ -127,12 +127,16 @@ struct CheckpointCopy {
 // state files all read (nullopt: none). Safe beside the directory's store
 // on the thread that checkpoints: states are immutable once named.
 std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path& dir);
-// Writes a copy into the data directory `dir` (not in use by a store):
-// the state files, then the manifest, each atomically, so a crash midway
-// leaves the directory's newest checkpoint as it was. The copy is checked
-// first (FormatError): a manifest that parses and is named by its start,
-// every state it names present, file names inside their folder.
-void write_checkpoint(const std::filesystem::path& dir, const CheckpointCopy& copy);
+// FormatError unless the copy is whole: a manifest that parses, every
+// state it names present once and nothing else, file names inside their
+// folder, each state a sealed blob whose checksum holds.
+void check_checkpoint(const CheckpointCopy& copy);
+// Writes a checked copy into the data directory `dir` (not in use by a
+// store): the state files it lacks, then the manifest, each atomically, so
+// a crash midway leaves the directory's newest checkpoint as it was.
+// Returns the files written (the manifest last), for the caller to remove
+// should the copy not load.
+std::vector<std::filesystem::path> write_checkpoint(const std::filesystem::path& dir, const CheckpointCopy& copy);
 
 // File-name form of a namespace name: bytes outside [A-Za-z0-9_-] as %XX;
 // past 177 bytes, the first 160 or so of that, '~' and the name's hash.
