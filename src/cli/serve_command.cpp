@@ -202,10 +202,20 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->capture_default_str()
       ->check(duration_or_zero_validator());
   cmd->add_option("--nats-retention", o.nats_retention,
-                  "With --nats: the stream keeps at least this much of its newest records and drops older ones once every "
-                  "partition's shared checkpoint includes them (0: keeps everything)")
+                  "With --nats: the stream keeps at least this much of its newest records (30s or more) and drops older ones once "
+                  "every partition's shared checkpoint and the catalog's snapshot include them (0: keeps everything; every node "
+                  "should run with the same)")
       ->capture_default_str()
-      ->check(duration_or_zero_validator());
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s == "0") return {};
+            std::string copy = s;
+            if (std::string problem = duration_validator()(copy); !problem.empty()) return problem + " (or 0 for off)";
+            // A batch's parts may take three publish waits (15 s) to be
+            // acknowledged, and its commit is refused past half of this.
+            return parse_duration(s) >= 30 ? "" : "must be 0 or at least 30s (got '" + s + "')";
+          },
+          "DUR|0", "duration or 0"));
   return cmd;
 }
 

@@ -1,6 +1,7 @@
 // A cluster node's catalog as of a log position (cluster/catalog_snapshot.hpp).
 #include "ebb/cluster/catalog_snapshot.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ebb/core/binary_io.hpp"
@@ -62,6 +63,7 @@ CatalogSnapshot decode_catalog(std::string_view blob) {
     key.body_hash = r.get<std::uint64_t>();
     key.lsn = r.get<std::uint64_t>();
     key.received_at = r.get<double>();
+    if (key.lsn > c.as_of) r.fail("an idempotency key's batch is after the snapshot's position");
     c.keys.push_back(std::move(key));
   }
   r.expect_end();
@@ -75,6 +77,8 @@ CatalogSnapshot take_catalog(const service::Service& catalog, std::uint64_t as_o
     c.namespaces.push_back({e.spec.config.name, service::write_namespace_spec(e.spec, true), e.revision, e.newest_time});
   }
   c.keys = catalog.idempotency_keys();
+  // Oldest first: loaded in that order, the table evicts as the log's replay would.
+  std::sort(c.keys.begin(), c.keys.end(), [](const auto& a, const auto& b) { return a.lsn < b.lsn; });
   return c;
 }
 

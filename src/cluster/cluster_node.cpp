@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <random>
 
+#include <unistd.h>
+
 #include "ebb/cluster/catalog_snapshot.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
@@ -191,22 +193,42 @@ void ClusterNode::start(service::Service& catalog) {
   // batches with the same share (docs/cluster.md, "Memory").
   options_.partition_options.sketch_share = layout_.partitions;
   catalog.share_sketches(layout_.partitions);
-  if (options_.checkpoint_dir) {
+  auto open_checkpoints = [&](const std::filesystem::path& dir) {
     try {
-      checkpoints_ = std::make_unique<ReplicaCheckpoints>(*options_.checkpoint_dir, layout_.stream, stream.created_ns, layout_.partitions, log_);
+      checkpoints_ = std::make_unique<ReplicaCheckpoints>(dir, layout_.stream, stream.created_ns, layout_.partitions, log_);
+      return true;
     } catch (const storage::IoError& e) {
-      // Unwritable or full: the node still serves (another node using the
-      // folder is not this, and stops the start).
-      log_->error("partition checkpoints are off ({}): this node's partitions are replayed from the stream after a restart", e.what());
+      // Unwritable or full (another node using the folder is not this,
+      // and stops the start).
+      log_->error("partition checkpoints cannot be kept in {} ({})", dir.string(), e.what());
     } catch (const std::filesystem::filesystem_error& e) {
-      log_->error("partition checkpoints are off ({}): this node's partitions are replayed from the stream after a restart", e.what());
+      log_->error("partition checkpoints cannot be kept in {} ({})", dir.string(), e.what());
+    }
+    return false;
+  };
+  if (!options_.checkpoint_dir || !open_checkpoints(*options_.checkpoint_dir)) {
+    // Without a folder of its own (no --data-dir, or one it cannot use) a
+    // node still needs one to take shared checkpoints up (a stream that
+    // retention cut cannot be replayed from its start), and shares its
+    // own: a temporary one, removed when it stops.
+    std::error_code ec;
+    auto temp = std::filesystem::temp_directory_path(ec) / ("ebb-cluster-" + layout_.stream + "-" + options_.node_id + "-" +
+                                                           std::to_string(static_cast<long long>(::getpid())));
+    if (!ec && open_checkpoints(temp)) {
+      temporary_checkpoints_ = temp;
+      log_->info("partition checkpoints are kept in {} until this node stops", temp.string());
+    } else {
+      log_->error("partition checkpoints are off: this node's partitions are replayed from the stream, and cannot be taken up once "
+                  "retention has cut it");
     }
   }
   stream_created_ns_ = stream.created_ns;
   try {
     client_->ensure_stream(layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas, "ebb cluster shared checkpoints");
     checkpoint_stream_ = true;
-    if (checkpoints_) sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval};
+    if (checkpoints_) {
+      sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval, options_.retention.count() > 0};
+    }
   } catch (const NatsError& e) {
     log_->error("shared checkpoints and retention are off ({}): a partition that moves here is replayed from the stream", e.what());
   }
@@ -282,6 +304,11 @@ void ClusterNode::stop() {
   if (catalog_follower_.joinable()) catalog_follower_.join();
   mirror_.reset();
   replies_.reset();
+  checkpoints_.reset();  // (its lock)
+  if (temporary_checkpoints_) {
+    std::error_code ec;
+    std::filesystem::remove_all(*temporary_checkpoints_, ec);
+  }
 }
 
 void ClusterNode::on_reply(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
@@ -344,6 +371,22 @@ void ClusterNode::follow_catalog() {
     try {
       if (!sub) sub = client_->pull_from(layout_.stream, layout_.commit_subject(), catalog_position_.load() + 1);
       auto msgs = client_->fetch(sub.get(), 256, milliseconds(200));
+      // Left behind the stream's start (paused, or cut off from NATS, for
+      // longer than retention keeps), it would skip namespace changes
+      // unawares (a reader below the start is moved up to it): asked after
+      // the records came and before they apply, the start tells whether
+      // anything after its position went first. Then the node says it
+      // failed (writes refused, not ready) and follows no more.
+      if (!msgs.empty() && options_.retention.count() > 0) {
+        const std::uint64_t first = client_->first_sequence(layout_.stream);
+        if (first > catalog_position_.load() + 1) {
+          catalog_gapped_ = true;
+          log_->error("catalog: the stream starts at sequence {}, past {} which it still needs (retention dropped it while this node "
+                      "was behind): restart the node",
+                      first, catalog_position_.load() + 1);
+          return;
+        }
+      }
       for (auto& m : msgs) {
         const MsgMeta meta = msg_meta(m.get());
         const std::string_view payload = msg_data(m.get());
@@ -378,7 +421,7 @@ void ClusterNode::follow_catalog() {
         catalog_moved_.notify_all();
       }
       // Between two records: the catalog as of its position, for retention_loop.
-      if (retaining_ && std::chrono::steady_clock::now() - last_snapshot >= options_.share_interval) {
+      if (retaining_ && std::chrono::steady_clock::now() - last_snapshot >= options_.share_interval && serving().contains(0)) {
         last_snapshot = std::chrono::steady_clock::now();
         std::string snapshot = encode_catalog(take_catalog(*catalog_, catalog_position_.load()));
         std::lock_guard lock(snapshot_mu_);
@@ -621,6 +664,7 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
   // already dropped: no attempt starts past it (nothing is then counted,
   // unless an earlier attempt was stored after all: outcome unknown).
   std::optional<std::chrono::steady_clock::time_point> parts_sent;
+  bool duplicate = false;  // a part's id was stored before (a retry of a batch)
   auto publish = [&](const std::string& subject, const std::string& payload, const std::string& id) {
     for (int attempt = 1;; ++attempt) {
       if (parts_sent && options_.retention.count() > 0 && std::chrono::steady_clock::now() - *parts_sent > options_.retention / 2) {
@@ -630,7 +674,10 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
                                                "not committed, nothing of it was counted; retry it");
       }
       try {
-        return client_->publish(subject, payload, id, options_.publish_wait);
+        bool again = false;
+        const std::uint64_t seq = client_->publish(subject, payload, id, options_.publish_wait, &again);
+        duplicate = duplicate || again;
+        return seq;
       } catch (const std::exception& e) {
         if (attempt == 3 || stop_) {
           throw std::runtime_error("the cluster's log did not acknowledge the batch: " + std::string(e.what()) +
@@ -669,9 +716,20 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
   const auto sent = std::chrono::steady_clock::now();
   const auto sequences = parts.publish_all(out, options_.publish_wait, errors);
   if (!errors.empty()) log_->warn("batch {}: {}; retrying those", job.batch_id, errors);
+  duplicate = parts.any_duplicate();
   for (std::size_t i = 0; i < out.size(); ++i) {
     const std::uint64_t seq = sequences[i] ? sequences[i] : publish(out[i].subject, job.parts[i].second, out[i].msg_id);
     commit.parts.push_back({job.parts[i].first, seq});
+  }
+  // A retry's parts (the same ids: JetStream gives the first attempt's
+  // sequences back) that retention has dropped since are sent again under
+  // new ids: a commit must name parts the stream holds.
+  if (duplicate && options_.retention.count() > 0) {
+    const std::uint64_t first = client_->first_sequence(layout_.stream);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (commit.parts[i].sequence >= first) continue;
+      commit.parts[i].sequence = publish(out[i].subject, job.parts[i].second, out[i].msg_id + ".s" + std::to_string(first));
+    }
   }
   parts_sent = sent;
   const std::uint64_t at = publish(layout_.commit_subject(), encode_commit(commit), job.batch_id + ".c");
@@ -724,22 +782,33 @@ void ClusterNode::heartbeat_loop() {
 }
 
 bool ClusterNode::load_catalog_snapshot(std::uint64_t target) {
-  if (!checkpoint_stream_) return false;
-  std::uint64_t first = 1;
-  try {
-    first = client_->first_sequence(layout_.stream);
-  } catch (const std::exception& e) {
-    log_->warn("catalog: cannot read where the stream starts ({})", e.what());
+  const std::uint64_t first = client_->first_sequence(layout_.stream);  // (NatsError: the start fails, as any NATS error there)
+  if (!checkpoint_stream_) {
+    if (first > 1) throw std::runtime_error("the stream " + layout_.stream + " starts at sequence " + std::to_string(first) + " and its shared checkpoints cannot be read");
+    return false;
   }
   SharedCheckpoints slot(*client_, layout_, layout_.partitions, stream_created_ns_, options_.node_id);
   const auto found = slot.newest(0, target, *log_, [&](std::string_view blob) {
-    if (decode_catalog(blob).as_of + 1 < first) throw FormatError("the stream no longer holds the records after it");
+    const CatalogSnapshot snapshot = decode_catalog(blob);
+    if (snapshot.as_of + 1 < first) throw FormatError("the stream no longer holds the records after it");
+    // Every configuration loads (one that does not would stop the start
+    // halfway: the other kept snapshot is tried instead).
+    for (const auto& n : snapshot.namespaces) {
+      try {
+        const auto spec = service::parse_namespace_spec(n.config_json, {}, service::SpecSource::stored);
+        if (spec.config.name != n.name) throw FormatError("it names " + spec.config.name);
+      } catch (const std::exception& e) {
+        throw FormatError("namespace " + n.name + "'s configuration does not load: " + e.what());
+      }
+    }
   });
   if (!found) {
     if (first > 1) {
-      log_->error("catalog: the stream starts at sequence {} and no usable snapshot of the catalog is shared: namespaces made before "
-                  "then are unknown to this node",
-                  first);
+      // Its catalog would lack the namespaces made before: it would answer
+      // 404 for them, and take a create of a name that exists.
+      throw std::runtime_error("the stream " + layout_.stream + " starts at sequence " + std::to_string(first) +
+                               " (retention dropped what came before) and no snapshot of the catalog can be read: this node cannot "
+                               "know the cluster's namespaces; start it again once NATS answers");
     }
     return false;
   }
@@ -752,6 +821,7 @@ bool ClusterNode::load_catalog_snapshot(std::uint64_t target) {
 }
 
 void ClusterNode::retention_loop() {
+  last_retention_warning_ = std::chrono::steady_clock::now();  // (no warning before the first uploads had time)
   while (!stop_) {
     {
       std::unique_lock lock(heartbeat_mu_);
@@ -785,10 +855,16 @@ void ClusterNode::retain() {
   }
   // What a new owner, or a new node's catalog, may start from: the older
   // of each slot's two kept heads (the newer may not read whole).
+  // A head past the stream's newest commit (the stream lost its tail) is
+  // one no reader uses: then nothing is dropped.
+  const std::uint64_t newest = client_->last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
   std::uint64_t floor = UINT64_MAX;
   const auto catalog_heads = catalog.usable_heads();
   if (catalog_heads.empty()) return;
-  for (const auto& h : catalog_heads) floor = std::min(floor, h.position + 1);
+  for (const auto& h : catalog_heads) {
+    if (h.position > newest) return;
+    floor = std::min(floor, h.position + 1);
+  }
   const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const std::int64_t retention_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.retention).count();
   // A commit after a checkpoint may name parts stored before it: never
@@ -796,19 +872,28 @@ void ClusterNode::retain() {
   // those stay.
   const std::int64_t publish_wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.publish_wait).count();
   std::int64_t since_ns = now_ns - retention_ns;
-  for (std::uint32_t p = 0; p < layout_.partitions; ++p) {
+  for (std::uint32_t p = 0; p < layout_.partitions && !stop_; ++p) {
     SharedCheckpoints slot(*client_, layout_, p, stream_created_ns_, options_.node_id);
     const auto heads = slot.usable_heads();
     if (heads.empty()) {
-      log_->debug("retention: partition {} has no shared checkpoint yet; the stream keeps everything", p);
+      // (Its owner runs with --nats-checkpoint-interval 0, or has not
+      // uploaded yet.) Said now and then, not at every round.
+      const auto t = std::chrono::steady_clock::now();
+      if (t - last_retention_warning_ > std::chrono::minutes(10)) {
+        last_retention_warning_ = t;
+        log_->warn("retention: partition {} has no shared checkpoint (its owner does not share: --nats-checkpoint-interval 0?); the "
+                   "stream keeps everything meanwhile",
+                   p);
+      }
       return;
     }
     for (const auto& h : heads) {
-      if (h.position_time_ns <= 0) return;  // (when its record was stored is unknown: keep everything)
+      if (h.position_time_ns <= 0 || h.position > newest) return;  // (when its record was stored is unknown: keep everything)
       floor = std::min(floor, h.position + 1);
       since_ns = std::min(since_ns, h.position_time_ns - retention_ns / 2 - publish_wait_ns);
     }
   }
+  if (stop_) return;
   floor = std::min(floor, client_->first_sequence_since(layout_.stream, layout_.stream_filter(), since_ns));
   const std::uint64_t first = client_->first_sequence(layout_.stream);
   if (floor <= first) return;
@@ -884,6 +969,24 @@ void ClusterNode::ownership_loop() {
 }
 
 void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes) {
+  // A replica left behind the stream's start is taken again (from the
+  // newest shared checkpoint), at most every 10 s.
+  std::vector<std::unique_ptr<PartitionReplica>> gapped;
+  {
+    std::lock_guard lock(replicas_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = replicas_.begin(); it != replicas_.end();) {
+      auto& last = retaken_[it->first];
+      if (it->second->gapped() && now - last > std::chrono::seconds(10)) {
+        last = now;
+        gapped.push_back(std::move(it->second));
+        it = replicas_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  gapped.clear();  // (outside the lock: each waits for its threads)
   std::vector<std::uint32_t> start, drop;
   {
     std::lock_guard lock(replicas_mu_);
@@ -928,6 +1031,10 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
 
 std::string ClusterNode::failure() const {
   if (!client_) return "not connected to NATS yet";
+  if (catalog_gapped_) {
+    return "this node's catalog fell behind the start of the cluster's log (retention dropped records it had not read): restart the node, "
+           "which then starts from the catalog's newest snapshot";
+  }
   if (!client_->connected()) return "the connection to NATS is down (reconnecting): writes and queries cannot reach the cluster's log";
   return "";
 }

@@ -167,14 +167,17 @@ std::uint64_t NatsClient::first_sequence_since(const std::string& stream, const 
   jsErrCode code = static_cast<jsErrCode>(0);
   nats_check(js_PullSubscribe(&sub, js_, subjects.c_str(), nullptr, nullptr, &so, &code), "reading " + stream + " by time", code);
   SubscriptionPtr held(sub);
-  const auto msgs = fetch(sub, 1, std::chrono::milliseconds(500));
+  const auto msgs = fetch(sub, 1, std::chrono::milliseconds(2000));
   if (!msgs.empty()) return msg_meta(msgs.front().get()).sequence;
-  // None stored since: past the last.
+  // Nothing came: nothing was stored since, or the server is slow. Only
+  // the stream's last message, stored before `time_ns`, tells the first.
   jsStreamInfo* info = nullptr;
   nats_check(js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code), "reading JetStream stream " + stream, code);
-  const std::uint64_t next = info->State.LastSeq + 1;
+  const std::uint64_t last = info->State.LastSeq;
   jsStreamInfo_Destroy(info);
-  return next;
+  const MsgPtr m = last > 0 ? message_at(stream, last, std::chrono::milliseconds(5000)) : nullptr;
+  if (last > 0 && (!m || natsMsg_GetTime(m.get()) >= time_ns)) return 0;  // (unknown)
+  return last + 1;
 }
 
 namespace {
@@ -281,7 +284,8 @@ std::vector<MsgPtr> NatsClient::fetch(natsSubscription* sub, int batch, std::chr
   return out;
 }
 
-std::uint64_t NatsClient::publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait) {
+std::uint64_t NatsClient::publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait,
+                                  bool* duplicate) {
   jsPubOptions po;
   jsPubOptions_Init(&po);
   po.MaxWait = wait.count();
@@ -290,6 +294,7 @@ std::uint64_t NatsClient::publish(const std::string& subject, std::string_view d
   jsErrCode code = static_cast<jsErrCode>(0);
   nats_check(js_Publish(&ack, js_, subject.c_str(), data.data(), static_cast<int>(data.size()), &po, &code), "publishing to " + subject, code);
   const std::uint64_t seq = ack->Sequence;
+  if (duplicate) *duplicate = ack->Duplicate;
   jsPubAck_Destroy(ack);
   return seq;
 }
@@ -321,6 +326,7 @@ void AsyncPublisher::on_ack(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae
       if (self->ids_[i] != id) continue;
       if (pa) {
         self->sequences_[i] = pa->Sequence;
+        if (pa->Duplicate) self->duplicates_ = true;
       } else if (pae) {
         self->errors_ += (self->errors_.empty() ? "" : "; ") + self->ids_[i] + ": " +
                          (pae->ErrText ? std::string(pae->ErrText) : std::string(natsStatus_GetText(pae->Err)));
@@ -339,6 +345,7 @@ std::vector<std::uint64_t> AsyncPublisher::publish_all(const std::vector<Outgoin
     for (const auto& m : msgs) ids_.push_back(m.msg_id);
     sequences_.assign(msgs.size(), 0);
     errors_.clear();
+    duplicates_ = false;
   }
   for (const auto& m : msgs) {
     natsMsg* msg = nullptr;
@@ -366,6 +373,7 @@ std::vector<std::uint64_t> AsyncPublisher::publish_all(const std::vector<Outgoin
   if (js_PublishAsyncGetPendingList(&pending, js_) == NATS_OK) natsMsgList_Destroy(&pending);
   std::lock_guard lock(mu_);
   errors = errors_;
+  any_duplicate_ = duplicates_;
   ids_.clear();
   return sequences_;
 }

@@ -59,19 +59,18 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
   if (sharing && options.data_dir) {
     shared_ = std::make_unique<SharedCheckpoints>(client_, layout_, partition_, sharing->stream_created_ns, sharing->node_id);
     share_interval_ = sharing->interval;
+    guard_gaps_ = sharing->retention;
     last_share_ = std::chrono::steady_clock::now();
   }
   // The newest checkpoint (none: empty), then the log after it. A partition
   // whose checkpoints cannot be used is still served, from memory: the
   // stream has its whole log.
   const std::uint64_t from = open_service(options);
-  try {
-    if (const std::uint64_t first = client_.first_sequence(layout_.stream); from + 1 < first) {
-      log_->error("partition {}: the stream starts at sequence {}, after its newest checkpoint ({}; retention dropped the records between, "
-                  "and no newer shared checkpoint could be read): its counts lack them",
-                  partition_, first, from);
-    }
-  } catch (const std::exception&) {
+  // Its checkpoint (its own, or shared) older than the stream's start: no
+  // shared checkpoint could be read that the stream still backs.
+  if (behind_stream_start(from + 1)) {
+    queries_ = std::make_unique<AsyncSubscription>(client_.connection(), layout_.query_subject(partition_), &PartitionReplica::on_request, this);
+    return;  // (answers "partition_gapped"; ClusterNode takes it again)
   }
   if (from > 0) log_->info("partition {}: resuming from its checkpoint at sequence {} (the log is at {})", partition_, from, start_target_);
   position_ = from;
@@ -179,7 +178,7 @@ PartitionReplica::~PartitionReplica() {
 }
 
 void PartitionReplica::checkpoint(bool now) {
-  if (!checkpoints_) return;
+  if (!checkpoints_ || gapped()) return;  // (a gapped replica's state lacks records: never written, never shared)
   const std::uint64_t p = position();
   const auto t = std::chrono::steady_clock::now();
   if (p != checkpointed_ && (now || t - last_checkpoint_ >= checkpoint_interval_)) {
@@ -221,7 +220,7 @@ void PartitionReplica::share(bool now) {
 bool PartitionReplica::wait_for(std::uint64_t p, std::chrono::milliseconds wait) const {
   if (position() >= p) return true;
   std::unique_lock lock(mu_);
-  moved_.wait_for(lock, wait, [&] { return position() >= p || stop_.load(); });
+  moved_.wait_for(lock, wait, [&] { return position() >= p || stop_.load() || gapped(); });
   return position() >= p;
 }
 
@@ -244,6 +243,7 @@ bool PartitionReplica::apply(const MsgMeta& meta, std::string_view payload) {
         }
         auto part = take_part(ref.sequence, meta.timestamp_ns);
         if (!part && stop_) return false;
+        if (!part && behind_stream_start(ref.sequence)) return false;  // (retention dropped it: this replica is gapped)
         if (!part) {
           log_->error("partition {}: commit {} names part {}, which the stream no longer holds; not counted", partition_, meta.sequence,
                       ref.sequence);
@@ -309,6 +309,25 @@ bool PartitionReplica::apply(const MsgMeta& meta, std::string_view payload) {
   return true;
 }
 
+bool PartitionReplica::behind_stream_start(std::uint64_t needed) {
+  std::uint64_t first = 0;
+  try {
+    first = client_.first_sequence(layout_.stream);
+  } catch (const std::exception&) {
+    return false;  // (unknown now: asked again later)
+  }
+  if (needed >= first) return false;
+  log_->error("partition {}: the stream starts at sequence {}, past {} which it still needs (retention dropped it while this replica was "
+              "behind): it stops counting and answering, and is taken again from the newest shared checkpoint",
+              partition_, first, needed);
+  gapped_.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(mu_);
+  }
+  moved_.notify_all();  // (queries waiting for it give up)
+  return true;
+}
+
 void PartitionReplica::follow() {
   while (!stop_) {
     std::vector<MsgPtr> msgs;
@@ -319,12 +338,20 @@ void PartitionReplica::follow() {
       // past its threshold): resume from where this replica stands.
       log_->warn("partition {}: reading the log failed ({}); resuming from sequence {}", partition_, e.what(), position() + 1);
       std::this_thread::sleep_for(milliseconds(250));
+      if (behind_stream_start(position() + 1)) return;
       try {
         commits_ = client_.pull_from(layout_.stream, layout_.commit_subject(), position() + 1);
       } catch (const std::exception&) {
       }
       continue;
     }
+    // A replica left behind the stream's start (paused, or cut off from
+    // NATS, longer than retention keeps) would skip what was dropped
+    // unawares (a reader below the start is moved up to it): asked after
+    // the records came and before they apply, the start tells whether
+    // anything after this replica's position went first; if so, it stops
+    // (ClusterNode takes it again from a shared checkpoint).
+    if (!msgs.empty() && guard_gaps_ && behind_stream_start(position() + 1)) return;
     for (std::size_t i = 0; i < msgs.size();) {
       MsgMeta meta;
       try {
@@ -491,6 +518,10 @@ void PartitionReplica::answer(natsMsg* request) {
   std::string out;
   try {
     q = decode_query(*question);
+    if (gapped()) {
+      throw service::ServiceError(service::ErrorKind::unavailable, "partition_gapped",
+                                  "partition " + std::to_string(partition_) + " fell behind the stream's start and is being taken again");
+    }
     if (!wait_for(q.min_position, milliseconds(std::min<std::uint32_t>(q.wait_ms, 60'000)))) {
       throw service::ServiceError(service::ErrorKind::unavailable, "partition_behind",
                                   "partition " + std::to_string(partition_) + " has applied the log to " + std::to_string(position()) + " of " +

@@ -208,6 +208,7 @@ class ClusterNode final : public service::ClusterLink {
   std::unique_ptr<NatsClient> client_;
   KvPtr nodes_;
   std::unique_ptr<ReplicaCheckpoints> checkpoints_;
+  std::optional<std::filesystem::path> temporary_checkpoints_;  // checkpoints_'s folder when no --data-dir could be used
   std::optional<PartitionReplica::Sharing> sharing_;  // none: checkpoints are not shared
   std::unique_ptr<NamespaceMirror> mirror_;  // fed by the catalog follower
   service::Service* catalog_ = nullptr;
@@ -265,11 +266,14 @@ class ClusterNode final : public service::ClusterLink {
   std::int64_t stream_created_ns_ = 0;
   bool checkpoint_stream_ = false;  // <stream>_checkpoints exists (shared checkpoints, retention)
   bool retaining_ = false;          // retention_loop runs (set before the catalog's follower starts)
+  std::atomic<bool> catalog_gapped_{false};  // the catalog fell behind the stream's start (failure())
+  std::map<std::uint32_t, std::chrono::steady_clock::time_point> retaken_;  // under replicas_mu_: gapped replicas taken again
   // The catalog's snapshot, taken on its follower's thread (between two
   // records) every share_interval for retention_loop to upload.
   std::mutex snapshot_mu_;
   std::optional<std::string> catalog_snapshot_;  // under snapshot_mu_: an encoded CatalogSnapshot
   std::uint64_t catalog_shared_ = 0;             // retention_loop's: the newest snapshot uploaded
+  std::chrono::steady_clock::time_point last_retention_warning_;  // retention_loop's
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
   std::optional<std::map<std::string, std::set<std::uint32_t>>> next_members_;  // under heartbeat_mu_: for ownership_

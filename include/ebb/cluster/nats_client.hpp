@@ -101,6 +101,10 @@ class AsyncPublisher {
   // 0 for one not acknowledged in time or refused (the caller retries it
   // under the same id). `errors` gets why, for those.
   std::vector<std::uint64_t> publish_all(const std::vector<Outgoing>& msgs, std::chrono::milliseconds wait, std::string& errors);
+  // The last publish_all() had an acknowledgement of a duplicate (an id
+  // stored before: its sequence is the original's, which the stream may
+  // have dropped since).
+  bool any_duplicate() const noexcept { return any_duplicate_; }
 
  private:
   static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
@@ -109,6 +113,8 @@ class AsyncPublisher {
   std::vector<std::string> ids_;          // this call's message ids, in order (under mu_)
   std::vector<std::uint64_t> sequences_;  // their acknowledgements (under mu_)
   std::string errors_;                    // under mu_
+  bool duplicates_ = false;               // under mu_
+  bool any_duplicate_ = false;
 };
 
 // One connection to the cluster's NATS servers and its JetStream context.
@@ -152,7 +158,8 @@ class NatsClient {
   std::uint64_t first_sequence(const std::string& stream);
   // The sequence of its oldest message on `subjects` (a filter covering
   // the stream's, e.g. "EBB.>") stored at or after `time_ns` (ns since the
-  // epoch; the stream's last + 1 when none is).
+  // epoch; the stream's last + 1 when none is; 0 when that cannot be told
+  // in time).
   std::uint64_t first_sequence_since(const std::string& stream, const std::string& subjects, std::int64_t time_ns);
   // Drops messages of `stream` on `subject` ("": every subject): all of
   // them; all but the newest `n` (n >= 1); those below sequence `below`
@@ -165,7 +172,9 @@ class NatsClient {
   MsgPtr first_message(const std::string& stream, const std::string& subject, std::chrono::milliseconds wait);
   // Publishes to JetStream and waits for the acknowledgement: the message's
   // stream sequence (the original's for a duplicate msg_id; "": no id).
-  std::uint64_t publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait);
+  // `duplicate`: set when the id was stored before.
+  std::uint64_t publish(const std::string& subject, std::string_view data, const std::string& msg_id, std::chrono::milliseconds wait,
+                        bool* duplicate = nullptr);
 
  private:
   natsConnection* nc_ = nullptr;

@@ -43,6 +43,7 @@ class PartitionReplica {
     std::int64_t stream_created_ns = 0;
     std::string node_id;
     std::chrono::steady_clock::duration interval{};
+    bool retention = false;  // the stream drops records (the replica checks it is not left behind)
   };
 
   // Starts following the log and answering queries on the partition's
@@ -64,6 +65,9 @@ class PartitionReplica {
   std::uint64_t position() const noexcept { return position_.load(std::memory_order_acquire); }
   // Caught up with the log as it stood when this replica started.
   bool caught_up() const noexcept { return caught_up_.load(std::memory_order_acquire); }
+  // It fell behind the stream's start (retention dropped records it still
+  // needed): it counts and answers no more, and is to be taken again.
+  bool gapped() const noexcept { return gapped_.load(std::memory_order_acquire); }
   // Waits until position() >= p or the time passes; true when reached.
   bool wait_for(std::uint64_t p, std::chrono::milliseconds wait) const;
 
@@ -76,6 +80,8 @@ class PartitionReplica {
   // and loaded; the position the service then includes.
   std::uint64_t take_shared(const service::ServiceOptions& options, std::uint64_t own);
   void follow();
+  // True (and gapped) when the stream no longer holds sequence `needed`.
+  bool behind_stream_start(std::uint64_t needed);
   // Applies one record of the commit subject at its sequence: false when
   // stopping left it unapplied. Throws std::bad_alloc (then nothing is
   // skipped: the caller applies it again); every other failure is the
@@ -104,6 +110,7 @@ class PartitionReplica {
   std::unique_ptr<service::Service> service_;
   std::atomic<std::uint64_t> position_{0};
   std::atomic<bool> caught_up_{false};
+  std::atomic<bool> gapped_{false};
   std::uint64_t start_target_ = 0;
   bool checkpoints_ = false;  // set before the follower starts
   std::optional<std::filesystem::path> data_dir_;
@@ -111,6 +118,7 @@ class PartitionReplica {
   std::chrono::steady_clock::duration share_interval_{};
   std::chrono::steady_clock::time_point last_share_;
   std::uint64_t shared_position_ = 0;  // of the newest checkpoint uploaded
+  bool guard_gaps_ = false;            // Sharing::retention
   const std::chrono::steady_clock::duration checkpoint_interval_;
   std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
   std::chrono::steady_clock::time_point last_checkpoint_;
