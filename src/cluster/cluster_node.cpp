@@ -458,7 +458,17 @@ std::uint64_t ClusterNode::publish_admin(std::string_view payload) {
   return publish_on_commits(payload, "the change", "check GET /namespaces before retrying");
 }
 
+void ClusterNode::refuse_if_catalog_gapped() const {
+  // Its catalog no longer follows the log: it could neither check a write
+  // against the namespaces as they are nor tell what became of it.
+  if (catalog_gapped_) {
+    throw unavailable("catalog_gapped", "this node's catalog fell behind the start of the cluster's log: nothing was written; write "
+                                        "through another node, and restart this one");
+  }
+}
+
 std::uint64_t ClusterNode::publish_on_commits(std::string_view payload, const char* what, const char* advice) {
+  refuse_if_catalog_gapped();
   if (payload.size() > message_limit()) {
     throw service::ServiceError(service::ErrorKind::too_large, "record_too_large",
                                 std::string(what) + " is " + std::to_string(payload.size()) + " bytes, more than the cluster's NATS servers carry in one message (" +
@@ -591,6 +601,7 @@ std::uint64_t ClusterNode::enqueue(Job job) {
   if (client_ && !client_->connected()) {
     throw unavailable("cluster_unreachable", "the connection to NATS is down (reconnecting): nothing was written; retry");
   }
+  refuse_if_catalog_gapped();
   std::lock_guard lock(jobs_mu_);
   if (stop_) throw unavailable("not_ready", "the node is shutting down");
   job.ticket = next_ticket_++;
@@ -722,12 +733,12 @@ void ClusterNode::publish_job(const Job& job, AsyncPublisher& parts) {
     commit.parts.push_back({job.parts[i].first, seq});
   }
   // A retry's parts (the same ids: JetStream gives the first attempt's
-  // sequences back) that retention has dropped since are sent again under
-  // new ids: a commit must name parts the stream holds.
+  // sequences back, which retention may have dropped since, or may drop
+  // before this commit: they were sent earlier than `sent`) are sent again
+  // under new ids: a commit must name parts the stream holds.
   if (duplicate && options_.retention.count() > 0) {
     const std::uint64_t first = client_->first_sequence(layout_.stream);
     for (std::size_t i = 0; i < out.size(); ++i) {
-      if (commit.parts[i].sequence >= first) continue;
       commit.parts[i].sequence = publish(out[i].subject, job.parts[i].second, out[i].msg_id + ".s" + std::to_string(first));
     }
   }
@@ -840,6 +851,12 @@ void ClusterNode::retain() {
   // One node does it (any would do: dropping below a sequence twice is
   // dropping it once).
   if (!serving().contains(0)) return;
+  if (catalog_gapped_) {
+    // Its catalog stopped: no newer snapshot, so nothing more is dropped
+    // until the node is restarted (the failure says so).
+    log_->warn("retention: paused while this node's catalog is behind the stream's start (restart the node)");
+    return;
+  }
   std::optional<std::string> snapshot;
   {
     std::lock_guard lock(snapshot_mu_);

@@ -177,6 +177,8 @@ class ClusterNode final : public service::ClusterLink {
   std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
                               std::vector<std::uint32_t>& missing, std::optional<std::chrono::milliseconds> wait = std::nullopt);
   std::uint64_t log_position();
+  // ServiceError unavailable "catalog_gapped" (catalog_gapped_): before anything is written.
+  void refuse_if_catalog_gapped() const;
   // What one message to the cluster's NATS servers may carry (chunk_bytes).
   std::size_t message_limit() const noexcept;
   // ServiceError too_large when the job's commit would not fit one message.
