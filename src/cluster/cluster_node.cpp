@@ -799,8 +799,9 @@ bool ClusterNode::load_catalog_snapshot(std::uint64_t target) {
     return false;
   }
   SharedCheckpoints slot(*client_, layout_, layout_.partitions, stream_created_ns_, options_.node_id);
+  CatalogSnapshot snapshot;  // the found blob, decoded once
   const auto found = slot.newest(0, target, *log_, [&](std::string_view blob) {
-    const CatalogSnapshot snapshot = decode_catalog(blob);
+    snapshot = decode_catalog(blob);
     if (snapshot.as_of + 1 < first) throw FormatError("the stream no longer holds the records after it");
     // Every configuration loads (one that does not would stop the start
     // halfway: the other kept snapshot is tried instead).
@@ -823,7 +824,6 @@ bool ClusterNode::load_catalog_snapshot(std::uint64_t target) {
     }
     return false;
   }
-  const CatalogSnapshot snapshot = decode_catalog(found->blob);
   load_catalog(*catalog_, snapshot);
   catalog_position_ = snapshot.as_of;
   log_->info("catalog: took the snapshot {} shared at sequence {} ({} namespaces, {} idempotency keys)", found->head.node_id, snapshot.as_of,

@@ -127,15 +127,19 @@ std::uint64_t PartitionReplica::take_shared(const service::ServiceOptions& optio
   // (A copy that is not whole, names files outside its folder or holds a
   // state whose checksum fails is never written: the other kept head is
   // tried.)
+  std::optional<storage::CheckpointCopy> copy;  // the found blob, decoded once
   auto found = shared_ ? shared_->newest(own, start_target_, *log_,
-                                         [](std::string_view blob) { storage::check_checkpoint(decode_checkpoint(blob)); })
+                                         [&](std::string_view blob) {
+                                           copy = decode_checkpoint(blob);
+                                           storage::check_checkpoint(*copy);
+                                         })
                        : std::nullopt;
   if (!found) return own;
   const auto& dir = *options.data_dir;
   std::vector<std::filesystem::path> written;
   try {
     service_.reset();
-    written = storage::write_checkpoint(dir, decode_checkpoint(found->blob));
+    written = storage::write_checkpoint(dir, *copy);
   } catch (const std::exception& e) {
     // (A full disk, say: the directory's own newest is as it was.)
     log_->error("partition {}: the checkpoint {} shared at sequence {} cannot be copied into {} ({}); resuming from this node's own at {}",
