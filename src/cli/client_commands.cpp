@@ -163,7 +163,7 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
 }
 
 CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
-  auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k; for one user: POST /top-k/personalised), item counts (POST /counts) or a distribution (GET /dist)");
+  auto* cmd = app.add_subcommand("query", "Ask an ebb server for a top-K list (GET /top-k; for one user: POST /top-k/personalised), item counts (POST /counts), trending items or anomalies, hot keys, or a distribution (GET /dist)");
   auto* ns = cmd->add_option("--namespace,-n", o.ns, "Namespace (every question but --dist and --dbsize)");
   cmd->add_option("--url", o.url, "Server")->capture_default_str();
   cmd->add_option("--auth-token-file", o.auth_token_file, "Send the first token of this file as 'Authorization: Bearer' (a server with --auth-reads)");
@@ -188,10 +188,24 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
                 ->check(duration_validator());
   auto* l = cmd->add_option("--long", o.long_half_life, "With --trending: the usual-rate half-life (default: the namespace's longest)")
                 ->check(duration_validator());
-  auto* mc = cmd->add_option("--min-count", o.min_count, "With --trending: events an item needs in the short view (default 5)")
+  auto* mc = cmd->add_option("--min-count", o.min_count, "With --trending or --anomalies: events an item needs (default 5)")
                  ->check(CLI::NonNegativeNumber);
-  for (auto* opt : {s, l, mc}) opt->needs(trending);
+  for (auto* opt : {s, l}) opt->needs(trending);
   for (auto* other : {item, ts, from, hl, win, hot}) trending->excludes(other);
+  auto* anomalies = cmd->add_flag("--anomalies", o.anomalies,
+                                  "Items whose rate or rank in --window jumped against --baseline (a longer window) or --baseline-offset (GET /anomalies)");
+  auto* base = cmd->add_option("--baseline", o.baseline, "With --anomalies: a longer window the namespace keeps, ending at the same time")
+                   ->check(duration_validator());
+  auto* offset = cmd->add_option("--baseline-offset", o.baseline_offset, "With --anomalies: the same window this long before (7d)")
+                     ->check(duration_validator());
+  auto* mj = cmd->add_option("--min-jump", o.min_jump, "With --anomalies: times the baseline's expected count (default 3)")->check(CLI::NonNegativeNumber);
+  auto* mr = cmd->add_option("--min-rank-jump", o.min_rank_jump, "With --anomalies: ranks risen (default 50)")->check(CLI::Range(0ul, 1000ul));
+  auto* ms = cmd->add_option("--min-score", o.min_score, "With --anomalies: the rise in standard deviations (default 4)")->check(CLI::NonNegativeNumber);
+  for (auto* opt : {base, offset, mj, mr, ms}) opt->needs(anomalies);
+  base->excludes(offset);
+  anomalies->needs(win);
+  for (auto* other : {item, from, hl, hot, trending}) anomalies->excludes(other);
+  mc->excludes(hot);  // and needs --trending or --anomalies: run_query checks
   auto* user = cmd->add_option("--user-item", o.user_items,
                                "The top K re-ranked for a user who touched these items (POST /top-k/personalised; repeatable): "
                                "ID, ID=WEIGHT, ID@TIMESTAMP or ID=WEIGHT@TIMESTAMP (an id ending in =N or @N: add =1)")
@@ -199,7 +213,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   auto* alpha = cmd->add_option("--alpha", o.alpha, "With --user-item: the global list's share of the score, in [0, 1] (default 0.5)")
                     ->check(CLI::Range(0.0, 1.0));
   alpha->needs(user);
-  for (auto* other : {item, ts, from, hot, trending}) user->excludes(other);
+  for (auto* other : {item, ts, from, hot, trending, anomalies}) user->excludes(other);
   auto* dist = cmd->add_option("--dist", o.distribution, "A distribution that forgets (GET /dist): its bins, most probable first");
   auto* field = cmd->add_option("--field", o.fields, "With --dist: these bins, in this order (GET /get; repeatable)")->allow_extra_args(false);
   auto* most = cmd->add_option("--most-probable", o.most_probable, "With --dist: the N most probable bins (GET /nmostprobable)")
@@ -211,7 +225,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   field->excludes(most);
   for (auto* d : {dist, dbsize}) {
     d->excludes(ns);
-    for (auto* other : {item, ts, from, hl, win, hot, trending, kopt, user}) d->excludes(other);
+    for (auto* other : {item, ts, from, hl, win, hot, trending, kopt, user, anomalies}) d->excludes(other);
   }
   dist->excludes(dbsize);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is (with --follow: one {\"event\", \"data\"} object a line)");
@@ -391,6 +405,45 @@ int run_trending(io::HttpClient& client, const QueryOptions& o, const io::HttpHe
   return 0;
 }
 
+// --anomalies --window W (--baseline B | --baseline-offset D) [thresholds].
+int run_anomalies(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
+  std::string target = "/anomalies?namespace=" + url_encode(o.ns) + "&window=" + url_encode(o.window);
+  if (!o.baseline.empty()) target += "&baseline=" + url_encode(o.baseline);
+  if (!o.baseline_offset.empty()) target += "&baseline_offset=" + url_encode(o.baseline_offset);
+  if (o.k > 0) target += "&k=" + std::to_string(o.k);
+  if (o.timestamp) target += "&timestamp=" + fixed_decimal(*o.timestamp);
+  if (o.min_jump) target += "&min_jump=" + fixed_decimal(*o.min_jump);
+  if (o.min_rank_jump) target += "&min_rank_jump=" + std::to_string(*o.min_rank_jump);
+  if (o.min_score) target += "&min_score=" + fixed_decimal(*o.min_score);
+  if (o.min_count) target += "&min_count=" + fixed_decimal(*o.min_count);
+  const auto body = answer_body(client, o, "GET", target, "", headers);
+  if (!body) return 0;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc = p.parse(*body);
+  simdjson::dom::element base = doc["baseline"];
+  std::string against = std::string(std::string_view(base["window_length"]));
+  if (auto offset = base["offset"]; !offset.error()) against = "the same window " + std::string(std::string_view(offset.value())) + " before";
+  std::printf("anomalies in '%s': window %s against %s, as of %s\n", o.ns.c_str(), std::string(std::string_view(doc["window_length"])).c_str(),
+              against.c_str(), format_utc(double(doc["as_of"])).c_str());
+  std::printf("%-30s  %8s  %8s  %12s  %12s  %6s  %8s  %s\n", "item", "score", "jump", "count", "baseline", "rank", "was", "why");
+  for (auto item : simdjson::dom::array(doc["items"])) {
+    const auto was = item["baseline_rank"];
+    char jump[32];
+    std::snprintf(jump, sizeof jump, "%.1fx", double(item["jump"]));
+    std::string why;
+    for (auto reason : simdjson::dom::array(item["reasons"])) {
+      if (!why.empty()) why += ',';
+      why += std::string_view(reason);
+    }
+    std::printf("%-30s  %8.2f  %8s  %12.2f  %12.2f  %6llu  %8s  %s\n", printable(std::string_view(item["item_id"]), 30).c_str(),
+                double(item["score"]), jump,
+                double(item["count"]["lower_bound"]), double(item["baseline_count"]["upper_bound"]),
+                static_cast<unsigned long long>(std::uint64_t(item["rank"])), was.is_null() ? "-" : std::to_string(std::uint64_t(was)).c_str(),
+                why.c_str());
+  }
+  return 0;
+}
+
 // --hot-keys [--follow].
 int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
   if (o.follow) {
@@ -483,10 +536,12 @@ int run_query(const QueryOptions& o) {
   try {
     io::HttpClient client(io::parse_http_url(o.url));
     const auto headers = auth_headers(o.auth_token_file);
+    if (o.min_count && !o.trending && !o.anomalies) throw std::invalid_argument("--min-count: give --trending or --anomalies with it");
     if (!o.distribution.empty() || o.dbsize) return run_distribution(client, o, headers);
     if (o.ns.empty()) throw std::invalid_argument("--namespace is required (but with --dist and --dbsize)");
     if (o.hot_keys) return run_hot_keys(client, o, headers);
     if (o.trending) return run_trending(client, o, headers);
+    if (o.anomalies) return run_anomalies(client, o, headers);
     if (!o.user_items.empty()) return run_personalised(client, o, headers);
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);

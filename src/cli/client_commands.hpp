@@ -44,6 +44,10 @@ struct QueryOptions {
   bool trending = false;  // GET /trending
   std::string short_half_life, long_half_life;
   std::optional<double> min_count;
+  bool anomalies = false;  // GET /anomalies (--window, --baseline or --baseline-offset)
+  std::string baseline, baseline_offset;
+  std::optional<double> min_jump, min_score;
+  std::optional<std::size_t> min_rank_jump;
   // POST /top-k/personalised: the user's items, "ID[=WEIGHT][@TIMESTAMP]",
   // and alpha (the global list's share of the score).
   std::vector<std::string> user_items;

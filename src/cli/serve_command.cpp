@@ -104,7 +104,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->check(duration_validator())
       ->check(CLI::Validator(
           [](std::string& s) -> std::string { return parse_duration(s) <= 10 ? "" : "must be at most 10s (got " + s + ")"; }, "", "at most 10s"));
-  cmd->add_option("--max-hot-key-streams", o.limits.max_hot_key_streams, "Open GET /hot-keys/stream connections at most (429 beyond)")
+  cmd->add_option("--max-hot-key-streams", o.limits.max_hot_key_streams, "Hot-key and anomaly subscriptions of GET /hot-keys/stream at most (a stream with both holds two; 429 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1ul, 1'000'000ul));
   cmd->add_option("--distribution-rate", o.distribution_rate,

@@ -6,6 +6,7 @@
 #include "ebb/io/json_writer.hpp"
 #include "ebb/server/api.hpp"
 #include "ebb/service/answer_json.hpp"
+#include "anomaly_params.hpp"
 #include "query_params.hpp"
 
 namespace ebb::server {
@@ -26,26 +27,39 @@ std::string sse_message(const service::HotKeyNotice& n) {
   return std::string("event: ") + (n.kind == Kind::hot ? "hot" : "cool") + "\ndata: " + w.str() + "\n\n";
 }
 
-// Between the subscription (made by the handler, so its errors are plain
+// An anomaly notice: "event: anomaly" with GET /anomalies' item shape.
+std::string sse_message(const service::AnomalyNotice& n) {
+  using Kind = service::AnomalyNotice::Kind;
+  if (n.kind == Kind::heartbeat) return ": keep-alive\n\n";
+  io::JsonWriter w;
+  if (n.kind == Kind::closed) {
+    w.begin_object().key("reason").value(n.reason).end_object();
+    return "event: end\ndata: " + w.str() + "\n\n";
+  }
+  service::write_anomaly_item(w, n.item, n.as_of);
+  return "event: anomaly\ndata: " + w.str() + "\n\n";
+}
+
+// Between the subscriptions (made by the handler, so their errors are plain
 // error responses) and the stream (opened by the transport after the
-// headers): notices that come first wait here.
+// headers): messages that come first wait here.
 struct Relay {
   std::mutex mu;
   std::string pending;
   std::weak_ptr<EventStream> stream;  // set once open; the session owns it
   bool opened = false, ended = false;
 
-  void deliver(const service::HotKeyNotice& n) {
+  // `last`: the stream ends after this message.
+  void deliver(const std::string& message, bool last) {
     std::lock_guard lock(mu);
     if (ended) return;
-    const bool last = n.kind == service::HotKeyNotice::Kind::closed;
     if (!opened) {
-      pending += sse_message(n);
+      pending += message;
       ended = last;
       return;
     }
     auto s = stream.lock();
-    if (!s || !s->send(sse_message(n)) || last) {
+    if (!s || !s->send(message) || last) {
       if (s && last) s->close();
       ended = true;
     }
@@ -86,17 +100,41 @@ void add_hot_key_routes(Router& router, ApiContext& ctx) {
   });
 
   router.add("GET", "/hot-keys/stream", "/hot-keys/stream", Router::Access::read, [&ctx](const Request& req, const std::string&) {
+    const std::string name = required(req, "namespace");
+    // With a window, the stream carries anomaly events as well (GET
+    // /anomalies' parameters); detection off then leaves those alone.
+    std::optional<service::AnomalyRequest> anomalies;
+    if (req.param("window")) {
+      anomalies = anomaly_request_from(req);
+    } else {
+      for (const char* p : {"baseline", "baseline_offset", "k", "min_jump", "min_rank_jump", "min_score", "min_count", "timestamp"}) {
+        if (req.param(p)) throw bad_request("bad_parameter", std::string("window: is required with ") + p + " (anomaly events)");
+      }
+    }
     auto relay = std::make_shared<Relay>();
-    // The listener holds the relay, the relay a weak reference to the
-    // stream; the stream's session holds the subscription: no cycle, and a
-    // client that leaves ends its subscription at once.
-    auto subscription = ctx.service.subscribe_hot_keys(required(req, "namespace"),
-                                                       [relay](const service::HotKeyNotice& n) { relay->deliver(n); });
+    // The listeners hold the relay, the relay a weak reference to the
+    // stream; the stream's session holds the subscriptions: no cycle, and a
+    // client that leaves ends its subscriptions at once. The anomalies'
+    // first: their question is checked before anything else is set up.
+    std::shared_ptr<void> hot, jumps;
+    if (anomalies) {
+      jumps = ctx.service.subscribe_anomalies(name, *anomalies, [relay](const service::AnomalyNotice& n) {
+        relay->deliver(sse_message(n), n.kind == service::AnomalyNotice::Kind::closed);
+      });
+    }
+    try {
+      hot = ctx.service.subscribe_hot_keys(name, [relay](const service::HotKeyNotice& n) {
+        relay->deliver(sse_message(n), n.kind == service::HotKeyNotice::Kind::closed);
+      });
+    } catch (const service::ServiceError& e) {
+      if (!anomalies || e.code() != "hot_keys_off") throw;
+    }
+    auto subscriptions = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(std::move(hot), std::move(jumps));
     Response r;
     r.content_type = "text/event-stream";
-    r.stream = [relay, subscription](std::shared_ptr<EventStream> stream) -> std::shared_ptr<void> {
+    r.stream = [relay, subscriptions](std::shared_ptr<EventStream> stream) -> std::shared_ptr<void> {
       relay->open(stream);
-      return subscription;
+      return subscriptions;
     };
     return r;
   });

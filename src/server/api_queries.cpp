@@ -8,6 +8,7 @@
 #include "ebb/server/api.hpp"
 #include "ebb/server/json_body.hpp"
 #include "ebb/server/personalised_body.hpp"
+#include "anomaly_params.hpp"
 #include "query_params.hpp"
 
 namespace ebb::server {
@@ -77,6 +78,17 @@ void add_query_routes(Router& router, ApiContext& ctx) {
       const auto answer = ctx.service.trending(name, short_half_life, long_half_life, k, min_count);
       io::JsonWriter w;
       service::write_trending(w, name, answer);
+      return json_response(200, w.take());
+    });
+  });
+
+  router.add("GET", "/anomalies", "/anomalies", Router::Access::read, [&ctx](const Request& req, const std::string&) {
+    const std::string name = required(req, "namespace");
+    const auto request = anomaly_request_from(req);
+    return off_loop_in_cluster(ctx, [&ctx, name, request] {
+      const auto answer = ctx.service.anomalies(name, request);
+      io::JsonWriter w;
+      service::write_anomalies(w, name, request, answer);
       return json_response(200, w.take());
     });
   });

@@ -181,7 +181,7 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
   }
   header(out, "ebb_namespace_memory_bytes", "gauge", "Memory held by a namespace's sketches and summaries.");
   for (const auto& r : rows) out += "ebb_namespace_memory_bytes{namespace=\"" + label(r.name) + "\"} " + std::to_string(r.stats.memory_bytes) + "\n";
-  single(out, "ebb_hot_key_streams", "gauge", "Open GET /hot-keys/stream subscriptions (--max-hot-key-streams limits them).",
+  single(out, "ebb_hot_key_streams", "gauge", "Open GET /hot-keys/stream subscriptions, hot-key and anomaly (--max-hot-key-streams limits them).",
          std::to_string(sm.hot_key_streams));
   header(out, "ebb_hot_keys", "gauge", "Keys at or above their namespace's hot_key_threshold (namespaces with detection on).");
   for (const auto& r : rows) {

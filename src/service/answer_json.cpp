@@ -1,5 +1,7 @@
 #include "ebb/service/answer_json.hpp"
 
+#include "ebb/core/duration.hpp"
+
 namespace ebb::service {
 namespace {
 
@@ -173,6 +175,58 @@ void write_trending(io::JsonWriter& w, const std::string& ns, const engine::Tren
   }
   w.end_array();
   write_coverage(w, a.coverage);
+  w.end_object();
+}
+
+void write_anomaly_item(io::JsonWriter& w, const engine::AnomalyItem& item, std::optional<double> as_of) {
+  w.begin_object().key("item_id").value(item.key);
+  if (as_of) w.key("as_of").value(*as_of);
+  w.key("score").value(item.score);
+  w.key("jump").value(item.jump);
+  w.key("expected_count").value(item.expected);
+  w.key("rank").value(static_cast<std::uint64_t>(item.rank));
+  w.key("baseline_rank");
+  if (item.baseline_rank) w.value(static_cast<std::uint64_t>(*item.baseline_rank));
+  else w.null();
+  w.key("rank_jump");
+  if (item.rank_jump) w.value(static_cast<std::int64_t>(*item.rank_jump));
+  else w.null();
+  w.key("rate").value(item.rate).key("baseline_rate");
+  if (item.baseline_estimated) w.value(item.baseline_rate);
+  else w.null();  // not in the persisted list: only bounded
+  w.key("count").begin_object();
+  w.key("estimated_count").value(item.count.estimate).key("lower_bound").value(item.count.lower).key("upper_bound").value(item.count.upper);
+  w.end_object();
+  w.key("baseline_count").begin_object().key("estimated_count");
+  if (item.baseline_estimated) w.value(item.baseline_count.estimate);
+  else w.null();
+  w.key("lower_bound").value(item.baseline_count.lower).key("upper_bound").value(item.baseline_count.upper);
+  w.end_object();
+  w.key("reasons").begin_array();
+  if (item.rate_jumped) w.value("rate");
+  if (item.rank_jumped) w.value("rank");
+  w.end_array();
+  w.end_object();
+}
+
+void write_anomalies(io::JsonWriter& w, const std::string& ns, const AnomalyRequest& request, const engine::AnomalyAnswer& a) {
+  w.begin_object().key("namespace").value(ns);
+  write_view(w, a.current);
+  w.key("baseline").begin_object();
+  if (request.baseline_offset) w.key("offset").value(format_duration(*request.baseline_offset));
+  write_view(w, a.baseline);
+  w.key("total").value(a.baseline.total).key("max_error").value(a.baseline.accuracy.max_error);
+  w.end_object();
+  w.key("total").value(a.current.total);
+  const auto& t = a.thresholds;
+  w.key("thresholds").begin_object().key("min_jump").value(t.min_jump).key("min_rank_jump").value(static_cast<std::uint64_t>(t.min_rank_jump));
+  w.key("min_score").value(t.min_score).key("min_count").value(t.min_count).end_object();
+  w.key("candidates").value(static_cast<std::uint64_t>(a.candidates));
+  w.key("items").begin_array();
+  for (const auto& item : a.items) write_anomaly_item(w, item);
+  w.end_array();
+  write_accuracy(w, a.current.accuracy);
+  write_coverage(w, a.current.coverage);
   w.end_object();
 }
 

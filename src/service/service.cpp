@@ -111,6 +111,7 @@ Service::~Service() {
   if (s_->checkpointer.joinable()) s_->checkpointer.join();
   if (s_->historian.joinable()) s_->historian.join();
   if (s_->hot_key_evaluator.joinable()) s_->hot_key_evaluator.join();
+  if (s_->anomaly_evaluator.joinable()) s_->anomaly_evaluator.join();
   if (s_->distribution_expirer.joinable()) s_->distribution_expirer.join();
 }
 

@@ -1,7 +1,9 @@
 // Cluster mode's admin and query paths (service_cluster.hpp).
 #include "service_cluster.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
 
 #include "ebb/core/error.hpp"
@@ -132,6 +134,46 @@ std::vector<engine::PointAnswer> counts(const Service::State& s, const std::stri
   auto answers = s.options.cluster->counts(name, items, view, as_of);
   view_answer = std::move(answers.view_answer);
   return std::move(answers.answers);
+}
+
+std::vector<engine::PointAnswer> counts_or_missing(const Service::State& s, const std::string& name, const std::vector<std::string>& items,
+                                                   const std::optional<engine::ViewSpec>& view, std::optional<double> as_of,
+                                                   engine::Coverage& coverage) {
+  if (items.empty()) return {};
+  try {
+    engine::TopKAnswer view_answer;
+    return counts(s, name, items, view, view_answer, as_of);
+  } catch (const ServiceError& e) {
+    if (e.kind() != ErrorKind::unavailable) throw;
+  }
+  // Some partition did not answer: ask each partition's items apart, so
+  // that those answered count and only the others are missing.
+  std::vector<engine::PointAnswer> points(items.size());
+  const std::uint32_t parts = std::max<std::uint32_t>(1, s.options.sketch_share);
+  std::map<std::uint32_t, std::vector<std::size_t>> by_partition;
+  for (std::size_t i = 0; i < items.size(); ++i) by_partition[partition_of(hash_key(items[i]), parts)].push_back(i);
+  for (const auto& [partition, indices] : by_partition) {
+    std::vector<std::string> own;
+    for (auto i : indices) own.push_back(items[i]);
+    try {
+      engine::TopKAnswer view_answer;
+      auto answered = counts(s, name, own, view, view_answer, as_of);
+      for (std::size_t j = 0; j < indices.size() && j < answered.size(); ++j) points[indices[j]] = std::move(answered[j]);
+    } catch (const ServiceError& again) {
+      if (again.kind() != ErrorKind::unavailable) throw;
+      engine::Coverage one;
+      one.missing.push_back(partition);
+      add_missing(coverage, one);
+    }
+  }
+  return points;
+}
+
+void add_missing(engine::Coverage& into, const engine::Coverage& from) {
+  auto& missing = into.missing;
+  missing.insert(missing.end(), from.missing.begin(), from.missing.end());
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
 }
 
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,

@@ -16,6 +16,15 @@ engine::TopKAnswer top(const Service::State& s, const std::string& name, const s
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
                                         const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
                                         std::optional<double> as_of = std::nullopt);
+// Adds `from`'s missing partitions to `into`'s (ascending, once).
+void add_missing(engine::Coverage& into, const engine::Coverage& from);
+// counts() for a read that goes on without some partitions: when one does
+// not answer, each partition's items are asked apart; those of a partition
+// that still does not answer are left empty (count 0) and the partition
+// is added to `coverage.missing` (ascending, once).
+std::vector<engine::PointAnswer> counts_or_missing(const Service::State& s, const std::string& name, const std::vector<std::string>& items,
+                                                   const std::optional<engine::ViewSpec>& view, std::optional<double> as_of,
+                                                   engine::Coverage& coverage);
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
                                 std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count);
 Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at);

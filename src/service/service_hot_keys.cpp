@@ -13,16 +13,9 @@
 namespace ebb::service {
 namespace {
 
-// Seconds between heartbeats to listeners: under the idle timeouts of
-// common proxies (60 s), often enough to notice a client gone.
-constexpr double kHeartbeatSeconds = 15;
 // Transitions logged one by one per evaluation, and the bytes of a key a
 // log line shows.
 constexpr std::size_t kLoggedChanges = 20, kLoggedKeyBytes = 256;
-
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void notify(NamespaceEntry& e, const HotKeyNotice& notice) {
   std::erase_if(e.subscribers, [](const auto& sub) { return sub->cancelled.load(); });
@@ -209,11 +202,17 @@ std::shared_ptr<void> Service::subscribe_hot_keys(const std::string& name, HotKe
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   auto e = s.require_known(name, "namespace");
+  {
+    // hot_keys_off before too_many_streams: a stream asking for anomalies
+    // alone goes on without hot keys, whatever the count.
+    std::shared_lock lock(e->mu);
+    detector_of(*e);
+  }
   if (s.hot_key_streams.fetch_add(1) >= s.options.limits.max_hot_key_streams) {
     --s.hot_key_streams;
     throw ServiceError(ErrorKind::overloaded, "too_many_streams",
                        "the server holds its limit of " + std::to_string(s.options.limits.max_hot_key_streams) +
-                           " hot-key streams (--max-hot-key-streams); retry later");
+                           " hot-key and anomaly subscriptions (--max-hot-key-streams); retry later");
   }
   auto sub = std::make_shared<HotKeySubscriber>();
   sub->listener = std::move(listener);
@@ -258,7 +257,7 @@ std::size_t Service::evaluate_hot_keys() {
   State& s = *s_;
   if (!s.recovered) return 0;
   const double now = steady_seconds();
-  const bool heartbeat = now - s.last_heartbeat >= kHeartbeatSeconds;
+  const bool heartbeat = now - s.last_heartbeat >= kStreamHeartbeatSeconds;
   if (heartbeat) s.last_heartbeat = now;
   std::size_t evaluated = 0;
   if (s.options.cluster) {
@@ -292,6 +291,8 @@ void Service::start_hot_keys() {
   State& s = *s_;
   if (s.options.hot_key_interval <= 0 || s.hot_key_evaluator.joinable()) return;
   s.hot_key_evaluator = s.every(s.options.hot_key_interval, "hot-key evaluation", [this] { evaluate_hot_keys(); });
+  // At most once a second: a pass reads two windows per distinct question.
+  s.anomaly_evaluator = s.every(std::max(1.0, s.options.hot_key_interval), "anomaly streams", [this] { evaluate_anomaly_watches(); });
 }
 
 }  // namespace ebb::service

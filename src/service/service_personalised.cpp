@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
-#include <map>
 
 #include "ebb/core/hash.hpp"
 #include "service_cluster.hpp"
@@ -35,14 +34,6 @@ void check_request(const Service::State& s, std::uint32_t max_item_bytes, double
   }
 }
 
-std::size_t checked_k(std::optional<std::size_t> k, const engine::NamespaceConfig& config) {
-  const std::size_t want = k.value_or(config.k);
-  if (want < 1 || want > engine::NamespaceConfig::kMaxK) {
-    throw invalid("bad_parameter", "k: must be in [1, " + std::to_string(engine::NamespaceConfig::kMaxK) + "] (got " + std::to_string(want) + ")");
-  }
-  return want;
-}
-
 // Deep enough into the global list that the user's lift can reach it.
 std::size_t depth_for(std::size_t k) { return std::min<std::size_t>(k * engine::kPersonalisedDepth, engine::NamespaceConfig::kMaxK); }
 
@@ -51,10 +42,8 @@ std::size_t depth_for(std::size_t k) { return std::min<std::size_t>(k * engine::
 // and the answer says the partition is missing (partial), as GET /top-k's.
 void read_cluster(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view, std::size_t depth,
                   const std::vector<std::string>& distinct, engine::TopKAnswer& global, std::vector<engine::PointAnswer>& points) {
-  auto user_part = std::async(std::launch::async, [&] {
-    engine::TopKAnswer view_answer;
-    return distinct.empty() ? std::vector<engine::PointAnswer>{} : cluster_mode::counts(s, name, distinct, view, view_answer);
-  });
+  engine::Coverage user_coverage;
+  auto user_part = std::async(std::launch::async, [&] { return cluster_mode::counts_or_missing(s, name, distinct, view, std::nullopt, user_coverage); });
   std::exception_ptr failed;
   try {
     global = cluster_mode::top(s, name, view, depth);
@@ -63,31 +52,11 @@ void read_cluster(const Service::State& s, const std::string& name, const std::o
   }
   try {
     points = user_part.get();
-  } catch (const ServiceError& e) {
-    if (failed || e.kind() != ErrorKind::unavailable) throw;
-    // Some partition did not answer: ask each partition's items apart, so
-    // that those answered count and only the others are missing.
-    points.assign(distinct.size(), engine::PointAnswer{});
-    const std::uint32_t parts = std::max<std::uint32_t>(1, s.options.sketch_share);
-    std::map<std::uint32_t, std::vector<std::size_t>> by_partition;
-    for (std::size_t i = 0; i < distinct.size(); ++i) by_partition[partition_of(hash_key(distinct[i]), parts)].push_back(i);
-    for (const auto& [partition, indices] : by_partition) {
-      std::vector<std::string> items;
-      for (auto i : indices) items.push_back(distinct[i]);
-      try {
-        engine::TopKAnswer view_answer;
-        auto answered = cluster_mode::counts(s, name, items, view, view_answer);
-        for (std::size_t j = 0; j < indices.size() && j < answered.size(); ++j) points[indices[j]] = std::move(answered[j]);
-      } catch (const ServiceError& again) {
-        if (again.kind() != ErrorKind::unavailable) throw;
-        global.coverage.missing.push_back(partition);
-      }
-    }
-    auto& missing = global.coverage.missing;
-    std::sort(missing.begin(), missing.end());
-    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  } catch (...) {
+    if (!failed) throw;
   }
   if (failed) std::rethrow_exception(failed);
+  cluster_mode::add_missing(global.coverage, user_coverage);
 }
 
 }  // namespace
@@ -104,7 +73,7 @@ engine::PersonalisedAnswer Service::personalised(const std::string& name, const 
     {
       std::shared_lock lock(e->mu);
       check_request(*s_, e->ns.config().max_item_bytes, alpha, user_items);
-      want = checked_k(k, e->ns.config());
+      want = on_query([&] { return e->ns.checked_k(k); });
       on_query([&] { return e->ns.top(view, 1); });  // the view's checks, as a single node makes them
     }
     read_cluster(*s_, name, view, depth_for(want), distinct, global, points);
@@ -113,7 +82,7 @@ engine::PersonalisedAnswer Service::personalised(const std::string& name, const 
     std::shared_lock lock(e->mu);
     if (e->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + name + "' was deleted");
     check_request(*s_, e->ns.config().max_item_bytes, alpha, user_items);
-    want = checked_k(k, e->ns.config());
+    want = on_query([&] { return e->ns.checked_k(k); });
     global = on_query([&] { return e->ns.top(view, depth_for(want)); });
     if (!distinct.empty()) points = on_query([&] { return e->ns.counts(distinct, view); });
   }

@@ -2,6 +2,7 @@
 // The service's private state, shared by service.cpp (ingest, queries,
 // admin), service_recovery.cpp and service_checkpoint.cpp.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -87,6 +88,14 @@ struct HotKeySubscriber {
   Service::HotKeyListener listener;
 };
 
+// Seconds between heartbeats to a stream's listeners (hot keys, anomalies):
+// under the idle timeouts of common proxies (60 s), often enough to notice
+// a client gone.
+inline constexpr double kStreamHeartbeatSeconds = 15;
+inline double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // Hands a namespace's hot-key changes (from an evaluation or a patch) to its
 // listeners, the log and the counters; the caller holds e.notice_mu.
 void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<engine::HotKeyEvent>& changes);
@@ -148,6 +157,14 @@ struct Service::State {
   std::mutex cluster_streams_mu;
   std::vector<EntryPtr> cluster_streams;
   double last_heartbeat = 0;  // steady seconds; the evaluator thread's
+  // Anomaly watches (GET /hot-keys/stream with a window), evaluated by a
+  // thread of their own (service_anomalies.cpp), so that they never hold
+  // up hot-key detection; they count in hot_key_streams.
+  std::thread anomaly_evaluator;
+  std::mutex anomaly_watches_mu;
+  std::vector<std::shared_ptr<struct AnomalyWatch>> anomaly_watches;
+  std::mutex anomaly_evaluation_mu;   // one pass at a time
+  double last_anomaly_heartbeat = 0;  // steady seconds, under anomaly_evaluation_mu
 
   // Distributions.
   std::vector<std::unique_ptr<DistributionShard>> distribution_shards;

@@ -229,6 +229,44 @@ TEST_F(Cluster, ThreeNodesAnswerAsOneNodeFedTheSameEvents) {
   EXPECT_EQ(blended(cluster_blend.body), blended(single_blend.body)) << cluster_blend.body;
   EXPECT_NE(cluster_blend.body.find(R"("cluster":{"partitions":8,"partial":false)"), std::string::npos) << cluster_blend.body;
   EXPECT_EQ(blended(single_blend.body).size(), 10u);
+  // Anomalies: a burst in the last minute of an hour of steady items, read
+  // from every partition's two windows, as a single node reads them.
+  const std::string news = R"({"name":"news","clock":"event","windows":["1m","1h"]})";
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", news).status, 201);
+  ASSERT_EQ(call(single, "POST", "/namespaces", news).status, 201);
+  std::string hour = R"({"namespace":"news","events":[)";
+  auto event = [&hour](const std::string& id, double t) {
+    if (hour.back() == '}') hour += ',';
+    hour += R"({"item_id":")" + id + R"(","timestamp":)" + std::to_string(1.7e9 + t) + "}";
+  };
+  for (int t = 0; t < 3600; t += 10) {
+    for (int i = 0; i < 8; ++i) event("steady-" + std::to_string(i), t + i);
+  }
+  for (int i = 0; i < 30; ++i) event("burst-a", 3541 + 2 * i);
+  for (int i = 0; i < 20; ++i) event("burst-b", 3542 + 2 * i);
+  event("steady-0", 3599);
+  hour += "]}";
+  ASSERT_EQ(call(*nodes_["b"], "POST", "/events", hour).status, 204);
+  ASSERT_EQ(call(single, "POST", "/events", hour).status, 204);
+  auto jumps = [](const std::string& body) {
+    simdjson::dom::parser jp;
+    std::vector<std::tuple<std::string, double, std::uint64_t, std::int64_t, double>> out;  // id, score, rank, rank jump, count
+    for (auto i : jp.parse(body)["items"].get_array()) {
+      out.emplace_back(std::string(std::string_view(i["item_id"])), double(i["score"]), std::uint64_t(i["rank"]), std::int64_t(i["rank_jump"]),
+                       double(i["count"]["lower_bound"]));
+    }
+    return out;
+  };
+  const std::string ask = "/anomalies?namespace=news&window=1m&baseline=1h&min_rank_jump=5";
+  const auto single_jumps = call(single, "GET", ask);
+  ASSERT_EQ(single_jumps.status, 200) << single_jumps.body;
+  ASSERT_EQ(jumps(single_jumps.body).size(), 2u) << single_jumps.body;
+  for (const char* id : ids) {
+    const auto cluster_jumps = call(*nodes_[id], "GET", ask);
+    ASSERT_EQ(cluster_jumps.status, 200) << cluster_jumps.body;
+    EXPECT_EQ(jumps(cluster_jumps.body), jumps(single_jumps.body)) << id << ": " << cluster_jumps.body;
+    EXPECT_NE(cluster_jumps.body.find(R"("cluster":{"partitions":8,"partial":false)"), std::string::npos) << cluster_jumps.body;
+  }
   // No history in 1970: an empty series, as on a single node.
   EXPECT_EQ(call(*nodes_["a"], "GET", "/history?namespace=tags&item_id=item-0&from=1&to=2").body,
             R"({"namespace":"tags","item_id":"item-0","window":"all","points":[],"truncated":false})");

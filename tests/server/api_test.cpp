@@ -530,7 +530,7 @@ TEST_F(ServerApi, OperationsRoutesAndHttpErrors) {
       ++paths;
     }
   }
-  EXPECT_EQ(paths, 21);
+  EXPECT_EQ(paths, 22);
 
   r = call("DELETE", "/top-k");
   EXPECT_EQ(r.status, 405);

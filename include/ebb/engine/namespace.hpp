@@ -210,6 +210,9 @@ class Namespace {
   // `since`: find_trending's (a cluster partition's stream start).
   TrendingAnswer trending(std::optional<double> short_half_life, std::optional<double> long_half_life, std::optional<std::size_t> k,
                           double min_count, std::optional<double> since = std::nullopt) const;
+  // k as asked, or the namespace's when none; InvalidArgument ("k: ...")
+  // outside [1, kMaxK].
+  std::size_t checked_k(std::optional<std::size_t> k) const;
   // What count() checks of an item id: InvalidArgument ("item_id: ...")
   // unless it is 1 to max_item_bytes bytes.
   void check_item(std::string_view item) const;
@@ -224,7 +227,6 @@ class Namespace {
  private:
   double checked_as_of(double as_of) const;
   const View* find_view(const ViewSpec& spec) const noexcept;  // null when the namespace does not keep it
-  std::size_t checked_k(std::optional<std::size_t> k) const;  // the namespace's k when none; InvalidArgument ("k: ...")
   void prepare(std::span<const Event> events, std::span<const std::uint64_t> hashes, double wall_now);
   // The adjusted time of a valid event (clamped within the skew tolerance);
   // throws BatchError. Inline: it runs for every event of every batch.

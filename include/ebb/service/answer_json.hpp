@@ -30,6 +30,10 @@ void write_trending(io::JsonWriter& w, const std::string& ns, const engine::Tren
 // POST /top-k/personalised: GET /top-k's shape, each item with its score,
 // popularity, relevance and global_rank (null: not in the global list read).
 void write_personalised(io::JsonWriter& w, const std::string& ns, const engine::PersonalisedAnswer& answer);
+// GET /anomalies, and one of its items (the data of a stream's `anomaly`
+// event, with the as_of it was found at).
+void write_anomalies(io::JsonWriter& w, const std::string& ns, const AnomalyRequest& request, const engine::AnomalyAnswer& answer);
+void write_anomaly_item(io::JsonWriter& w, const engine::AnomalyItem& item, std::optional<double> as_of = std::nullopt);
 // GET /history: an item's persisted points.
 void write_history(io::JsonWriter& w, const std::string& ns, std::string_view item, const HistorySeries& series);
 

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ebb/engine/anomalies.hpp"
 #include "ebb/engine/answers.hpp"
 #include "ebb/engine/distribution_store.hpp"
 #include "ebb/engine/event.hpp"
@@ -129,6 +130,28 @@ struct HotKeysAnswer {
   // rate as of the evaluation (a cluster's hot-key streams tell a key that
   // cooled in a partition from one that is still hot).
   std::vector<engine::HotKey> watched;
+};
+
+// GET /anomalies: a window of the namespace against a baseline, either a
+// longer window it keeps ending at the same time or the same window
+// `baseline_offset` seconds before (engine/anomalies.hpp).
+struct AnomalyRequest {
+  double window = 0;
+  std::optional<double> baseline;         // seconds: a longer window the namespace keeps
+  std::optional<double> baseline_offset;  // seconds back: the same window then (memory, else history)
+  std::optional<std::size_t> k;           // none: the namespace's
+  engine::AnomalyThresholds thresholds;
+  std::optional<double> as_of;            // none: now
+};
+
+// What an anomaly subscriber hears: an item that became anomalous (listed
+// now, not at the evaluation before); a heartbeat; the namespace's end.
+struct AnomalyNotice {
+  enum class Kind { anomaly, heartbeat, closed };
+  Kind kind = Kind::anomaly;
+  double as_of = 0;
+  engine::AnomalyItem item;  // anomaly only
+  std::string reason;        // closed only: why the stream ends
 };
 
 // What a hot-key subscriber hears: a key turned hot or cooled; a
@@ -304,6 +327,25 @@ class Service {
   using HotKeyListener = std::function<void(const HotKeyNotice&)>;
   std::shared_ptr<void> subscribe_hot_keys(const std::string& name, HotKeyListener listener);
   void start_hot_keys();
+  // Items whose rate or rank jumped (engine/anomalies.hpp). ServiceError
+  // invalid "bad_parameter" naming window, baseline, baseline_offset, k or a
+  // threshold; "history_unavailable" (baseline_offset: nothing kept that
+  // far back); not_found.
+  engine::AnomalyAnswer anomalies(const std::string& name, const AnomalyRequest& request) const;
+  // Calls `listener` with the items anomalous now, then, at every hot-key
+  // evaluation (hot_key_interval, at most once a second), with each item
+  // that became anomalous (told once while it keeps passing), until the
+  // handle is dropped; `closed` once the namespace is deleted or the
+  // question no longer holds (its reason). The request is checked first
+  // (anomalies()'s errors; a timestamp is refused); overloaded
+  // "too_many_streams" past max_hot_key_streams watches. The listener runs
+  // on the evaluating thread (the first notices: on the subscriber's, under
+  // the watches' lock): it must only hand the notice on.
+  using AnomalyListener = std::function<void(const AnomalyNotice&)>;
+  std::shared_ptr<void> subscribe_anomalies(const std::string& name, const AnomalyRequest& request, AnomalyListener listener);
+  // One pass over the anomaly watches now (what the hot-key thread runs
+  // after its own pass); returns the watches evaluated.
+  std::size_t evaluate_anomaly_watches();
   // One evaluation pass now (what the thread runs); returns the number of
   // namespaces with detection on (idle ones skipped included).
   std::size_t evaluate_hot_keys();
