@@ -4,7 +4,6 @@
 // in a cluster), then engine/anomalies.hpp's arithmetic.
 #include <cmath>
 #include <cstring>
-#include <future>
 #include <map>
 #include <set>
 #include <variant>
@@ -156,21 +155,9 @@ Reads read_cluster(const Service::State& s, const std::string& name, const Anoma
   const bool offset = !r.baseline;
   const auto keys = keys_of(out.current);
   engine::Coverage point_coverage;
-  auto points = std::async(std::launch::async, [&] {
-    return shifted(offset, [&] { return cluster_mode::counts_or_missing(s, name, keys, view, then, point_coverage); });
+  out.points = shifted(offset, [&] {
+    return cluster_mode::top_and_counts(s, name, view, engine::anomaly_baseline_depth(k, r.thresholds), keys, then, out.baseline, point_coverage);
   });
-  std::exception_ptr failed;
-  try {
-    out.baseline = shifted(offset, [&] { return cluster_mode::top(s, name, view, engine::anomaly_baseline_depth(k, r.thresholds), then); });
-  } catch (...) {
-    failed = std::current_exception();
-  }
-  try {
-    out.points = points.get();
-  } catch (...) {
-    if (!failed) throw;
-  }
-  if (failed) std::rethrow_exception(failed);
   // The traffic's share compares totals over the partitions each list
   // spans: when a partition answered one read and not the other, they do
   // not compare, and nothing is listed (the answer says it is partial).
@@ -192,8 +179,7 @@ engine::AnomalyAnswer Service::anomalies(const std::string& name, const AnomalyR
   std::size_t k = 0;
   {
     std::shared_lock lock(e->mu);
-    k = check_request(e->ns, request);
-    if (request.as_of) on_query([&] { return e->ns.top_at(engine::ViewSpec::sliding(request.window), 1, *request.as_of); });
+    k = check_request(e->ns, request);  // (the reads check timestamp)
   }
   Reads reads = s_->options.cluster ? read_cluster(*s_, name, request, k) : read_local(*s_, *e, request, k);
   // As of a past time, both windows must end then: one list from memory
@@ -213,13 +199,13 @@ std::shared_ptr<void> Service::subscribe_anomalies(const std::string& name, cons
   State& s = *s_;
   if (request.as_of) throw invalid("bad_parameter", "timestamp: a stream follows now; ask GET /anomalies for a past time");
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto watch = std::make_shared<AnomalyWatch>();
+  watch->entry = s.require_known(name, "namespace");
   {
     // A bad question is a 400 whatever the count.
-    auto e = s.require_known(name, "namespace");
-    std::shared_lock lock(e->mu);
-    check_request(e->ns, request);
+    std::shared_lock lock(watch->entry->mu);
+    check_request(watch->entry->ns, request);
   }
-  auto watch = std::make_shared<AnomalyWatch>();
   if (s.hot_key_streams.fetch_add(1) >= s.options.limits.max_hot_key_streams) {
     --s.hot_key_streams;
     throw ServiceError(ErrorKind::overloaded, "too_many_streams",
@@ -234,7 +220,6 @@ std::shared_ptr<void> Service::subscribe_anomalies(const std::string& name, cons
     watch->cancelled = true;
     --*streams;
   });
-  watch->entry = s.require_known(name, "namespace");
   const auto first = anomalies(name, request);  // its errors are the subscriber's (history, a cluster's partitions)
   watch->name = name;
   watch->request = request;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <random>
 
@@ -166,6 +167,26 @@ std::vector<engine::PointAnswer> counts_or_missing(const Service::State& s, cons
       add_missing(coverage, one);
     }
   }
+  return points;
+}
+
+std::vector<engine::PointAnswer> top_and_counts(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
+                                                std::size_t depth, const std::vector<std::string>& items, std::optional<double> as_of,
+                                                engine::TopKAnswer& list, engine::Coverage& item_coverage) {
+  auto counted = std::async(std::launch::async, [&] { return counts_or_missing(s, name, items, view, as_of, item_coverage); });
+  std::exception_ptr failed;
+  try {
+    list = top(s, name, view, depth, as_of);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  std::vector<engine::PointAnswer> points;
+  try {
+    points = counted.get();
+  } catch (...) {
+    if (!failed) throw;
+  }
+  if (failed) std::rethrow_exception(failed);
   return points;
 }
 

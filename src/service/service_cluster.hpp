@@ -25,6 +25,14 @@ void add_missing(engine::Coverage& into, const engine::Coverage& from);
 std::vector<engine::PointAnswer> counts_or_missing(const Service::State& s, const std::string& name, const std::vector<std::string>& items,
                                                    const std::optional<engine::ViewSpec>& view, std::optional<double> as_of,
                                                    engine::Coverage& coverage);
+// A list and some items' counts from one view, asked of the partitions at
+// once (the personalised route's global list and user items, the
+// anomalies' baseline): `list` gets top()'s answer; the items' counts are
+// counts_or_missing()'s, an item's partition that did not answer added to
+// `item_coverage`. When both fail, the list's error is the one thrown.
+std::vector<engine::PointAnswer> top_and_counts(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
+                                                std::size_t depth, const std::vector<std::string>& items, std::optional<double> as_of,
+                                                engine::TopKAnswer& list, engine::Coverage& item_coverage);
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
                                 std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count);
 Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at);

@@ -2,7 +2,6 @@
 // global top and the user's items read together, then the blend.
 #include <algorithm>
 #include <cmath>
-#include <future>
 
 #include "ebb/core/hash.hpp"
 #include "service_cluster.hpp"
@@ -43,19 +42,7 @@ std::size_t depth_for(std::size_t k) { return std::min<std::size_t>(k * engine::
 void read_cluster(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view, std::size_t depth,
                   const std::vector<std::string>& distinct, engine::TopKAnswer& global, std::vector<engine::PointAnswer>& points) {
   engine::Coverage user_coverage;
-  auto user_part = std::async(std::launch::async, [&] { return cluster_mode::counts_or_missing(s, name, distinct, view, std::nullopt, user_coverage); });
-  std::exception_ptr failed;
-  try {
-    global = cluster_mode::top(s, name, view, depth);
-  } catch (...) {
-    failed = std::current_exception();
-  }
-  try {
-    points = user_part.get();
-  } catch (...) {
-    if (!failed) throw;
-  }
-  if (failed) std::rethrow_exception(failed);
+  points = cluster_mode::top_and_counts(s, name, view, depth, distinct, std::nullopt, global, user_coverage);
   cluster_mode::add_missing(global.coverage, user_coverage);
 }
 
