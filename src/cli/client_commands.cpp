@@ -194,6 +194,8 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   for (auto* other : {item, ts, from, hl, win, hot}) trending->excludes(other);
   auto* anomalies = cmd->add_flag("--anomalies", o.anomalies,
                                   "Items whose rate or rank in --window jumped against --baseline (a longer window) or --baseline-offset (GET /anomalies)");
+  auto* audit = cmd->add_flag("--audit", o.audit,
+                              "The accuracy self-audit's last figures per view: estimates against exact counts (GET /namespaces/{name})");
   auto* base = cmd->add_option("--baseline", o.baseline, "With --anomalies: a longer window the namespace keeps, ending at the same time")
                    ->check(duration_validator());
   auto* offset = cmd->add_option("--baseline-offset", o.baseline_offset, "With --anomalies: the same window this long before (7d)")
@@ -205,6 +207,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   base->excludes(offset);
   anomalies->needs(win);
   for (auto* other : {item, from, hl, hot, trending}) anomalies->excludes(other);
+  for (auto* other : {item, from, hl, win, ts, hot, trending, anomalies}) audit->excludes(other);
   mc->excludes(hot);  // and needs --trending or --anomalies: run_query checks
   auto* user = cmd->add_option("--user-item", o.user_items,
                                "The top K re-ranked for a user who touched these items (POST /top-k/personalised; repeatable): "
@@ -225,7 +228,7 @@ CLI::App* add_query_command(CLI::App& app, QueryOptions& o) {
   field->excludes(most);
   for (auto* d : {dist, dbsize}) {
     d->excludes(ns);
-    for (auto* other : {item, ts, from, hl, win, hot, trending, kopt, user, anomalies}) d->excludes(other);
+    for (auto* other : {item, ts, from, hl, win, hot, trending, kopt, user, anomalies, audit}) d->excludes(other);
   }
   dist->excludes(dbsize);
   cmd->add_flag("--json", o.json, "Print the server's JSON as it is (with --follow: one {\"event\", \"data\"} object a line)");
@@ -444,6 +447,44 @@ int run_anomalies(io::HttpClient& client, const QueryOptions& o, const io::HttpH
   return 0;
 }
 
+// --audit: the audit blocks of GET /namespaces/{name}, a line per view.
+int run_audit(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
+  const auto body = answer_body(client, o, "GET", "/namespaces/" + url_encode(o.ns), "", headers);
+  if (!body) return 0;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc = p.parse(*body);
+  simdjson::dom::element summary = doc["stats"]["audit"];
+  if (summary.is_null()) {
+    std::printf("namespace '%s' has no accuracy audit (created with audit_sample and audit_top 0, or before ebb had one)\n", o.ns.c_str());
+    return 0;
+  }
+  std::printf("accuracy audit of '%s': %llu sampled items (share %g of all), %llu top items%s\n", o.ns.c_str(),
+              static_cast<unsigned long long>(std::uint64_t(summary["sampled_items"])), double(summary["sample_share"]),
+              static_cast<unsigned long long>(std::uint64_t(summary["top_items"])), bool(summary["from_start"]) ? "" : " (began after the first event)");
+  std::printf("%-14s  %-22s  %8s  %12s  %12s  %10s  %9s  %10s  %s\n", "view", "as of (UTC)", "compared", "max error", "bound", "max/bound", "outside",
+              "top error", "SLA");
+  for (auto v : simdjson::dom::array(doc["stats"]["views"])) {
+    simdjson::dom::element a = v["audit"];
+    const std::string kind{std::string_view(v["kind"])};
+    const std::string name = (kind == "half_life" ? "half_life=" : "window=") + std::string(std::string_view(v["name"]));
+    const bool passed = !a["as_of"].is_null();
+    std::string sla = "none";
+    if (!a["sla"].is_null()) {
+      char text[96];
+      std::snprintf(text, sizeof text, "%g%%", double(a["sla"]) * 100);
+      sla = text;
+      if (!a["sla_met"].is_null()) sla += bool(a["sla_met"]) ? " met" : " missed";
+      if (!a["suggested_sketch_width"].is_null()) sla += ": width " + std::to_string(std::uint64_t(a["suggested_sketch_width"])) + " would meet it";
+    }
+    const std::string ratio = a["max_relative_error"].is_null() ? std::string("inf") : fixed_decimal(std::round(double(a["max_relative_error"]) * 1e4) / 1e4);
+    std::printf("%-14s  %-22s  %8llu  %12.4g  %12.4g  %10s  %8.2f%%  %9.3f%%  %s\n", name.c_str(),
+                passed ? format_utc(double(a["as_of"])).c_str() : "(no pass yet)", static_cast<unsigned long long>(std::uint64_t(a["compared"])),
+                double(a["max_error"]), double(a["error_bound"]), ratio.c_str(), double(a["outside_bound_share"]) * 100,
+                double(a["top"]["max_error_share"]) * 100, sla.c_str());
+  }
+  return 0;
+}
+
 // --hot-keys [--follow].
 int run_hot_keys(io::HttpClient& client, const QueryOptions& o, const io::HttpHeaders& headers) {
   if (o.follow) {
@@ -542,6 +583,7 @@ int run_query(const QueryOptions& o) {
     if (o.hot_keys) return run_hot_keys(client, o, headers);
     if (o.trending) return run_trending(client, o, headers);
     if (o.anomalies) return run_anomalies(client, o, headers);
+    if (o.audit) return run_audit(client, o, headers);
     if (!o.user_items.empty()) return run_personalised(client, o, headers);
     std::string view;
     if (!o.half_life.empty()) view = "&half_life=" + url_encode(o.half_life);

@@ -45,6 +45,7 @@ struct QueryOptions {
   std::string short_half_life, long_half_life;
   std::optional<double> min_count;
   bool anomalies = false;  // GET /anomalies (--window, --baseline or --baseline-offset)
+  bool audit = false;      // the accuracy self-audit's figures (GET /namespaces/{name})
   std::string baseline, baseline_offset;
   std::optional<double> min_jump, min_score;
   std::optional<std::size_t> min_rank_jump;

@@ -104,6 +104,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->check(duration_validator())
       ->check(CLI::Validator(
           [](std::string& s) -> std::string { return parse_duration(s) <= 10 ? "" : "must be at most 10s (got " + s + ")"; }, "", "at most 10s"));
+  cmd->add_option("--audit-interval", o.audit_interval,
+                  "How often each namespace's accuracy audit compares its exact sample with the views' estimates (GET /namespaces/{name}, "
+                  "ebb_audit_relative_error); 0: never")
+      ->capture_default_str()
+      ->check(duration_or_zero_validator());
   cmd->add_option("--max-hot-key-streams", o.limits.max_hot_key_streams, "Hot-key and anomaly subscriptions of GET /hot-keys/stream at most (a stream with both holds two; 429 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1ul, 1'000'000ul));
@@ -257,6 +262,7 @@ int run_serve(ServeOptions o) {
   so.history_retention.full = std::min(so.history_retention.full, so.history_retention.hours);
   so.answer_cache_ttl = o.answer_cache_ttl == "0" ? 0 : parse_duration(o.answer_cache_ttl);
   so.hot_key_interval = parse_duration(o.hot_key_interval);
+  so.audit_interval = o.audit_interval == "0" ? 0 : parse_duration(o.audit_interval);
   so.distributions.default_rate = o.distribution_rate;
   so.distributions.default_decay = o.distribution_decay == "poisson" ? engine::DistributionDecay::poisson : engine::DistributionDecay::exact;
   so.distributions.min_count = o.distribution_min_count;
@@ -386,6 +392,7 @@ int run_serve(ServeOptions o) {
       service.start_checkpoints();
       service.start_history();
       service.start_hot_keys();
+      service.start_audit();
       service.start_distribution_expiry();
     } catch (const std::exception& e) {
       log->critical("recovery failed: {}; not serving", e.what());

@@ -22,6 +22,7 @@ struct ServeOptions {
   std::string history_min_free = "512MiB";
   std::string answer_cache_ttl = "100ms";
   std::string hot_key_interval = "100ms";
+  std::string audit_interval = "10s";
   double distribution_rate = 1.0 / 3600;  // lambda of new distributions, 1/s
   std::string distribution_decay = "exact";  // or "poisson" (bitly's)
   double distribution_min_count = 1e-3;

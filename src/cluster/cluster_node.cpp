@@ -1385,6 +1385,27 @@ std::vector<std::pair<std::string, engine::NamespaceStats>> ClusterNode::stats(s
     }
   }
   coverage.partitions = layout_.partitions;
+  // The partitions' accuracy audits, asked of those that answered (a
+  // question of its own: an older build reads stats replies without them).
+  // While a node of an older build is live (which refuses the question)
+  // none are asked; an owner that does not answer now leaves its figures
+  // out; the stats stand either way.
+  q.kind = QueryRequest::Kind::audit;
+  const std::string payload = encode_query(q);
+  std::vector<std::pair<std::uint32_t, std::string>> requests;
+  for (std::uint32_t p = 0; p < layout_.partitions && older_nodes().empty(); ++p) {
+    if (std::find(missing.begin(), missing.end(), p) == missing.end()) requests.emplace_back(p, payload);
+  }
+  try {
+    std::vector<std::uint32_t> unaudited;
+    for (const auto& r : requests.empty() ? std::vector<QueryReply>{} : ask(requests, q.kind, unaudited)) {
+      for (const auto& [name, part] : r.stats) {
+        if (auto it = by_name.find(name); it != by_name.end()) it->second.add_audit(part);
+      }
+    }
+  } catch (const std::exception& e) {
+    log_->warn("the partitions' accuracy audits: {}", e.what());
+  }
   coverage.missing = std::move(missing);
   return {std::make_move_iterator(by_name.begin()), std::make_move_iterator(by_name.end())};
 }

@@ -258,6 +258,61 @@ engine::NamespaceStats get_stats(BinaryReader& r) {
   return s;
 }
 
+// A namespace's accuracy audit figures (a stats reply carries none: an
+// older build reads those, so the audit is a question of its own).
+void put_audit(BinaryWriter& w, const engine::NamespaceStats& s) {
+  w.put<std::uint8_t>(s.audit.enabled ? 1 : 0);
+  w.put<std::uint64_t>(s.audit.sampled_items);
+  w.put<std::uint64_t>(s.audit.top_items);
+  w.put<double>(s.audit.sample_share);
+  w.put<std::uint8_t>(s.audit.from_start ? 1 : 0);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(s.views.size()));
+  for (const auto& v : s.views) {
+    put_view(w, v.view);
+    const auto& a = v.audit;
+    w.put<double>(a.as_of);
+    w.put<std::uint64_t>(a.compared);
+    w.put<std::uint64_t>(a.outside_bound);
+    for (double d : {a.max_error, a.max_relative_error, a.error_bound}) w.put<double>(d);
+    w.put<std::uint64_t>(a.top_compared);
+    w.put<double>(a.top_max_error_share);
+    w.put<std::uint32_t>(a.suggested_growth);
+    for (auto c : a.histogram.counts) w.put<std::uint64_t>(c);
+    w.put<std::uint64_t>(a.histogram.count);
+    w.put<double>(a.histogram.sum);
+  }
+}
+
+engine::NamespaceStats get_audit(BinaryReader& r) {
+  engine::NamespaceStats s;
+  const auto enabled = r.get<std::uint8_t>();
+  if (enabled > 1) r.fail("bad audit flag");
+  s.audit.enabled = enabled == 1;
+  s.audit.sampled_items = r.get<std::uint64_t>();
+  s.audit.top_items = r.get<std::uint64_t>();
+  s.audit.sample_share = r.get<double>();
+  const auto from_start = r.get<std::uint8_t>();
+  if (from_start > 1) r.fail("bad audit flag");
+  s.audit.from_start = from_start == 1;
+  const auto n = count_of(r, 33, "views");
+  s.views.resize(n);
+  for (auto& v : s.views) {
+    v.view = get_view(r);
+    auto& a = v.audit;
+    a.as_of = r.get<double>();
+    a.compared = r.get<std::uint64_t>();
+    a.outside_bound = r.get<std::uint64_t>();
+    for (double* d : {&a.max_error, &a.max_relative_error, &a.error_bound}) *d = r.get<double>();
+    a.top_compared = r.get<std::uint64_t>();
+    a.top_max_error_share = r.get<double>();
+    a.suggested_growth = r.get<std::uint32_t>();
+    for (auto& c : a.histogram.counts) c = r.get<std::uint64_t>();
+    a.histogram.count = r.get<std::uint64_t>();
+    a.histogram.sum = r.get<double>();
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string encode_commit(const CommitRecord& c) {
@@ -422,7 +477,7 @@ QueryRequest decode_query(std::string_view payload) {
   BinaryReader r(payload, "query");
   QueryRequest q;
   const auto kind = r.get<std::uint8_t>();
-  if (kind < 1 || kind > 9) r.fail("unknown query kind " + std::to_string(kind));
+  if (kind < 1 || kind > 10) r.fail("unknown query kind " + std::to_string(kind));
   q.kind = static_cast<QueryRequest::Kind>(kind);
   q.ns = r.get_string(kMaxString);
   if (r.get<std::uint8_t>()) q.view = get_view(r);
@@ -490,10 +545,15 @@ std::string encode_reply(const QueryReply& reply, QueryRequest::Kind kind) {
       }
       break;
     case QueryRequest::Kind::stats:
+    case QueryRequest::Kind::audit:
       w.put<std::uint32_t>(static_cast<std::uint32_t>(reply.stats.size()));
       for (const auto& [name, stats] : reply.stats) {
         w.put_string(name);
-        put_stats(w, stats);
+        if (kind == QueryRequest::Kind::audit) {
+          put_audit(w, stats);
+        } else {
+          put_stats(w, stats);
+        }
       }
       break;
     case QueryRequest::Kind::counts:
@@ -548,12 +608,13 @@ QueryReply decode_reply(std::string_view payload, QueryRequest::Kind kind) {
       }
       break;
     }
-    case QueryRequest::Kind::stats: {
+    case QueryRequest::Kind::stats:
+    case QueryRequest::Kind::audit: {
       const auto n = count_of(r, 4, "namespaces");
       reply.stats.reserve(n);
       for (std::uint32_t i = 0; i < n; ++i) {
         auto name = r.get_string(kMaxString);
-        reply.stats.emplace_back(std::move(name), get_stats(r));
+        reply.stats.emplace_back(std::move(name), kind == QueryRequest::Kind::audit ? get_audit(r) : get_stats(r));
       }
       break;
     }

@@ -27,6 +27,7 @@ service::ServiceOptions replica_options(const service::ServiceOptions& node, boo
   o.limits = node.limits;
   o.answer_cache_ttl = node.answer_cache_ttl;
   o.hot_key_interval = node.hot_key_interval;
+  o.audit_interval = node.audit_interval;
   o.distribution_expire_interval = node.distribution_expire_interval;
   o.distributions = node.distributions;
   o.sketch_share = node.sketch_share;
@@ -54,6 +55,7 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
       checkpoint_interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(std::max(options.checkpoint_interval, 0.05)))),
       hot_key_interval_(options.hot_key_interval),
+      audit_interval_(options.audit_interval),
       expire_interval_(options.distribution_expire_interval) {
   start_target_ = client_.last_sequence(layout_.stream, layout_.commit_subject(), milliseconds(5000));
   if (sharing && options.data_dir) {
@@ -411,6 +413,7 @@ void PartitionReplica::housekeeping() {
     }
     if (due(hot_key_interval_, last_hot_keys_)) service_->evaluate_hot_keys();
     if (due(expire_interval_, last_expiry_)) service_->expire_idle_distributions();
+    if (due(audit_interval_, last_audit_)) service_->audit_namespaces();
   } catch (const std::exception& e) {
     log_->error("partition {}: housekeeping failed: {}", partition_, e.what());
   }

@@ -35,6 +35,7 @@ const char* blob_kind_name(BlobKind kind) noexcept {
     case BlobKind::shared_checkpoint: return "shared checkpoint";
     case BlobKind::shared_checkpoint_head: return "shared checkpoint head";
     case BlobKind::catalog_snapshot: return "catalog snapshot";
+    case BlobKind::accuracy_audit: return "accuracy audit";
   }
   return "unknown";
 }

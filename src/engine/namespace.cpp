@@ -49,6 +49,7 @@ Namespace::Namespace(NamespaceConfig config, Clock wall_clock) : config_(std::mo
   config_.candidates = config_.resolved_candidates();
   views_ = make_views(config_);
   if (config_.hot_key_threshold) hot_keys_ = make_hot_keys(config_);
+  if (AccuracyAudit::enabled(config_)) audit_ = std::make_unique<AccuracyAudit>(config_, views_, true);
   rebuild_exclude();
 }
 
@@ -86,7 +87,17 @@ void NamespaceStats::add(const NamespaceStats& part) {
     } else {
       same->memory_bytes += v.memory_bytes;
       same->dropped += v.dropped;
+      same->audit.add(v.audit);
     }
+  }
+  audit.add(part.audit);
+}
+
+void NamespaceStats::add_audit(const NamespaceStats& part) {
+  audit.add(part.audit);
+  for (const auto& v : part.views) {
+    auto same = std::find_if(views.begin(), views.end(), [&](const ViewStats& s) { return s.view == v.view; });
+    if (same != views.end()) same->audit.add(v.audit);
   }
 }
 
@@ -227,6 +238,9 @@ void Namespace::count_prepared(const PreparedBatch& batch, std::size_t submitted
   ++stats_.batches;
   stats_.excluded += submitted - batch.size();
   if (batch.size() == 0) return;
+  // Before the views: an item the audit takes in now reads their estimates
+  // without this batch.
+  if (audit_) audit_->observe(batch, views_, batch.now, seen_event_ ? stats_.newest_time : NAN);
   for (auto& view : views_) view->apply(batch);
   if (hot_keys_) hot_keys_->apply(batch);
   stats_.events += batch.size();
@@ -273,6 +287,8 @@ std::vector<HotKeyEvent> Namespace::reconfigure(const NamespaceConfig& next) {
   set_k(next.k);
   set_exclude(next.exclude);
   set_time_guards(next.max_event_age, next.max_time_jump);
+  config_.audit_sla = next.audit_sla;
+  if (audit_) audit_->set_sla(next.audit_sla);
   return set_hot_keys(next.hot_key_threshold, next.hot_key_half_life);
 }
 
@@ -323,11 +339,15 @@ std::function<std::string()> Namespace::freeze_state() const {
   // The detector is one decayed view's size: serialised now, like those.
   std::shared_ptr<const std::string> detector;
   if (hot_keys_) detector = std::make_shared<const std::string>(written([&](BinaryWriter& w) { hot_keys_->serialize_state_into(w); }));
-  return [stats = stats_, seen = seen_event_, views = std::move(views), detector, bytes] {
+  // The audit holds a few items: likewise.
+  std::shared_ptr<const std::string> audit;
+  if (audit_) audit = std::make_shared<const std::string>(written([&](BinaryWriter& w) { audit_->serialize_state_into(w); }));
+  return [stats = stats_, seen = seen_event_, views = std::move(views), detector, audit, bytes] {
     BinaryWriter w;
-    w.reserve(bytes + (detector ? detector->size() : 0));
-    // Version 2 added the hot-key detector after the views.
-    const auto blob = w.begin_blob(BlobKind::namespace_state, 2);
+    w.reserve(bytes + (detector ? detector->size() : 0) + (audit ? audit->size() : 0));
+    // Version 2 added the hot-key detector after the views, version 3 the
+    // accuracy audit after that.
+    const auto blob = w.begin_blob(BlobKind::namespace_state, 3);
     w.put<std::uint64_t>(stats.events);
     w.put<std::uint64_t>(stats.excluded);
     w.put<std::uint64_t>(stats.batches);
@@ -338,13 +358,15 @@ std::function<std::string()> Namespace::freeze_state() const {
     for (const auto& v : views) w.put_part(v);
     w.put<std::uint8_t>(detector ? 1 : 0);
     if (detector) w.put_string(*detector);
+    w.put<std::uint8_t>(audit ? 1 : 0);
+    if (audit) w.put_string(*audit);
     w.end_blob(blob);
     return std::move(w.buffer());
   };
 }
 
 void Namespace::restore_state(std::string_view blob) {
-  auto opened = open_blob(blob, BlobKind::namespace_state, 2);
+  auto opened = open_blob(blob, BlobKind::namespace_state, 3);
   BinaryReader r(opened.payload, "namespace state");
   NamespaceStats stats;
   stats.events = r.get<std::uint64_t>();
@@ -369,7 +391,18 @@ void Namespace::restore_state(std::string_view blob) {
     if (has_detector > 1) r.fail("bad hot-key detector flag");
     if (has_detector == 1) detector_part = r.get_string(std::size_t{1} << 36);
   }
+  // Version 3 added the audit; before it, an audit the configuration asks
+  // for starts now (from the first event only if nothing was counted).
+  std::optional<std::string> audit_part;
+  if (opened.version >= 3) {
+    const auto has_audit = r.get<std::uint8_t>();
+    if (has_audit > 1) r.fail("bad accuracy audit flag");
+    if (has_audit == 1) audit_part = r.get_string(std::size_t{1} << 32);
+  }
   r.expect_end();
+  if (opened.version >= 3 && audit_part.has_value() != AccuracyAudit::enabled(config_)) {
+    r.fail(audit_part ? "holds an accuracy audit the configuration does not have" : "lacks the configuration's accuracy audit");
+  }
   if (opened.version >= 2 && detector_part.has_value() != config_.hot_key_threshold.has_value()) {
     r.fail(detector_part ? "holds a hot-key detector the configuration does not have" : "lacks the configuration's hot-key detector");
   }
@@ -378,8 +411,11 @@ void Namespace::restore_state(std::string_view blob) {
   for (std::uint32_t i = 0; i < n; ++i) fresh[i]->restore_state(parts[i]);
   std::unique_ptr<HotKeyDetector> detector = config_.hot_key_threshold ? make_hot_keys(config_) : nullptr;
   if (detector_part) detector->restore_state(*detector_part);
+  std::unique_ptr<AccuracyAudit> audit = AccuracyAudit::enabled(config_) ? std::make_unique<AccuracyAudit>(config_, fresh, stats.events == 0) : nullptr;
+  if (audit_part) audit->restore_state(*audit_part);
   views_ = std::move(fresh);
   hot_keys_ = std::move(detector);
+  audit_ = std::move(audit);
   stats_ = stats;
   seen_event_ = seen;
 }
@@ -486,10 +522,21 @@ NamespaceStats Namespace::stats() const {
   for (const auto& v : views_) {
     const std::size_t bytes = v->memory_bytes();
     s.memory_bytes += bytes;
-    s.views.push_back({v->spec(), bytes, v->dropped()});
+    s.views.push_back({v->spec(), bytes, v->dropped(), {}});
   }
   if (hot_keys_) s.memory_bytes += hot_keys_->memory_bytes();
+  if (audit_) {
+    s.memory_bytes += audit_->memory_bytes();
+    s.audit = audit_->summary();
+    for (std::size_t i = 0; i < s.views.size(); ++i) s.views[i].audit = audit_->report()[i];
+  }
   return s;
+}
+
+std::vector<AccuracyAudit::SlaChange> Namespace::audit_pass() {
+  // An event-clock namespace has no "now" before its first event.
+  if (!audit_ || (config_.clock == ClockMode::event && !seen_event_)) return {};
+  return audit_->pass(views_, now(), seen_event_ ? stats_.newest_time : NAN);
 }
 
 }  // namespace ebb::engine

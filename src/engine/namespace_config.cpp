@@ -77,6 +77,9 @@ void NamespaceConfig::validate() const {
   if (!(hot_key_half_life >= kMinHotKeyHalfLife && hot_key_half_life <= kMaxHotKeyHalfLife)) {
     bad("hot_key_half_life", "must be a duration in [1s, 1d]");
   }
+  if (audit_sample > kMaxAuditSample) bad("audit_sample", "must be in [0, " + std::to_string(kMaxAuditSample) + "] (got " + std::to_string(audit_sample) + ")");
+  if (audit_top > kMaxAuditTop) bad("audit_top", "must be in [0, " + std::to_string(kMaxAuditTop) + "] (got " + std::to_string(audit_top) + ")");
+  if (audit_sla && !(*audit_sla > 0 && *audit_sla <= 1)) bad("audit_sla", "must be a share in (0, 1] (or null for none)");
   for (std::size_t i = 0; i < exclude.size(); ++i) {
     if (exclude[i].empty() || exclude[i].size() > max_item_bytes) {
       bad("exclude", "entry " + std::to_string(i) + " must be 1 to " + std::to_string(max_item_bytes) + " bytes");

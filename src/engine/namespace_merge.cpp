@@ -71,12 +71,15 @@ Namespace Namespace::summed(std::span<const Namespace* const> sources, std::span
     sum.stats_.newest_time = sum.seen_event_ ? std::max(sum.stats_.newest_time, s.stats_.newest_time) : s.stats_.newest_time;
     sum.seen_event_ = true;
   }
+  // The sum's counts came from elsewhere: its audit starts now.
+  if (sum.audit_) sum.audit_ = std::make_unique<AccuracyAudit>(config_, sum.views_, !sum.seen_event_);
   return sum;
 }
 
 void Namespace::adopt(Namespace&& other) noexcept {
   views_.swap(other.views_);
   hot_keys_.swap(other.hot_keys_);
+  audit_.swap(other.audit_);
   stats_ = other.stats_;
   seen_event_ = other.seen_event_;
   staged_ = 0;

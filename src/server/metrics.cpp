@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -91,6 +92,66 @@ void single(std::string& out, const char* name, const char* type, const char* he
   out += value;
   out += '\n';
 }
+
+namespace {
+
+// A view as the query parameter that asks for it: "window=all",
+// "window=1h", "half_life=5m" (a window and a half-life may share a name).
+std::string view_label(const engine::ViewSpec& v) {
+  return (v.kind == engine::ViewSpec::Kind::decayed ? "half_life=" : "window=") + v.name();
+}
+
+// The accuracy audit's figures (engine/accuracy_audit.hpp) per namespace
+// and view: every comparison's relative error since start, and the last
+// pass's worst figures.
+void render_audit(std::string& out, const std::vector<service::NamespaceMetrics>& rows) {
+  using engine::AuditHistogram;
+  header(out, "ebb_audit_relative_error", "histogram",
+         "Accuracy audit: each comparison's |estimate - exact count| / (epsilon x total), by namespace and view (the query parameter that asks for it).");
+  for (const auto& r : rows) {
+    if (!r.stats.audit.enabled) continue;
+    for (const auto& v : r.stats.views) {
+      if (!v.audit.passed()) continue;  // no pass yet (a cluster node's catalog: its partitions audit)
+      const std::string labels = "namespace=\"" + label(r.name) + "\",view=\"" + label(view_label(v.view)) + "\"";
+      const auto& h = v.audit.histogram;
+      std::uint64_t cumulative = 0;
+      for (std::size_t i = 0; i < AuditHistogram::kBounds.size(); ++i) {
+        cumulative += h.counts[i];
+        out += "ebb_audit_relative_error_bucket{" + labels + ",le=\"" + num(AuditHistogram::kBounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
+      }
+      out += "ebb_audit_relative_error_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+      out += "ebb_audit_relative_error_sum{" + labels + "} " + num(h.sum) + "\n";
+      out += "ebb_audit_relative_error_count{" + labels + "} " + std::to_string(h.count) + "\n";
+    }
+  }
+  struct Gauge {
+    const char* name;
+    const char* help;
+    double (*value)(const engine::ViewAudit&);
+  };
+  static const Gauge gauges[] = {
+      {"ebb_audit_max_relative_error", "Accuracy audit, last pass: the largest |error| / (epsilon x total) of a view (+Inf: an error where the bound is 0).",
+       [](const engine::ViewAudit& a) { return a.max_relative_error; }},
+      {"ebb_audit_outside_bound_ratio", "Accuracy audit, last pass: the share of a view's compared estimates off by more than epsilon x total.",
+       [](const engine::ViewAudit& a) { return a.compared > 0 ? static_cast<double>(a.outside_bound) / static_cast<double>(a.compared) : 0.0; }},
+      {"ebb_audit_top_max_error_share", "Accuracy audit, last pass: the largest error of a view's top item as a share of its count (what audit_sla bounds).",
+       [](const engine::ViewAudit& a) { return a.top_max_error_share; }},
+  };
+  for (const auto& g : gauges) {
+    header(out, g.name, "gauge", g.help);
+    for (const auto& r : rows) {
+      if (!r.stats.audit.enabled) continue;
+      for (const auto& v : r.stats.views) {
+        if (!v.audit.passed()) continue;
+        const double x = g.value(v.audit);
+        out += std::string(g.name) + "{namespace=\"" + label(r.name) + "\",view=\"" + label(view_label(v.view)) + "\"} " +
+               (std::isinf(x) ? std::string("+Inf") : num(x)) + "\n";
+      }
+    }
+  }
+}
+
+}  // namespace
 
 std::string Metrics::render(const service::ServiceMetrics& sm) const {
   std::string out;
@@ -179,6 +240,7 @@ std::string Metrics::render(const service::ServiceMetrics& sm) const {
       out += "ebb_window_dropped_events_total{namespace=\"" + label(r.name) + "\",window=\"" + v.view.name() + "\"} " + std::to_string(v.dropped) + "\n";
     }
   }
+  render_audit(out, rows);
   header(out, "ebb_namespace_memory_bytes", "gauge", "Memory held by a namespace's sketches and summaries.");
   for (const auto& r : rows) out += "ebb_namespace_memory_bytes{namespace=\"" + label(r.name) + "\"} " + std::to_string(r.stats.memory_bytes) + "\n";
   single(out, "ebb_hot_key_streams", "gauge", "Open GET /hot-keys/stream subscriptions, hot-key and anomaly (--max-hot-key-streams limits them).",

@@ -142,6 +142,14 @@ std::optional<double> get_threshold(element v) {
   return t;
 }
 
+// The audit's SLA: a share of a top item's count in (0, 1], or null for none.
+std::optional<double> get_audit_sla(element v) {
+  if (v.is_null()) return std::nullopt;
+  const double sla = get_number(v, "audit_sla");
+  if (!(sla > 0 && sla <= 1)) bad("audit_sla", "must be a share of a top item's count in (0, 1], e.g. 0.01 for 1% (or null for none)");
+  return sla;
+}
+
 double get_hot_key_half_life(element v) {
   const std::string field = "hot_key_half_life";
   if (!v.is_string()) bad(field, "must be a duration string such as \"10s\"");
@@ -177,6 +185,14 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   // counted); a new namespace gets the server's defaults.
   c.max_event_age = stored ? INFINITY : limits.default_max_event_age;
   c.max_time_jump = stored ? INFINITY : limits.default_max_time_jump;
+  // A stored configuration without the audit's fields predates it (or has
+  // none: they are written only with one): no audit.
+  if (stored) {
+    c.audit_sample = 0;
+    c.audit_top = 0;
+    c.audit_sla = std::nullopt;
+  }
+  bool has_audit_sla = false;
   c.k = 100;
   c.all_time = false;
   bool has_name = false, has_windows = false;
@@ -186,7 +202,8 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
                                                      "sketch_depth", "epsilon", "delta",         "hot_key_threshold", "hot_key_half_life",
                                                      "exclude", "counting", "clock",           "candidates", "summary",
                                                      "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump",
-                                                     "window_sketch_width", "max_items", "memory", "redis"};
+                                                     "window_sketch_width", "max_items", "memory", "redis",
+                                                     "audit_sample", "audit_top", "audit_sla"};
   // Fields that shape a sketch: refused for exact counting, which has none.
   static const std::set<std::string_view> kSketchFields = {"sketch_width", "sketch_depth", "epsilon", "delta",
                                                            "window_sketch_width", "candidates", "summary", "memory"};
@@ -271,6 +288,13 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       c.hot_key_threshold = get_threshold(value);
     } else if (field == "hot_key_half_life") {
       c.hot_key_half_life = get_hot_key_half_life(value);
+    } else if (field == "audit_sample") {
+      c.audit_sample = static_cast<std::uint32_t>(get_uint(value, field, 0, engine::NamespaceConfig::kMaxAuditSample));
+    } else if (field == "audit_top") {
+      c.audit_top = static_cast<std::uint32_t>(get_uint(value, field, 0, engine::NamespaceConfig::kMaxAuditTop));
+    } else if (field == "audit_sla") {
+      c.audit_sla = get_audit_sla(value);
+      has_audit_sla = true;
     } else if (field == "exclude") {
       c.exclude = get_exclude(value, c, limits);
     } else if (field == "counting") {
@@ -317,6 +341,11 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     bad("half_lives", "at most " + std::to_string(limits.max_views) + " views (windows and half-lives) per namespace");
   }
   if ((width || depth) && (epsilon || delta)) bad("sketch_width", "give sketch_width/sketch_depth or epsilon/delta, not both");
+  if (!engine::AccuracyAudit::enabled(c)) {
+    // An SLA judges the audit's top items: none without an audit.
+    if (has_audit_sla && c.audit_sla) bad("audit_sla", "needs an accuracy audit (audit_sample or audit_top above 0)");
+    c.audit_sla = std::nullopt;
+  }
   if (c.memory != 0 && !sized_field.empty() && !stored) {
     bad("memory", "sizes the sketch and the candidates itself: give memory or " + sized_field + ", not both");
   }
@@ -394,11 +423,16 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
       next.config.max_event_age = get_guard(value, field);
     } else if (field == "max_time_jump") {
       next.config.max_time_jump = get_guard(value, field);
+    } else if (field == "audit_sla") {
+      next.config.audit_sla = get_audit_sla(value);
+      if (next.config.audit_sla && !engine::AccuracyAudit::enabled(next.config)) {
+        bad("audit_sla", "needs an accuracy audit, which this namespace has not (audit_sample and audit_top are 0, fixed at creation)");
+      }
     } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
                field == "summary" || field == "max_future_skew" || field == "max_items" || field == "window_sketch_width" || field == "memory" ||
-               field == "max_item_bytes" || field == "redis") {
-      bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age and max_time_jump can); create a new namespace");
+               field == "max_item_bytes" || field == "redis" || field == "audit_sample" || field == "audit_top") {
+      bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age, max_time_jump and audit_sla can); create a new namespace");
     } else {
       bad(message_text(field), "unknown field");
     }
@@ -445,6 +479,14 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
     if (std::isfinite(guard)) w.value(format_duration(guard));
     else w.null();
   }
+  // Stored only with an audit, so a build before it reads the others.
+  if (!for_storage || engine::AccuracyAudit::enabled(c)) {
+    w.key("audit_sample").value(c.audit_sample);
+    w.key("audit_top").value(c.audit_top);
+    w.key("audit_sla");
+    if (c.audit_sla) w.value(*c.audit_sla);
+    else w.null();
+  }
   if (spec.redis) {
     const auto& r = *spec.redis;
     w.key("redis").begin_object();
@@ -487,6 +529,46 @@ std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage) {
   return w.take();
 }
 
+namespace {
+
+// A view's figures from the audit's last pass (docs/api.md, "Accuracy
+// self-audit"). `width`: the sketch width the configuration asks for.
+void write_view_audit(io::JsonWriter& w, const engine::ViewAudit& a, const engine::NamespaceConfig& c, std::uint32_t width) {
+  auto finite_or_null = [&](double x) {
+    if (std::isfinite(x)) w.value(x);
+    else w.null();
+  };
+  w.key("audit").begin_object();
+  w.key("as_of");
+  if (a.passed()) w.value(a.as_of);
+  else w.null();
+  w.key("compared").value(a.compared);
+  w.key("max_error").value(a.max_error);
+  w.key("error_bound").value(a.error_bound);
+  w.key("max_relative_error");
+  finite_or_null(a.max_relative_error);
+  w.key("outside_bound").value(a.outside_bound);
+  w.key("outside_bound_share").value(a.compared > 0 ? static_cast<double>(a.outside_bound) / static_cast<double>(a.compared) : 0.0);
+  w.key("top").begin_object();
+  w.key("compared").value(a.top_compared);
+  w.key("max_error_share").value(a.top_max_error_share);
+  w.end_object();
+  w.key("sla");
+  if (c.audit_sla) w.value(*c.audit_sla);
+  else w.null();
+  w.key("sla_met");
+  if (c.audit_sla && a.top_compared > 0) w.value(a.top_max_error_share <= *c.audit_sla);
+  else w.null();
+  w.key("suggested_sketch_width");
+  // (A cluster partition's growth applies to the namespace's width alike, up to the widest there is.)
+  const std::uint64_t suggested = std::min<std::uint64_t>(CountMinShape::kMaxWidth, std::uint64_t{width} * a.suggested_growth);
+  if (a.suggested_growth > 0 && c.counting == engine::Counting::sketch && suggested > width) w.value(suggested);
+  else w.null();
+  w.end_object();
+}
+
+}  // namespace
+
 std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::NamespaceStats& stats, std::uint64_t ingest_bytes,
                                        const engine::Coverage& coverage) {
   io::JsonWriter w;
@@ -512,9 +594,25 @@ std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::
     w.key("name").value(v.view.name());
     w.key("memory_bytes").value(static_cast<std::uint64_t>(v.memory_bytes));
     if (v.view.kind == Kind::window) w.key("dropped_events").value(v.dropped);
+    if (stats.audit.enabled) {
+      const std::uint32_t width = v.view.kind == Kind::window ? spec.config.window_sketch_width : spec.config.sketch.width;
+      write_view_audit(w, v.audit, spec.config, width);
+    }
     w.end_object();
   }
   w.end_array();
+  // What the accuracy audit tracks (null: the namespace has no audit).
+  w.key("audit");
+  if (stats.audit.enabled) {
+    w.begin_object();
+    w.key("sampled_items").value(stats.audit.sampled_items);
+    w.key("top_items").value(stats.audit.top_items);
+    w.key("sample_share").value(stats.audit.sample_share);
+    w.key("from_start").value(stats.audit.from_start);
+    w.end_object();
+  } else {
+    w.null();
+  }
   w.end_object();
   write_coverage(w, coverage);
   w.end_object();

@@ -53,9 +53,10 @@ std::uint64_t Service::State::planned_bytes(const engine::NamespaceConfig& c) {
   // detector is one more, whatever the namespace counts with.
   const std::uint64_t per_view = c.sketch.counter_bytes() + std::uint64_t{c.resolved_candidates()} * 128;
   const std::uint64_t detector = c.hot_key_threshold ? per_view : 0;
-  if (c.counting == engine::Counting::exact) return engine::ExactTable::bytes_max(c) + detector;
+  const std::uint64_t audit = engine::AccuracyAudit::planned_bytes(c, 128);
+  if (c.counting == engine::Counting::exact) return engine::ExactTable::bytes_max(c) + detector + audit;
   const std::uint64_t views = (c.all_time ? 1 : 0) + c.half_lives.size();
-  return views * per_view + detector + engine::window_bytes_max(c);
+  return views * per_view + detector + audit + engine::window_bytes_max(c);
 }
 
 void Service::State::refuse_when_overloaded(const char* writes) {
@@ -112,6 +113,7 @@ Service::~Service() {
   if (s_->historian.joinable()) s_->historian.join();
   if (s_->hot_key_evaluator.joinable()) s_->hot_key_evaluator.join();
   if (s_->anomaly_evaluator.joinable()) s_->anomaly_evaluator.join();
+  if (s_->auditor.joinable()) s_->auditor.join();
   if (s_->distribution_expirer.joinable()) s_->distribution_expirer.join();
 }
 

@@ -164,6 +164,7 @@ void Service::shutdown() {
   if (s.checkpointer.joinable()) s.checkpointer.join();
   if (s.hot_key_evaluator.joinable()) s.hot_key_evaluator.join();
   if (s.anomaly_evaluator.joinable()) s.anomaly_evaluator.join();
+  if (s.auditor.joinable()) s.auditor.join();
   if (s.distribution_expirer.joinable()) s.distribution_expirer.join();
   if (s.historian.joinable()) {
     s.historian.join();

@@ -45,6 +45,17 @@ void check_budget(const Service::State& s, std::uint64_t need, std::uint64_t fre
   }
 }
 
+// A configuration with an accuracy audit is written with fields an older
+// build refuses: during a rolling upgrade it waits.
+void refuse_audit_while_upgrading(ClusterLink& link, const engine::NamespaceConfig& c, const char* what) {
+  if (!engine::AccuracyAudit::enabled(c)) return;
+  if (const std::string older = link.older_nodes(); !older.empty()) {
+    throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
+                       std::string("node(s) ") + older + " run an older ebb, which cannot read a namespace with an accuracy audit: nothing was " + what +
+                           "; retry once every node runs this build (or create it with \"audit_sample\": 0 and \"audit_top\": 0)");
+  }
+}
+
 }  // namespace
 
 NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
@@ -60,6 +71,7 @@ NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
     }
   }
   check_budget(s, planned_on_one_node(s, spec.config));
+  refuse_audit_while_upgrading(link, spec.config, "created");
   const std::uint64_t position = link.publish_admin(encode_admin({RecordType::create, {}, write_namespace_spec(spec, true), {}}));
   // Applied here before publish_admin returned. Another node's create of the
   // same name that came first in the log is the one that holds.
@@ -82,6 +94,7 @@ NamespaceSpec patch(Service::State& s, const std::string& name, const std::funct
     before = planned_on_one_node(s, e->spec.config);
   }
   check_budget(s, planned_on_one_node(s, next.config), before);
+  refuse_audit_while_upgrading(link, next.config, "changed");
   link.publish_admin(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
   auto now = s.require(name, "name");
   std::shared_lock lock(now->mu);

@@ -161,6 +161,7 @@ struct Service::State {
   // thread of their own (service_anomalies.cpp), so that they never hold
   // up hot-key detection; they count in hot_key_streams.
   std::thread anomaly_evaluator;
+  std::thread auditor;  // the accuracy audit's passes
   std::mutex anomaly_watches_mu;
   std::vector<std::shared_ptr<struct AnomalyWatch>> anomaly_watches;
   std::mutex anomaly_evaluation_mu;   // one pass at a time

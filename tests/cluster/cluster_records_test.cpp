@@ -3,6 +3,8 @@
 // Queries and replies round trip.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -271,6 +273,64 @@ TEST(ClusterRecords, DistributionQuestionsAndRepliesRoundTrip) {
   EXPECT_EQ(decode_reply(encode_reply(r, QueryRequest::Kind::distributions), QueryRequest::Kind::distributions).count, 12345u);
 }
 
+// The audit's question (kind 10) carries each namespace's audit figures
+// alone; a partition's figures add into the node's stats by view.
+TEST(ClusterRecords, AuditQuestionsAndRepliesRoundTrip) {
+  QueryRequest q;
+  q.kind = QueryRequest::Kind::audit;
+  q.items = {"tags"};
+  EXPECT_EQ(decode_query(encode_query(q)).kind, QueryRequest::Kind::audit);
+  QueryReply r;
+  r.partition = 5;
+  engine::NamespaceStats s;
+  s.audit = {true, 40, 3, 0.25, false};
+  engine::ViewAudit a;
+  a.as_of = 1700000000.5;
+  a.compared = 43;
+  a.outside_bound = 2;
+  a.max_error = 7;
+  a.max_relative_error = std::numeric_limits<double>::infinity();
+  a.error_bound = 3.5;
+  a.top_compared = 3;
+  a.top_max_error_share = 0.02;
+  a.suggested_growth = 4;
+  a.histogram.observe(0.3);
+  a.histogram.observe(20);
+  s.views = {{engine::ViewSpec::all_time(), 1024, 0, {}}, {engine::ViewSpec::decayed(60), 2048, 0, a}};
+  r.stats = {{"tags", s}};
+  const auto rb = decode_reply(encode_reply(r, QueryRequest::Kind::audit), QueryRequest::Kind::audit);
+  ASSERT_EQ(rb.stats.size(), 1u);
+  const auto& got = rb.stats[0].second;
+  EXPECT_TRUE(got.audit.enabled);
+  EXPECT_EQ(got.audit.sampled_items, 40u);
+  EXPECT_EQ(got.audit.top_items, 3u);
+  EXPECT_EQ(got.audit.sample_share, 0.25);
+  EXPECT_FALSE(got.audit.from_start);
+  ASSERT_EQ(got.views.size(), 2u);
+  EXPECT_FALSE(got.views[0].audit.passed());
+  EXPECT_EQ(got.views[0].memory_bytes, 0u) << "the audit's question carries no stats";
+  const auto& ga = got.views[1].audit;
+  EXPECT_EQ(got.views[1].view, engine::ViewSpec::decayed(60));
+  EXPECT_EQ(ga.as_of, a.as_of);
+  EXPECT_EQ(ga.compared, 43u);
+  EXPECT_EQ(ga.outside_bound, 2u);
+  EXPECT_EQ(ga.max_error, 7);
+  EXPECT_EQ(ga.max_relative_error, a.max_relative_error);
+  EXPECT_EQ(ga.top_max_error_share, 0.02);
+  EXPECT_EQ(ga.suggested_growth, 4u);
+  EXPECT_EQ(ga.histogram.counts, a.histogram.counts);
+  EXPECT_EQ(ga.histogram.sum, a.histogram.sum);
+  // Into a node's stats: counts summed, maxima kept, by view.
+  engine::NamespaceStats node;
+  node.views = {{engine::ViewSpec::all_time(), 0, 0, {}}, {engine::ViewSpec::decayed(60), 0, 0, {}}};
+  node.add_audit(got);
+  node.add_audit(got);
+  EXPECT_EQ(node.views[1].audit.compared, 86u);
+  EXPECT_EQ(node.views[1].audit.max_error, 7);
+  EXPECT_EQ(node.audit.sampled_items, 80u);
+  EXPECT_EQ(node.views[1].audit.histogram.count, 4u);
+}
+
 TEST(ClusterRecords, StatsQuestionsAndRepliesRoundTrip) {
   QueryRequest q;
   q.kind = QueryRequest::Kind::stats;
@@ -290,7 +350,7 @@ TEST(ClusterRecords, StatsQuestionsAndRepliesRoundTrip) {
   s.weight = 12.5;
   s.newest_time = 1700000000.25;
   s.memory_bytes = 4096;
-  s.views = {{engine::ViewSpec::all_time(), 1024, 0}, {engine::ViewSpec::sliding(3600), 2048, 4}};
+  s.views = {{engine::ViewSpec::all_time(), 1024, 0, {}}, {engine::ViewSpec::sliding(3600), 2048, 4, {}}};
   r.stats = {{"tags", s}, {"other", {}}};
   const auto rb = decode_reply(encode_reply(r, QueryRequest::Kind::stats), QueryRequest::Kind::stats);
   ASSERT_EQ(rb.stats.size(), 2u);

@@ -619,11 +619,11 @@ TEST(Namespace, StateWithImpossibleFiguresIsRejected) {
   const std::vector<Event> batch = {{"x", 10, 1}, {"y", 12, 2}};
   source.apply(batch);
   const std::string good = source.serialize_state();
-  const auto payload = std::string(open_blob(good, BlobKind::namespace_state, 2).payload);
+  const auto payload = std::string(open_blob(good, BlobKind::namespace_state, 3).payload);
   auto with = [&](std::size_t offset, auto value) {
     std::string p = payload;
     std::memcpy(p.data() + offset, &value, sizeof value);
-    return seal_blob(BlobKind::namespace_state, 2, p);
+    return seal_blob(BlobKind::namespace_state, 3, p);
   };
   // Payload: u64 events, u64 excluded, u64 batches, f64 weight (24), f64 newest time (32), u8 seen (40), ...
   const std::pair<std::string, std::string> cases[] = {

@@ -188,7 +188,7 @@ class ClusterNode final : public service::ClusterLink {
   std::map<std::string, std::set<std::uint32_t>> read_members();
   // The live nodes whose build cannot read what this one may write
   // (kProtocolLevel, cluster_node.cpp), comma-separated ("": none).
-  std::string older_nodes() const;
+  std::string older_nodes() const override;
   // stop(): waits (hand_over_wait at most) until other nodes serve every
   // partition this one holds.
   void hand_over();

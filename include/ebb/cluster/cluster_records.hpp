@@ -15,8 +15,8 @@
 //   u32 m, m x (str namespace, u64 configuration revision it was checked against)
 // Query (request on <prefix>.q.<partition>):
 //   u8 kind (1 top, 2 counts, 3 trending, 4 hot keys, 5 distribution, 6 distributions held, 7 check an increment,
-//   8 namespaces' stats, 9 an item's history), str namespace (5: the distribution; 8: "" for every namespace, or
-//   those named as items), u8 has_view [u8 view kind, f64 half_life, f64 window],
+//   8 namespaces' stats, 9 an item's history, 10 namespaces' accuracy audits), str namespace (5: the distribution;
+//   8, 10: "" for every namespace, or those named as items), u8 has_view [u8 view kind, f64 half_life, f64 window],
 //   u8 has_k [u64 k] (5: N most probable), u32 n, n x str item (4: keys watched; 5, 7: fields), u64 min_position, u32 wait_ms;
 //   top and counts only: f64 as_of (0: now);
 //   trending only: f64 short half-life, f64 long half-life, f64 min_count, f64 since (0: none);
@@ -27,7 +27,10 @@
 //   n x PointAnswer, then the view's TopKAnswer; 3: TrendingAnswer; 4:
 //   HotKeysAnswer: its hot keys, then the watched ones not hot; 5: u8 found [DistributionAnswer]; 6: u64 count; 7: nothing;
 //   8: u32 n, n x (str namespace, NamespaceStats); 9: view, u8 truncated, u32 n, n x (f64 t, u8 listed
-//   [u32 rank], f64 estimate, f64 lower, f64 upper)); not ok:
+//   [u32 rank], f64 estimate, f64 lower, f64 upper); 10: u32 n, n x (str namespace, u8 audited, u64 sampled
+//   items, u64 top items, f64 sample share, u8 from start, u32 views, views x (view, f64 as_of, u64 compared,
+//   u64 outside bound, f64 max error, f64 max relative error, f64 error bound, u64 top compared, f64 top max
+//   error share, u32 suggested growth, 10 x u64 histogram bucket counts, u64 count, f64 sum))); not ok:
 //   u8 error kind, str code, str message
 #include <cstdint>
 #include <optional>
@@ -105,7 +108,7 @@ bool is_merge(std::string_view payload) noexcept;
 MergeRecord decode_merge(std::string_view payload);  // FormatError
 
 struct QueryRequest {
-  enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4, distribution = 5, distributions = 6, check_incr = 7, stats = 8, history = 9 };
+  enum class Kind : std::uint8_t { top = 1, counts = 2, trending = 3, hot_keys = 4, distribution = 5, distributions = 6, check_incr = 7, stats = 8, history = 9, audit = 10 };
   Kind kind = Kind::top;
   std::string ns;
   std::optional<engine::ViewSpec> view;
@@ -139,7 +142,9 @@ struct QueryReply {
   service::HotKeysAnswer hot;              // hot keys
   std::optional<engine::DistributionAnswer> distribution;  // distribution (none: it holds nothing)
   std::uint64_t count = 0;                 // distributions held
-  std::vector<std::pair<std::string, engine::NamespaceStats>> stats;  // namespaces' stats (what this partition counted)
+  // Namespaces' stats (what this partition counted); audit: only their
+  // audit figures (the views' specs and audits, the audit summary).
+  std::vector<std::pair<std::string, engine::NamespaceStats>> stats;
   service::HistorySeries history;          // an item's history
 };
 

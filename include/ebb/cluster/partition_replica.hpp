@@ -122,8 +122,8 @@ class PartitionReplica {
   const std::chrono::steady_clock::duration checkpoint_interval_;
   std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
   std::chrono::steady_clock::time_point last_checkpoint_;
-  const double hot_key_interval_, expire_interval_;  // seconds
-  std::chrono::steady_clock::time_point last_hot_keys_, last_expiry_;
+  const double hot_key_interval_, audit_interval_, expire_interval_;  // seconds
+  std::chrono::steady_clock::time_point last_hot_keys_, last_expiry_, last_audit_;
   bool history_started_ = false;  // snapshots begin once the partition has caught up (never of a replay's midway state)
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;

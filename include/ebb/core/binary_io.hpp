@@ -36,6 +36,7 @@ enum class BlobKind : std::uint16_t {
   shared_checkpoint = 16,       // a cluster partition's checkpoint, in JetStream
   shared_checkpoint_head = 17,  // which checkpoint, and where its chunks are
   catalog_snapshot = 18,        // a cluster node's catalog: namespaces, clocks, idempotency keys
+  accuracy_audit = 19,          // a namespace's audit: the items it counts exactly
 };
 
 const char* blob_kind_name(BlobKind kind) noexcept;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ebb/core/clock.hpp"
+#include "ebb/engine/accuracy_audit.hpp"
 #include "ebb/engine/answers.hpp"
 #include "ebb/engine/event.hpp"
 #include "ebb/engine/hot_key_detector.hpp"
@@ -53,6 +54,7 @@ struct ViewStats {
   ViewSpec view;
   std::size_t memory_bytes = 0;  // the first window view holds the windows' shared rings
   std::uint64_t dropped = 0;     // events older than the view's window when they arrived
+  ViewAudit audit;               // the accuracy audit's last pass over this view
 };
 
 struct NamespaceStats {
@@ -63,11 +65,15 @@ struct NamespaceStats {
   double newest_time = 0;       // newest event time seen (0 before any)
   std::size_t memory_bytes = 0;
   std::vector<ViewStats> views;
+  AuditSummary audit;  // enabled false: the namespace is not audited
 
   // Adds what a disjoint part counted (a cluster partition's stats): counts,
   // weights and memory summed, the newest time the latest, views matched by
   // their spec (a part behind the others may lack a patch's new view).
   void add(const NamespaceStats& part);
+  // Adds a part's accuracy audit figures alone (the summary and its views'
+  // audits, matched by spec; a view this one lacks is left out).
+  void add_audit(const NamespaceStats& part);
 };
 
 class Namespace {
@@ -154,6 +160,11 @@ class Namespace {
   // the keys that turned hot or cooled since the last evaluation.
   const HotKeyDetector* hot_keys() const noexcept { return hot_keys_.get(); }
   std::vector<HotKeyEvent> evaluate_hot_keys();
+
+  // The accuracy self-audit (null: off), and a pass of it now: the views
+  // whose SLA verdict changed. Measures only: no answer changes.
+  const AccuracyAudit* audit() const noexcept { return audit_.get(); }
+  std::vector<AccuracyAudit::SlaChange> audit_pass();
 
   // The namespace's whole counting state (views and stats; not the
   // configuration) for checkpoints, and its restoration into a namespace
@@ -284,6 +295,7 @@ class Namespace {
   Clock wall_clock_;
   std::vector<std::unique_ptr<View>> views_;
   std::unique_ptr<HotKeyDetector> hot_keys_;      // null: detection off
+  std::unique_ptr<AccuracyAudit> audit_;          // null: no audit
   std::unordered_set<std::string_view> exclude_;  // views into config_.exclude
   PreparedBatch batch_;                           // reused scratch
   std::size_t staged_ = 0;                        // events submitted to the staged batch

@@ -67,6 +67,17 @@ struct NamespaceConfig {
   double hot_key_half_life = 10;  // seconds, in [kMinHotKeyHalfLife, kMaxHotKeyHalfLife]
   static constexpr double kMinHotKeyHalfLife = 1;
   static constexpr double kMaxHotKeyHalfLife = 86400;
+  // The accuracy self-audit (engine/accuracy_audit.hpp): exact counts for
+  // a hash sample of at most `audit_sample` items and each view's top
+  // `audit_top`, compared with the views' estimates (both 0: no audit;
+  // fixed at creation). `audit_sla`: the top items' largest error, as a
+  // share of their count, past which the audit warns and says how wide a
+  // sketch would meet it (nullopt: none; changes at run time).
+  std::uint32_t audit_sample = 64;
+  std::uint32_t audit_top = 10;
+  std::optional<double> audit_sla = 0.01;
+  static constexpr std::uint32_t kMaxAuditSample = 10'000;
+  static constexpr std::uint32_t kMaxAuditTop = 100;
 
   // Throws InvalidArgument naming the field ("k: must be in [1, 1000]").
   void validate() const;

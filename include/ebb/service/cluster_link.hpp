@@ -78,6 +78,10 @@ class ClusterLink {
   // and returns once this node's catalog has applied it: its position in
   // the log. Throws ServiceError unavailable when the log cannot take it.
   virtual std::uint64_t publish_admin(std::string_view payload) = 0;
+  // The live nodes of an older build, comma-separated ("": none): a record
+  // they cannot read (a namespace with an accuracy audit) is refused
+  // meanwhile.
+  virtual std::string older_nodes() const = 0;
   // CMS.MERGE: publishes the merge of `sources` (each with its weight) into
   // `destination` on the commit subject, ordered with the batches, checked
   // against `configs` (the configuration revision of every namespace it

@@ -39,7 +39,7 @@ enum class SpecSource { request, stored };
 // POST /namespaces body -> spec. Throws ServiceError (invalid) ("k: must be ...").
 NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& limits, SpecSource source = SpecSource::request);
 
-// PATCH body: k, hot_key_threshold (null clears), hot_key_half_life, exclude, max_event_age and
+// PATCH body: k, hot_key_threshold (null clears), hot_key_half_life, exclude, audit_sla, max_event_age and
 // max_time_jump (null: no guard). Returns the
 // patched spec; nothing is changed on error.
 NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServiceLimits& limits);

@@ -57,6 +57,7 @@ struct ServiceOptions {
   double answer_cache_ttl = 0.1;    // seconds a rendered top-K answer may be reused while nothing changed; 0: never
   double history_interval = 10;     // seconds between history snapshots of every view; 0: none
   double hot_key_interval = 0.1;    // seconds between evaluations of the hot-key detectors
+  double audit_interval = 10;       // seconds between accuracy audit passes; 0: none
   storage::HistoryRetention history_retention;
   // Distributions that forget: the rate and pruning of new distributions,
   // the bins of one, and the longest name.
@@ -349,6 +350,15 @@ class Service {
   // One evaluation pass now (what the thread runs); returns the number of
   // namespaces with detection on (idle ones skipped included).
   std::size_t evaluate_hot_keys();
+
+  // The accuracy self-audit (engine/accuracy_audit.hpp): a pass over every
+  // audited namespace each audit_interval (start_audit; a cluster's
+  // partitions run theirs). A view whose top items' error passes its
+  // namespace's audit_sla is logged as a warning with the sketch width that
+  // would meet it, and again when it recovers. Returns the namespaces
+  // audited.
+  void start_audit();
+  std::size_t audit_namespaces();
 
   // Distributions that forget (bitly's Forget Table, seed 001;
   // engine/distribution_store.hpp), kept in shards by name, each with its
