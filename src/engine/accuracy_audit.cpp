@@ -53,6 +53,17 @@ void ViewAudit::add(const ViewAudit& part) {
   histogram.add(part.histogram);
 }
 
+std::uint32_t audited_width(const NamespaceConfig& c, const ViewSpec& view) noexcept {
+  if (c.counting != Counting::sketch) return 0;
+  return view.kind == ViewSpec::Kind::window ? c.window_sketch_width : c.sketch.width;
+}
+
+std::uint64_t suggested_width(const NamespaceConfig& c, const ViewSpec& view, const ViewAudit& a) noexcept {
+  const std::uint64_t width = audited_width(c, view);
+  const std::uint64_t grown = std::min<std::uint64_t>(CountMinShape::kMaxWidth, width * a.suggested_growth);
+  return grown > width ? grown : 0;
+}
+
 void AuditSummary::add(const AuditSummary& part) {
   enabled = enabled || part.enabled;
   sampled_items += part.sampled_items;
@@ -71,7 +82,7 @@ AccuracyAudit::AccuracyAudit(const NamespaceConfig& config, std::span<const std:
   for (const auto& v : views) {
     ViewRule r;
     r.kind = v->spec().kind;
-    const bool sketch = config.counting == Counting::sketch;
+    r.width = audited_width(config, v->spec());
     if (r.kind == ViewSpec::Kind::decayed) {
       r.half_life = v->spec().half_life;
       r.clock = ForwardDecay::with_half_life(r.half_life);
@@ -81,9 +92,6 @@ AccuracyAudit::AccuracyAudit(const NamespaceConfig& config, std::span<const std:
       r.granularity = window_granularity(r.window);
       r.periods = static_cast<std::int64_t>(bucket_cap(r.window, r.granularity));
       r.inverse = 1 / r.granularity;
-      r.width = sketch ? config.window_sketch_width : 0;
-    } else {
-      r.width = sketch ? config.sketch.width : 0;
     }
     rules_.push_back(r);
   }
@@ -216,10 +224,11 @@ void AccuracyAudit::count(Tracked& t, std::size_t v, double time, double weight)
       if (static_cast<double>(index) * r.granularity > time) --index;
       if (static_cast<double>(index + 1) * r.granularity <= time) ++index;
       auto& b = p.buckets;
+      const auto before_period = [](const auto& e, std::int64_t i) { return e.first < i; };
       if (b.empty() || b.back().first < index) {
         b.emplace_back(index, weight);
       } else {
-        auto at = std::lower_bound(b.begin(), b.end(), index, [](const auto& e, std::int64_t i) { return e.first < i; });
+        auto at = std::lower_bound(b.begin(), b.end(), index, before_period);
         if (at != b.end() && at->first == index) {
           at->second += weight;
         } else {
@@ -229,7 +238,7 @@ void AccuracyAudit::count(Tracked& t, std::size_t v, double time, double weight)
       // Older than the newest bucket by more than the window: no cover reaches it.
       const auto oldest = b.back().first - r.periods + 1;
       if (b.front().first < oldest) {
-        b.erase(b.begin(), std::lower_bound(b.begin(), b.end(), oldest, [](const auto& e, std::int64_t i) { return e.first < i; }));
+        b.erase(b.begin(), std::lower_bound(b.begin(), b.end(), oldest, before_period));
       }
       return;
     }

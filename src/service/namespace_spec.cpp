@@ -532,8 +532,8 @@ std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage) {
 namespace {
 
 // A view's figures from the audit's last pass (docs/api.md, "Accuracy
-// self-audit"). `width`: the sketch width the configuration asks for.
-void write_view_audit(io::JsonWriter& w, const engine::ViewAudit& a, const engine::NamespaceConfig& c, std::uint32_t width) {
+// self-audit"); `c`: the configuration as asked.
+void write_view_audit(io::JsonWriter& w, const engine::ViewSpec& view, const engine::ViewAudit& a, const engine::NamespaceConfig& c) {
   auto finite_or_null = [&](double x) {
     if (std::isfinite(x)) w.value(x);
     else w.null();
@@ -560,9 +560,7 @@ void write_view_audit(io::JsonWriter& w, const engine::ViewAudit& a, const engin
   if (c.audit_sla && a.top_compared > 0) w.value(a.top_max_error_share <= *c.audit_sla);
   else w.null();
   w.key("suggested_sketch_width");
-  // (A cluster partition's growth applies to the namespace's width alike, up to the widest there is.)
-  const std::uint64_t suggested = std::min<std::uint64_t>(CountMinShape::kMaxWidth, std::uint64_t{width} * a.suggested_growth);
-  if (a.suggested_growth > 0 && c.counting == engine::Counting::sketch && suggested > width) w.value(suggested);
+  if (const std::uint64_t suggested = engine::suggested_width(c, view, a); suggested > 0) w.value(suggested);
   else w.null();
   w.end_object();
 }
@@ -594,10 +592,7 @@ std::string write_namespace_with_stats(const NamespaceSpec& spec, const engine::
     w.key("name").value(v.view.name());
     w.key("memory_bytes").value(static_cast<std::uint64_t>(v.memory_bytes));
     if (v.view.kind == Kind::window) w.key("dropped_events").value(v.dropped);
-    if (stats.audit.enabled) {
-      const std::uint32_t width = v.view.kind == Kind::window ? spec.config.window_sketch_width : spec.config.sketch.width;
-      write_view_audit(w, v.audit, spec.config, width);
-    }
+    if (stats.audit.enabled) write_view_audit(w, v.view, v.audit, spec.config);
     w.end_object();
   }
   w.end_array();

@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "ebb/engine/accuracy_audit.hpp"
-#include "ebb/sketch/count_min/count_min_shape.hpp"
 #include "service_state.hpp"
 
 namespace ebb::service {
@@ -39,12 +38,8 @@ std::size_t Service::audit_namespaces() {
       const bool window = spec.kind == engine::ViewSpec::Kind::window;
       const auto& config = e->spec.config;  // as asked: a partition counts with a share of its width
       Verdict v{e->name, spec.label(), c.breached, report.top_max_error_share, config.audit_sla.value_or(0), 0, 0, window};
-      if (config.counting == engine::Counting::sketch) {
-        v.width = window ? config.window_sketch_width : config.sketch.width;
-        // (A cluster partition grows its share of the width: the namespace's grows alike, up to the widest there is.)
-        v.suggested = std::min<std::uint64_t>(CountMinShape::kMaxWidth, v.width * report.suggested_growth);
-        if (v.suggested <= v.width) v.suggested = 0;
-      }
+      v.width = engine::audited_width(config, spec);
+      v.suggested = engine::suggested_width(config, spec, report);
       verdicts.push_back(std::move(v));
     }
   }

@@ -97,6 +97,22 @@ std::string key_of(std::size_t i, std::size_t length) {
   return k;
 }
 
+// Fills `batch` with `n` events of unit weight, keys drawn skewed toward
+// the first of `keys` by the generator state `x`, event i at time_of(i).
+template <typename TimeOf>
+void skewed_batch(PreparedBatch& batch, std::size_t n, const std::vector<std::string>& keys, std::uint64_t& x, TimeOf time_of) {
+  batch.count = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::size_t rank = (x >> 33) % keys.size();
+    const std::size_t k = rank * rank / keys.size();
+    batch.items[i] = keys[k];
+    batch.hashes[i] = hash_key(keys[k]);
+    batch.times[i] = time_of(i);
+    batch.weights[i] = 1;
+  }
+}
+
 // Feeds a skewed stream of keys of `length` bytes, in batches, then checks
 // what the view reports against what it holds.
 void check(std::uint64_t budget, std::size_t length) {
@@ -120,16 +136,7 @@ void check(std::uint64_t budget, std::size_t length) {
   EXPECT_EQ(empty, DecayedView::reserved_bytes(config.sketch, config.candidates));
   std::uint64_t x = 1;
   for (int round = 0; round < 60; ++round) {
-    batch.count = 1000;
-    for (std::size_t i = 0; i < 1000; ++i) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      const std::size_t rank = (x >> 33) % 20000;
-      const std::size_t k = rank * rank / 20000;  // skewed toward the first keys
-      batch.items[i] = keys[k];
-      batch.hashes[i] = hash_key(keys[k]);
-      batch.times[i] = 1000 + round;
-      batch.weights[i] = 1;
-    }
+    skewed_batch(batch, 1000, keys, x, [&](std::size_t) { return 1000.0 + round; });
     batch.min_time = batch.max_time = 1000 + round;
     view->apply(batch);
     ASSERT_EQ(g_live - before, view->memory_bytes()) << "round " << round;
@@ -191,16 +198,7 @@ void check_audit(bool windows, std::size_t length) {
   };
   std::uint64_t x = 7;
   for (int round = 0; round < 40; ++round) {
-    batch.count = 500;
-    for (std::size_t i = 0; i < 500; ++i) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      const std::size_t rank = (x >> 33) % 5000;
-      const std::size_t k = rank * rank / 5000;
-      batch.items[i] = keys[k];
-      batch.hashes[i] = hash_key(keys[k]);
-      batch.times[i] = 1.7e9 + round * 30 + static_cast<double>(i) / 20;
-      batch.weights[i] = 1;
-    }
+    skewed_batch(batch, 500, keys, x, [&](std::size_t i) { return 1.7e9 + round * 30 + static_cast<double>(i) / 20; });
     batch.min_time = batch.times[0];
     batch.max_time = batch.now = batch.times[499];
     counted_call([&] { audit->observe(batch, ns.views(), batch.now, batch.min_time); });

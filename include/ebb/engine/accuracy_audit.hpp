@@ -76,6 +76,13 @@ struct ViewAudit {
   void add(const ViewAudit& part);
 };
 
+// The sketch width a view of `c` counts with (windows: their buckets'),
+// 0 for exact counting; and the width a view's audit suggests: its growth
+// applied to that width, up to the widest sketch there is (a cluster
+// partition grows its share, the namespace's width grows alike), 0 for none.
+std::uint32_t audited_width(const NamespaceConfig& c, const ViewSpec& view) noexcept;
+std::uint64_t suggested_width(const NamespaceConfig& c, const ViewSpec& view, const ViewAudit& a) noexcept;
+
 // The namespace-wide part: what is tracked.
 struct AuditSummary {
   bool enabled = false;
