@@ -382,6 +382,7 @@ int run_serve(ServeOptions o) {
         node->start(service);
         service.recover();
         service.start_hot_keys();  // the hot-key streams follow the partitions
+        service.start_audit();     // (audit_resize: the partitions' audits added up)
         log->info("cluster: {}", node->status());
         return;
       }

@@ -57,7 +57,9 @@ constexpr const char* kRetry = "retry shortly";
 // commits with clocks (0x41) and keys (0x43), merge records (0x42) and
 // parts in pieces; a writer uses them only while every live node can read
 // them (a rolling upgrade must not make an older partition skip a batch).
-constexpr int kProtocolLevel = 2;
+// Level 3 reads a namespace resize (a patch of a sketch width) and
+// audit_resize.
+constexpr int kProtocolLevel = 3;
 
 int level_of(std::string_view csv) {
   for (std::size_t at = 0; at < csv.size();) {
@@ -920,7 +922,7 @@ void ClusterNode::retain() {
 
 std::map<std::string, std::set<std::uint32_t>> ClusterNode::read_members() {
   std::map<std::string, std::set<std::uint32_t>> nodes;
-  std::string older;
+  std::map<std::string, int> levels;
   kvKeysList keys{nullptr, 0};
   const natsStatus s = kvStore_Keys(&keys, nodes_.get(), nullptr);
   if (s != NATS_NOT_FOUND) nats_check(s, "listing the cluster's nodes");
@@ -929,18 +931,22 @@ std::map<std::string, std::set<std::uint32_t>> ClusterNode::read_members() {
     if (kvStore_Get(&entry, nodes_.get(), keys.Keys[i]) != NATS_OK) continue;
     const std::string_view value = kvEntry_ValueString(entry) ? kvEntry_ValueString(entry) : "";
     nodes[keys.Keys[i]] = split(value);
-    if (level_of(value) < kProtocolLevel && keys.Keys[i] != options_.node_id) older.append(older.empty() ? "" : ", ").append(keys.Keys[i]);
+    if (keys.Keys[i] != options_.node_id) levels[keys.Keys[i]] = level_of(value);
     kvEntry_Destroy(entry);
   }
   kvKeysList_Destroy(&keys);
   std::lock_guard lock(levels_mu_);
-  older_nodes_ = std::move(older);
+  node_levels_ = std::move(levels);
   return nodes;
 }
 
-std::string ClusterNode::older_nodes() const {
+std::string ClusterNode::older_nodes(int level) const {
   std::lock_guard lock(levels_mu_);
-  return older_nodes_;
+  std::string older;
+  for (const auto& [node, its] : node_levels_) {
+    if (its < level) older.append(older.empty() ? "" : ", ").append(node);
+  }
+  return older;
 }
 
 void ClusterNode::hand_over() {

@@ -151,6 +151,28 @@ AccuracyAudit::Tracked& AccuracyAudit::admit(std::string_view key, std::uint64_t
   return slot;
 }
 
+void AccuracyAudit::restart(const NamespaceConfig& config, std::span<const std::unique_ptr<View>> views, double now, double newest) {
+  for (std::size_t v = 0; v < rules_.size(); ++v) {
+    rules_[v].width = audited_width(config, views[v]->spec());
+    ViewAudit fresh;
+    fresh.histogram = report_[v].histogram;
+    report_[v] = fresh;
+    breached_[v] = false;
+  }
+  from_start_ = false;
+  for (auto& [hash, t] : tracked_) {
+    t.complete = false;
+    t.since = std::isnan(newest) ? kNoTime : newest;
+    for (std::size_t v = 0; v < rules_.size(); ++v) {
+      PerView& p = t.views[v];
+      p.exact = 0;
+      p.buckets.clear();
+      p.base = rules_[v].kind == ViewSpec::Kind::window ? 0 : views[v]->point(t.key, hash, now).item.estimate;
+      p.base_time = now;
+    }
+  }
+}
+
 void AccuracyAudit::observe_event(const PreparedBatch& batch, std::size_t i, std::span<const std::unique_ptr<View>> views, double now,
                                   double newest) {
   const std::uint64_t h = batch.hashes[i];

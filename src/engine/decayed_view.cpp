@@ -49,8 +49,11 @@ CountedItem scaled(CountedItem item, double f) {
 }
 
 // Format 2: the summary may be an augmented heap (kind 2). Format 1 state
-// (a candidate heap, kind 0) is read and converted.
-constexpr std::uint16_t kFormatVersion = 2;
+// (a candidate heap, kind 0) is read and converted. Format 3 appends the
+// error a resize carried (written only by a view that was resized, so a
+// build before it reads every other view's state).
+constexpr std::uint16_t kFormatVersion = 3;
+constexpr std::uint16_t kUnresizedVersion = 2;
 constexpr std::uint8_t kCandidateHeap = 0, kSpaceSaving = 1, kAugmentedHeap = 2;
 
 // CMS work is done in chunks so the scratch columns stay in L1.
@@ -126,8 +129,22 @@ void DecayedView::rebase(double t) {
   const double f = clock_.rebase(t);
   sketch_.scale(f);
   std::visit([f](auto& s) { s.scale(f); }, summary_);
+  carried_.scale(f);
   scaler_.reset();
   ++rebases_;
+}
+
+void DecayedView::widen(std::uint32_t width) {
+  const std::uint32_t now = sketch_.shape().width;
+  if (width == now) return;
+  if (!std::has_single_bit(width) || width < now || width > CountMinShape::kMaxWidth) {
+    throw InvalidArgument("sketch_width: can only grow by a power of two (from " + std::to_string(now) + " to at most " +
+                          std::to_string(CountMinShape::kMaxWidth) + "; got " + std::to_string(width) + ")");
+  }
+  if (memory_ != 0) throw InvalidArgument("sketch_width: this view is sized by its memory budget (fixed at creation)");
+  CountMin wider = sketch_.widened(width);  // (allocates first: a failure changes nothing)
+  carried_.carry_all(sketch_.shape().epsilon(), total());
+  sketch_ = std::move(wider);
 }
 
 void DecayedView::apply(const PreparedBatch& batch) {
@@ -174,7 +191,8 @@ Accuracy DecayedView::accuracy(double read_factor) const {
   Accuracy a;
   a.epsilon = sketch_.shape().epsilon();
   a.confidence = sketch_.shape().confidence();
-  a.max_error = a.epsilon * total() * read_factor;
+  // Since a resize: what was counted before it keeps its narrower bound.
+  a.max_error = carried_.bound(a.epsilon, total()) * read_factor;
   a.guarantee_threshold = std::visit([](const auto& s) { return s.threshold(); }, summary_) * read_factor;
   const auto* heap = std::get_if<AugmentedHeap>(&summary_);
   a.candidates = heap ? heap->held_at_most() : std::get<SpaceSaving>(summary_).capacity();
@@ -259,7 +277,7 @@ std::size_t DecayedView::memory_bytes() const noexcept {
 }
 
 void DecayedView::serialize_state_into(BinaryWriter& w) const {
-  const auto blob = w.begin_blob(BlobKind::decayed_view, kFormatVersion);
+  const auto blob = w.begin_blob(BlobKind::decayed_view, carried_.any() ? kFormatVersion : kUnresizedVersion);
   w.put<std::uint8_t>(spec_.kind == ViewSpec::Kind::decayed ? 1 : 0);
   w.put<double>(spec_.half_life);
   w.put_string(clock_.serialize());
@@ -273,6 +291,7 @@ void DecayedView::serialize_state_into(BinaryWriter& w) const {
   }
   w.put<double>(first_time_);
   w.put<std::uint64_t>(rebases_);
+  if (carried_.any()) carried_.write(w);
   w.end_blob(blob);
 }
 
@@ -309,6 +328,7 @@ void DecayedView::restore_state(std::string_view blob) {
   }
   const double first_time = r.get<double>();
   const auto rebases = r.get<std::uint64_t>();
+  const CarriedError carried = opened.version >= 3 ? CarriedError::read(r) : CarriedError{};
   r.expect_end();
   if (!std::isfinite(first_time) || first_time < 0) r.fail("bad first event time");
   clock_ = clock;
@@ -316,6 +336,7 @@ void DecayedView::restore_state(std::string_view blob) {
   summary_ = std::move(summary);
   first_time_ = first_time;
   rebases_ = rebases;
+  carried_ = carried;
   scaler_.reset();
 }
 

@@ -78,6 +78,8 @@ void DecayedView::add_weighted(std::span<const DecayedView* const> sources, std:
     sketch_.merge(flat);
     outside += weights[i] * theirs.threshold();
     absorbed += weights[i] * theirs.absorbed();
+    // A resized source's older counts keep their bound in the sum.
+    carried_.add(s.carried_, weights[i]);
   }
 
   for (std::size_t i = 0; i < sources.size(); ++i) {

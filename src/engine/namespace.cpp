@@ -9,7 +9,9 @@
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
+#include "ebb/engine/decayed_view.hpp"
 #include "ebb/engine/view_factory.hpp"
+#include "ebb/engine/window_view.hpp"
 #include "number_text.hpp"
 
 namespace ebb::engine {
@@ -277,8 +279,24 @@ void Namespace::set_time_guards(double max_event_age, double max_time_jump) {
   config_.max_time_jump = max_time_jump;
 }
 
+void Namespace::resize(const NamespaceConfig& next) {
+  if (config_.counting != Counting::sketch) return;
+  const bool views = next.sketch.width != config_.sketch.width;
+  const bool windows = next.window_sketch_width != config_.window_sketch_width;
+  if (!views && !windows) return;
+  for (auto& v : views_) {
+    if (auto* d = dynamic_cast<DecayedView*>(v.get()); d && views) d->widen(next.sketch.width);
+    if (auto* w = dynamic_cast<WindowView*>(v.get()); w && windows) w->widen(next.window_sketch_width);
+  }
+  config_.sketch = next.sketch;
+  config_.window_sketch_width = next.window_sketch_width;
+  // The audit compares from here on: what it finds is the new width's.
+  if (audit_) audit_->restart(config_, views_, now(), seen_event_ ? stats_.newest_time : NAN);
+}
+
 std::vector<HotKeyEvent> Namespace::reconfigure(const NamespaceConfig& next) {
   next.validate();
+  check_resize(config_, next);
   if (next.k > config_.candidates) {
     throw InvalidArgument("k: must be at most the namespace's " + std::to_string(config_.candidates) + " candidates (fixed at creation; got " +
                           std::to_string(next.k) + ")");
@@ -288,7 +306,9 @@ std::vector<HotKeyEvent> Namespace::reconfigure(const NamespaceConfig& next) {
   set_exclude(next.exclude);
   set_time_guards(next.max_event_age, next.max_time_jump);
   config_.audit_sla = next.audit_sla;
+  config_.audit_resize = next.audit_resize;
   if (audit_) audit_->set_sla(next.audit_sla);
+  resize(next);
   return set_hot_keys(next.hot_key_threshold, next.hot_key_half_life);
 }
 

@@ -80,6 +80,11 @@ void NamespaceConfig::validate() const {
   if (audit_sample > kMaxAuditSample) bad("audit_sample", "must be in [0, " + std::to_string(kMaxAuditSample) + "] (got " + std::to_string(audit_sample) + ")");
   if (audit_top > kMaxAuditTop) bad("audit_top", "must be in [0, " + std::to_string(kMaxAuditTop) + "] (got " + std::to_string(audit_top) + ")");
   if (audit_sla && !(*audit_sla > 0 && *audit_sla <= 1)) bad("audit_sla", "must be a share in (0, 1] (or null for none)");
+  if (audit_resize) {
+    if (audit_sample == 0 && audit_top == 0) bad("audit_resize", "needs an accuracy audit (audit_sample or audit_top above 0)");
+    if (counting != Counting::sketch) bad("audit_resize", "needs sketch counting (an exact namespace has no sketch to widen)");
+    if (memory != 0) bad("audit_resize", "cannot widen a namespace sized by memory (its budget is fixed at creation)");
+  }
   for (std::size_t i = 0; i < exclude.size(); ++i) {
     if (exclude[i].empty() || exclude[i].size() > max_item_bytes) {
       bad("exclude", "entry " + std::to_string(i) + " must be 1 to " + std::to_string(max_item_bytes) + " bytes");
@@ -87,15 +92,40 @@ void NamespaceConfig::validate() const {
   }
 }
 
+namespace {
+std::uint32_t share_of(std::uint32_t width, std::uint32_t parts) {
+  const std::uint64_t part = std::bit_ceil((std::uint64_t{width} + parts - 1) / parts);
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(std::min(width, kMinShareWidth), part));
+}
+}  // namespace
+
 NamespaceConfig partition_share(NamespaceConfig c, std::uint32_t parts) {
   if (parts <= 1 || c.counting == Counting::exact) return c;
-  auto share = [parts](std::uint32_t width) {
-    const std::uint64_t part = std::bit_ceil((std::uint64_t{width} + parts - 1) / parts);
-    return static_cast<std::uint32_t>(std::max<std::uint64_t>(std::min(width, kMinShareWidth), part));
-  };
-  c.sketch = CountMinShape::with_dimensions(share(c.sketch.width), c.sketch.depth);
-  c.window_sketch_width = share(c.window_sketch_width);
+  c.sketch = CountMinShape::with_dimensions(share_of(c.sketch.width, parts), c.sketch.depth);
+  c.window_sketch_width = share_of(c.window_sketch_width, parts);
   return c;
+}
+
+void check_resize(const NamespaceConfig& was, const NamespaceConfig& next) {
+  if (was.counting != Counting::sketch) return;
+  auto check = [](const char* field, std::uint32_t now, std::uint32_t width) {
+    if (width != now && (!std::has_single_bit(width) || width < now)) {
+      throw InvalidArgument(std::string(field) + ": can only grow by a power of two (now " + std::to_string(now) + "; got " + std::to_string(width) + ")");
+    }
+  };
+  if (next.sketch.depth != was.sketch.depth) throw InvalidArgument("sketch_depth: fixed at creation");
+  check("sketch_width", was.sketch.width, next.sketch.width);
+  check("window_sketch_width", was.window_sketch_width, next.window_sketch_width);
+  if (next.sketch.width != was.sketch.width && was.memory != 0) {
+    throw InvalidArgument("sketch_width: this namespace is sized by memory (fixed at creation)");
+  }
+}
+
+std::uint32_t width_for_share(std::uint32_t share, std::uint32_t parts) {
+  if (parts <= 1) return std::min(share, CountMinShape::kMaxWidth);
+  std::uint32_t width = CountMinShape::kMinWidth;
+  while (width < CountMinShape::kMaxWidth && share_of(width, parts) < share) width *= 2;
+  return width;
 }
 
 std::uint32_t NamespaceConfig::resolved_candidates() const noexcept {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -20,7 +21,10 @@ constexpr double kMinBucketsPerWindow = 24;
 constexpr std::size_t kChunk = 256;
 constexpr std::size_t kMaxPart = std::size_t{1} << 36;
 // 2: the top level counts every event itself (1: it summed its children).
-constexpr std::uint16_t kFormatVersion = 2;
+// 3: a bucket carries the error of what it counted before a resize
+// (written only when one does, so a build before it reads the rest).
+constexpr std::uint16_t kFormatVersion = 3;
+constexpr std::uint16_t kUncarriedVersion = 2;
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) noexcept {
   const std::int64_t q = a / b;
@@ -121,7 +125,10 @@ TimeRings::Bucket& TimeRings::open_bucket(std::size_t level, std::int64_t index)
     // The slot's previous bucket is older than the level keeps; it was
     // added into its parent when it closed.
     b->index = index;
-    b->sketch.clear();
+    // (Of the width before a resize: it opens at the rings' width now.)
+    if (b->sketch.shape() == shape_of(level)) b->sketch.clear();
+    else b->sketch = CountMin(shape_of(level), policy_);
+    b->carried = {};
     b->heap.clear();
     b->late_events = 0;
   } else if (shared) {
@@ -131,6 +138,31 @@ TimeRings::Bucket& TimeRings::open_bucket(std::size_t level, std::int64_t index)
   }
   b->serial = next_serial_++;
   return *b;
+}
+
+void TimeRings::widen(std::uint32_t width) {
+  if (width == shape_.width) return;
+  if (!std::has_single_bit(width) || width < shape_.width || width > CountMinShape::kMaxWidth) {
+    throw InvalidArgument("window_sketch_width: can only grow by a power of two (from " + std::to_string(shape_.width) + " to at most " +
+                          std::to_string(CountMinShape::kMaxWidth) + "; got " + std::to_string(width) + ")");
+  }
+  shape_ = CountMinShape::with_dimensions(width, shape_.depth);
+  top_shape_ = top_shape(shape_);
+  // The heads count on at the new width from now on, carrying what they
+  // hold (each counter copied to the columns that start with its index:
+  // nothing under-counts, and that part keeps its narrower error). Closed
+  // buckets keep their width until they leave the rings.
+  for (std::size_t level = 0; level < rings_.size(); ++level) {
+    const std::int64_t head = rings_[level].head;
+    if (head == kNoHead || !find(level, head)) continue;
+    Bucket& b = open_bucket(level, head);
+    if (b.sketch.shape().width < shape_of(level).width) {
+      CountMin wider = b.sketch.widened(shape_of(level).width);
+      b.carried.carry_all(b.sketch.shape().epsilon(), b.sketch.total());
+      b.sketch = std::move(wider);
+    }
+    b.serial = next_serial_++;  // (its content changed: sums over it are stale)
+  }
 }
 
 void TimeRings::advance(std::size_t level, std::int64_t index) {
@@ -144,7 +176,10 @@ void TimeRings::advance(std::size_t level, std::int64_t index) {
       if (closing && !closing->sketch.empty()) {
         Bucket& parent = open_bucket(level + 1, floor_div(l.head, l.ratio));
         parent.heap.merge(closing->heap, parent.sketch, closing->sketch);
-        parent.sketch.merge(closing->sketch);
+        // A bucket from before a resize is narrower: its error comes along.
+        const bool narrower = closing->sketch.shape().width < parent.sketch.shape().width;
+        parent.carried.add(narrower ? CarriedError{closing->sketch.total(), closing->error_bound()} : closing->carried);
+        parent.sketch.merge_resized(closing->sketch);
       }
     }
     const std::int64_t parent = floor_div(index, l.ratio);
@@ -354,7 +389,14 @@ std::string TimeRings::serialize() const {
 }
 
 void TimeRings::serialize_into(BinaryWriter& w) const {
-  const auto blob = w.begin_blob(BlobKind::time_rings, kFormatVersion);
+  // The buckets each level still holds (a slot may keep one older than
+  // that until its index comes round again).
+  auto kept = [&](std::size_t level, const std::shared_ptr<Bucket>& b) { return b && !b->sketch.empty() && holds(level, b->index); };
+  bool carries = false;
+  for (std::size_t level = 0; level < rings_.size(); ++level) {
+    for (const auto& b : rings_[level].slots) carries = carries || (kept(level, b) && b->carried.any());
+  }
+  const auto blob = w.begin_blob(BlobKind::time_rings, carries ? kFormatVersion : kUncarriedVersion);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(rings_.size()));
   for (const Level& l : rings_) {
     w.put<double>(l.plan.granularity);
@@ -368,9 +410,6 @@ void TimeRings::serialize_into(BinaryWriter& w) const {
   }
   w.put<std::uint64_t>(unplaced_);
   w.put<double>(newest_);
-  // The buckets each level still holds (a slot may keep one older than
-  // that until its index comes round again).
-  auto kept = [&](std::size_t level, const std::shared_ptr<Bucket>& b) { return b && !b->sketch.empty() && holds(level, b->index); };
   std::uint32_t buckets = 0;
   for (std::size_t level = 0; level < rings_.size(); ++level) {
     for (const auto& b : rings_[level].slots) buckets += kept(level, b);
@@ -383,6 +422,7 @@ void TimeRings::serialize_into(BinaryWriter& w) const {
       w.put<std::int64_t>(b->index);
       w.put_part([&](BinaryWriter& part) { b->sketch.serialize_into(part); });
       w.put_part([&](BinaryWriter& part) { b->heap.serialize_into(part); });
+      if (carries) b->carried.write(w);
     }
   }
   w.end_blob(blob);
@@ -433,6 +473,7 @@ void TimeRings::restore(std::string_view blob) {
     const auto index = r.get<std::int64_t>();
     const std::string sketch_blob = r.get_string(kMaxPart);
     const std::string heap_blob = r.get_string(kMaxPart);
+    const CarriedError carried = opened.version >= 3 ? CarriedError::read(r) : CarriedError{};
     if (level >= level_count) r.fail("bucket of level " + std::to_string(level) + " beyond the plan");
     Level& l = rings[level];
     if (l.head == kNoHead || index > l.head || index <= l.head - static_cast<std::int64_t>(l.plan.slots)) r.fail("bucket outside its level's ring");
@@ -444,11 +485,18 @@ void TimeRings::restore(std::string_view blob) {
     if (opened.version == 1 && level == level_count - 1 && level > 0 && sketch.shape() == shape_ && sketch.policy() == policy_) {
       sketch = sketch.widened(top_shape_.width);
     }
-    if (!(sketch.shape() == shape_of(level)) || sketch.policy() != policy_) r.fail("bucket sketch shape differs from the configuration");
+    // A bucket from before a resize (widen()) is narrower than the rest:
+    // a power-of-two divisor of its level's width, of the same depth.
+    const CountMinShape& expected = shape_of(level);
+    if (sketch.shape().depth != expected.depth || sketch.shape().width > expected.width || expected.width % sketch.shape().width != 0 ||
+        sketch.policy() != policy_) {
+      r.fail("bucket sketch shape differs from the configuration");
+    }
     slot = std::make_shared<Bucket>(index, shape_, policy_, 1);
     slot->serial = next_serial_++;
     slot->sketch = std::move(sketch);
     slot->heap = CandidateHeap::deserialize(heap_blob, candidates_);
+    slot->carried = carried;
   }
   r.expect_end();
   if (opened.version == 1 && level_count > 1 && heads[0] != kNoHead) {

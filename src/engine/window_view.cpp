@@ -27,8 +27,9 @@ std::shared_ptr<WindowView::Sum> sum_of(const std::vector<const Bucket*>& bucket
   std::unordered_map<std::string_view, Seen> seen;
   double thresholds = 0;
   for (const Bucket* b : buckets) {
-    if (b->sketch.shape() == sum->sketch.shape()) sum->sketch.merge(b->sketch);
-    else sum->sketch.merge_folded(b->sketch);  // the top level's wider buckets
+    // The top level's wider buckets fold in; a bucket from before a
+    // resize, narrower, spreads.
+    sum->sketch.merge_resized(b->sketch);
     const double threshold = b->heap.threshold();
     thresholds += threshold;
     for (const auto& e : b->heap.entries()) {
@@ -96,6 +97,22 @@ double total_of(const TimeRings::Cover& cover) {
   return total;
 }
 
+// The cover's error bound: each bucket's total times the epsilon of the
+// narrower of its width and the sum's (`shape`), but what it counted at a
+// narrower width before a resize, whose bound it carries. Without a resize
+// every bucket is at least as wide as the sum: epsilon x total.
+double error_bound(const TimeRings::Cover& cover, const CountMinShape& shape) {
+  double narrower = 0;  // what the narrower buckets and carried parts add to epsilon x total
+  auto add = [&](const Bucket* b) {
+    const CountMinShape& own = b->sketch.shape();
+    if (own.width < shape.width) narrower += (own.epsilon() - shape.epsilon()) * (b->sketch.total() - b->carried.total);
+    if (b->carried.any()) narrower += b->carried.error - shape.epsilon() * b->carried.total;
+  };
+  for (const Bucket* b : cover.closed) add(b);
+  for (const Bucket* b : cover.open) add(b);
+  return shape.epsilon() * total_of(cover) + narrower;
+}
+
 }  // namespace
 
 WindowView::WindowView(ViewSpec spec, std::shared_ptr<TimeRings> rings, bool feeds)
@@ -105,6 +122,10 @@ WindowView::WindowView(ViewSpec spec, std::shared_ptr<TimeRings> rings, bool fee
 
 void WindowView::apply(const PreparedBatch& batch) {
   if (feeds_) rings_->apply(batch);
+}
+
+void WindowView::widen(std::uint32_t width) {
+  if (feeds_) rings_->widen(width);
 }
 
 void WindowView::advance_to(double t) {
@@ -121,7 +142,7 @@ Answer WindowView::describe(const TimeRings::Cover& cover, double as_of) const {
   a.granularity = cover.granularity;
   a.accuracy.epsilon = rings_->bucket_shape().epsilon();
   a.accuracy.confidence = rings_->bucket_shape().confidence();
-  a.accuracy.max_error = a.accuracy.epsilon * total_of(cover);
+  a.accuracy.max_error = error_bound(cover, rings_->bucket_shape());
   a.accuracy.candidates = rings_->candidates();
   return a;
 }
@@ -133,7 +154,8 @@ std::shared_ptr<const WindowView::Sum> WindowView::closed_sum(const TimeRings::C
   for (const Bucket* b : cover.closed) key.push_back({b->serial, b->late_events});
   {
     std::lock_guard lock(cache_mutex_);
-    if (cache_.sum && cache_.buckets == key) return cache_.sum;
+    // (A resize changes the sum's width, not its buckets.)
+    if (cache_.sum && cache_.buckets == key && cache_.sum->sketch.shape() == rings_->bucket_shape()) return cache_.sum;
   }
   // Summed outside the lock: concurrent queries of this view do not wait
   // on one another (at worst two sum the same buckets).

@@ -52,6 +52,37 @@ std::uint64_t get_uint(element v, const std::string& field, std::uint64_t lo, st
   return n;
 }
 
+// The sketches' bytes against --max-namespace-bytes: `field` is named
+// (or, when empty, the larger part's: window_sketch_width or `view_field`).
+void check_sketch_bytes(const engine::NamespaceConfig& c, const ServiceLimits& limits, const std::string& field,
+                        const std::string& view_field = "sketch_width") {
+  const std::size_t views = c.counting == engine::Counting::exact ? 0 : (c.all_time ? 1 : 0) + c.half_lives.size();
+  const std::size_t view_bytes = c.sketch.counter_bytes() * views;
+  const std::size_t window_bytes = engine::window_bytes_max(c);
+  if (view_bytes + window_bytes > limits.max_namespace_bytes) {
+    bad(!field.empty() ? field : window_bytes > view_bytes ? "window_sketch_width" : view_field,
+        "the namespace would need " + std::to_string((view_bytes + window_bytes) >> 20) + " MiB of sketches (" + std::to_string(views) +
+            " views, " + std::to_string(window_bytes >> 20) + " MiB of window buckets), over the limit of " +
+            std::to_string(limits.max_namespace_bytes >> 20) + " MiB");
+  }
+}
+
+// Whether a namespace's sketches can be widened at run time (PATCH of a
+// width, or audit_resize): sketch counting without a memory budget.
+void check_resizable(const engine::NamespaceConfig& c, const std::string& field) {
+  if (c.counting != engine::Counting::sketch) bad(field, "this namespace counts exactly: it has no sketch to widen");
+  // (Its windows' buckets are not: window_sketch_width sizes those.)
+  if (c.memory != 0 && field != "window_sketch_width") bad(field, "this namespace is sized by memory (fixed at creation)");
+  if (field == "audit_resize" && !engine::AccuracyAudit::enabled(c)) {
+    bad(field, "needs an accuracy audit, which this namespace has not (audit_sample and audit_top are 0, fixed at creation)");
+  }
+}
+
+bool get_bool(element v, const std::string& field) {
+  if (!v.is_bool()) bad(field, "must be true or false");
+  return v.get_bool().value_unsafe();
+}
+
 double get_number(element v, const std::string& field) {
   if (!v.is_number()) bad(field, "must be a number");
   const double d = v.get_double().value_unsafe();
@@ -203,7 +234,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
                                                      "exclude", "counting", "clock",           "candidates", "summary",
                                                      "max_future_skew", "max_item_bytes", "max_event_age", "max_time_jump",
                                                      "window_sketch_width", "max_items", "memory", "redis",
-                                                     "audit_sample", "audit_top", "audit_sla"};
+                                                     "audit_sample", "audit_top", "audit_sla", "audit_resize"};
   // Fields that shape a sketch: refused for exact counting, which has none.
   static const std::set<std::string_view> kSketchFields = {"sketch_width", "sketch_depth", "epsilon", "delta",
                                                            "window_sketch_width", "candidates", "summary", "memory"};
@@ -295,6 +326,8 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
     } else if (field == "audit_sla") {
       c.audit_sla = get_audit_sla(value);
       has_audit_sla = true;
+    } else if (field == "audit_resize") {
+      c.audit_resize = get_bool(value, field);
     } else if (field == "exclude") {
       c.exclude = get_exclude(value, c, limits);
     } else if (field == "counting") {
@@ -382,15 +415,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
                          std::to_string(c.max_items) + " records with full window rings and keys of max_item_bytes), over the limit of " +
                          std::to_string(limits.max_namespace_bytes >> 20) + " MiB (--max-namespace-bytes)");
   }
-  const std::size_t views = exact ? 0 : (c.all_time ? 1 : 0) + c.half_lives.size();
-  const std::size_t view_bytes = c.sketch.counter_bytes() * views;
-  const std::size_t window_bytes = engine::window_bytes_max(c);
-  if (view_bytes + window_bytes > limits.max_namespace_bytes) {
-    bad(window_bytes > view_bytes ? "window_sketch_width" : epsilon || delta ? "epsilon" : "sketch_width",
-        "the namespace would need " + std::to_string((view_bytes + window_bytes) >> 20) + " MiB of sketches (" + std::to_string(views) +
-            " views, " + std::to_string(window_bytes >> 20) + " MiB of window buckets), over the limit of " +
-            std::to_string(limits.max_namespace_bytes >> 20) + " MiB");
-  }
+  check_sketch_bytes(c, limits, "", epsilon || delta ? "epsilon" : "sketch_width");
   if (c.candidates != 0 && c.candidates < c.k) bad("candidates", "must be at least k (" + std::to_string(c.k) + ")");
   try {
     c.validate();
@@ -428,11 +453,26 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
       if (next.config.audit_sla && !engine::AccuracyAudit::enabled(next.config)) {
         bad("audit_sla", "needs an accuracy audit, which this namespace has not (audit_sample and audit_top are 0, fixed at creation)");
       }
-    } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_width" || field == "sketch_depth" ||
+    } else if (field == "audit_resize") {
+      next.config.audit_resize = get_bool(value, field);
+      if (next.config.audit_resize) check_resizable(next.config, field);
+    } else if (field == "sketch_width" || field == "window_sketch_width") {
+      const bool window = field == "window_sketch_width";
+      check_resizable(next.config, field);
+      if (window && next.config.windows.empty()) bad(field, "this namespace has no windows");
+      const std::uint32_t now = window ? next.config.window_sketch_width : next.config.sketch.width;
+      const auto width = static_cast<std::uint32_t>(std::bit_ceil(get_uint(value, field, CountMinShape::kMinWidth, CountMinShape::kMaxWidth)));
+      if (width < now) {
+        bad(field, "can only grow (now " + std::to_string(now) + "; a sketch's counts are carried into a wider one, never a narrower one)");
+      }
+      if (window) next.config.window_sketch_width = width;
+      else next.config.sketch = CountMinShape::with_dimensions(width, next.config.sketch.depth);
+      check_sketch_bytes(next.config, limits, field);
+    } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
-               field == "summary" || field == "max_future_skew" || field == "max_items" || field == "window_sketch_width" || field == "memory" ||
+               field == "summary" || field == "max_future_skew" || field == "max_items" || field == "memory" ||
                field == "max_item_bytes" || field == "redis" || field == "audit_sample" || field == "audit_top") {
-      bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age, max_time_jump and audit_sla can); create a new namespace");
+      bad(field, "cannot be changed at run time (only k, hot_key_threshold, hot_key_half_life, exclude, max_event_age, max_time_jump, audit_sla, audit_resize, and sketch_width and window_sketch_width growing, can); create a new namespace");
     } else {
       bad(message_text(field), "unknown field");
     }
@@ -486,6 +526,8 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
     w.key("audit_sla");
     if (c.audit_sla) w.value(*c.audit_sla);
     else w.null();
+    // Stored only when on, likewise.
+    if (!for_storage || c.audit_resize) w.key("audit_resize").value(c.audit_resize);
   }
   if (spec.redis) {
     const auto& r = *spec.redis;
@@ -520,6 +562,10 @@ void write_fields(io::JsonWriter& w, const NamespaceSpec& spec, bool for_storage
 }
 
 }  // namespace
+
+void check_namespace_sketch_bytes(const engine::NamespaceConfig& config, const ServiceLimits& limits, const std::string& field) {
+  check_sketch_bytes(config, limits, field);
+}
 
 std::string write_namespace_spec(const NamespaceSpec& spec, bool for_storage) {
   io::JsonWriter w;

@@ -402,6 +402,13 @@ NamespaceSpec checked_patch(const NamespaceEntry& e, const std::function<Namespa
   if (next.config.k > e.ns.config().candidates) {
     throw invalid("invalid_field", "k: must be at most the namespace's " + std::to_string(e.ns.config().candidates) + " candidates");
   }
+  // A resize only widens, by a power of two (the counts are carried into
+  // the wider sketch), and never a sketch a memory budget sized.
+  try {
+    engine::check_resize(e.spec.config, next.config);
+  } catch (const InvalidArgument& err) {
+    throw invalid("invalid_field", err.what());
+  }
   return next;
 }
 

@@ -48,6 +48,13 @@ void check_budget(const Service::State& s, std::uint64_t need, std::uint64_t fre
 // A configuration with an accuracy audit is written with fields an older
 // build refuses: during a rolling upgrade it waits.
 void refuse_audit_while_upgrading(ClusterLink& link, const engine::NamespaceConfig& c, const char* what) {
+  if (c.audit_resize) {
+    if (const std::string older = link.older_nodes(ClusterLink::kLevelResize); !older.empty()) {
+      throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
+                         std::string("node(s) ") + older + " run an older ebb, which cannot read audit_resize: nothing was " + what +
+                             "; retry once every node runs this build");
+    }
+  }
   if (!engine::AccuracyAudit::enabled(c)) return;
   if (const std::string older = link.older_nodes(); !older.empty()) {
     throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
@@ -88,13 +95,21 @@ NamespaceSpec patch(Service::State& s, const std::string& name, const std::funct
   auto e = s.require(name, "name");
   NamespaceSpec next;
   std::uint64_t before = 0;
+  engine::NamespaceConfig was;
   {
     std::shared_lock lock(e->mu);
     next = checked_patch(*e, edit);  // checked whole before it is logged: every partition applies it
     before = planned_on_one_node(s, e->spec.config);
+    was = e->spec.config;
   }
   check_budget(s, planned_on_one_node(s, next.config), before);
   refuse_audit_while_upgrading(link, next.config, "changed");
+  if (next.config.sketch.width != was.sketch.width || next.config.window_sketch_width != was.window_sketch_width) {
+    if (const std::string older = link.older_nodes(ClusterLink::kLevelResize); !older.empty()) {
+      throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
+                         "node(s) " + older + " run an older ebb, which cannot widen a namespace's sketches: nothing was changed; retry once every node runs this build");
+    }
+  }
   link.publish_admin(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
   auto now = s.require(name, "name");
   std::shared_lock lock(now->mu);

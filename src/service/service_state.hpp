@@ -162,6 +162,10 @@ struct Service::State {
   // up hot-key detection; they count in hot_key_streams.
   std::thread anomaly_evaluator;
   std::thread auditor;  // the accuracy audit's passes
+  // audit_resize: the widths last refused per namespace (views, windows),
+  // so a refusal is logged once, not every pass.
+  std::mutex audit_resize_mu;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>, std::less<>> audit_resize_refused;
   std::mutex anomaly_watches_mu;
   std::vector<std::shared_ptr<struct AnomalyWatch>> anomaly_watches;
   std::mutex anomaly_evaluation_mu;   // one pass at a time

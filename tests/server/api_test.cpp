@@ -163,9 +163,9 @@ TEST_F(ServerApi, PatchAndDelete) {
   r = call("PATCH", "/namespaces/p", R"({"k":65})");  // more than the 64 candidates
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.body.find("k: must be at most"), std::string::npos) << r.body;
-  r = call("PATCH", "/namespaces/p", R"({"sketch_width":2048})");
+  r = call("PATCH", "/namespaces/p", R"({"sketch_depth":2})");
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.body.find("sketch_width: cannot be changed at run time"), std::string::npos);
+  EXPECT_NE(r.body.find("sketch_depth: cannot be changed at run time"), std::string::npos) << r.body;
   r = call("PATCH", "/namespaces/p", R"({"hot_key_threshold":null})");
   EXPECT_NE(r.body.find(R"("hot_key_threshold":null)"), std::string::npos) << r.body;
   EXPECT_EQ(call("PATCH", "/namespaces/nope", R"({"k":5})").status, 404);

@@ -211,5 +211,34 @@ TEST(CountMinFold, FoldingAndWideningKeepEveryCountAndFoldingMatchesTheNarrowPla
   EXPECT_THROW(narrow.merge_folded(CountMin(CountMinShape::with_dimensions(256, 4), UpdatePolicy::plain)), InvalidArgument);
 }
 
+// merge_resized() adds a sketch of any width: a narrower one lands as its
+// widened() copy would, a wider one folded, a like one counter by counter.
+TEST(CountMinFold, MergeResizedAddsNarrowerLikeAndWiderSketches) {
+  const auto shape = [](std::uint32_t w) { return CountMinShape::with_dimensions(w, 3); };
+  CountMin narrow(shape(64)), like(shape(128)), wide(shape(512));
+  std::map<std::uint64_t, double> truth;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t h = rng() % 500 * 0x9E3779B97F4A7C15ULL;
+    const double w = 1 + rng() % 3;
+    (i % 3 == 0 ? narrow : i % 3 == 1 ? like : wide).update(h, w);
+    truth[h] += w;
+  }
+  CountMin sum(shape(128));
+  sum.merge_resized(narrow);
+  sum.merge_resized(like);
+  sum.merge_resized(wide);
+  CountMin expected = narrow.widened(128);
+  expected.merge(like);
+  expected.merge_folded(wide);
+  EXPECT_EQ(sum.total(), narrow.total() + like.total() + wide.total());
+  for (const auto& [h, count] : truth) {
+    EXPECT_EQ(sum.estimate(h), expected.estimate(h));
+    EXPECT_GE(sum.estimate(h), count);
+  }
+  EXPECT_THROW(sum.merge_resized(CountMin(CountMinShape::with_dimensions(64, 4))), InvalidArgument);
+  EXPECT_THROW(sum.merge_resized(CountMin(shape(64), UpdatePolicy::plain)), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace ebb

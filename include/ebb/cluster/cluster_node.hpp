@@ -188,7 +188,7 @@ class ClusterNode final : public service::ClusterLink {
   std::map<std::string, std::set<std::uint32_t>> read_members();
   // The live nodes whose build cannot read what this one may write
   // (kProtocolLevel, cluster_node.cpp), comma-separated ("": none).
-  std::string older_nodes() const override;
+  std::string older_nodes(int level = kLevelAudit) const override;
   // stop(): waits (hand_over_wait at most) until other nodes serve every
   // partition this one holds.
   void hand_over();
@@ -247,7 +247,7 @@ class ClusterNode final : public service::ClusterLink {
   std::shared_ptr<ChunkBudget> chunk_budget_ = std::make_shared<ChunkBudget>();
   ChunkAssembler reply_chunks_{ChunkAssembler::Limits{}, chunk_budget_};  // on the replies' subscription thread only
   mutable std::mutex levels_mu_;
-  std::string older_nodes_;  // under levels_mu_
+  std::map<std::string, int> node_levels_;  // the live nodes' protocol levels but this one's, under levels_mu_
   std::string reply_prefix_;
   std::unique_ptr<AsyncSubscription> replies_;
   std::atomic<std::uint64_t> next_query_{1};

@@ -138,6 +138,13 @@ class AccuracyAudit {
 
   // A PATCH's new audit_sla: the next pass judges by it.
   void set_sla(std::optional<double> sla) noexcept { sla_ = sla; }
+  // A resize (Namespace::reconfigure) made the views of `config` count
+  // wider from now: every tracked item is compared from now on (its base
+  // each view's estimate now, its exact counts afresh; windows once they
+  // start after now), so the next verdicts judge the new width, not the
+  // error counted before. The last pass's figures and SLA verdicts are
+  // dropped (the histogram stays); from_start becomes false.
+  void restart(const NamespaceConfig& config, std::span<const std::unique_ptr<View>> views, double now, double newest);
 
   const std::vector<ViewAudit>& report() const noexcept { return report_; }
   AuditSummary summary() const;

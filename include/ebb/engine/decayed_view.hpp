@@ -15,6 +15,7 @@
 
 #include "ebb/decay/forward_decay.hpp"
 #include "ebb/decay/weight_scaler.hpp"
+#include "ebb/engine/carried_error.hpp"
 #include "ebb/engine/namespace_config.hpp"
 #include "ebb/engine/view.hpp"
 #include "ebb/sketch/augmented_heap/augmented_heap.hpp"
@@ -66,6 +67,17 @@ class DecayedView final : public View {
   // add_weighted()'s checks alone, nothing summed: the same refusals.
   void check_summable(std::span<const DecayedView* const> sources, std::span<const double> weights) const;
 
+  // A resize (a logged configuration change: every replay and replica
+  // makes it at the same point): the sketch becomes `width` wide (a
+  // power-of-two multiple of its width), each counter copied to the
+  // columns that start with its index, so nothing under-counts and events
+  // from now on collide width/old-width times less. What was counted before
+  // keeps its bound: the stated error is the old epsilon times the total
+  // then (decaying with it) plus the new epsilon times what came since.
+  // InvalidArgument (unchanged) for another width, or a view sized by a
+  // memory budget.
+  void widen(std::uint32_t width);
+
   const ForwardDecay& clock() const noexcept { return clock_; }
   std::uint64_t rebases() const noexcept { return rebases_; }
 
@@ -83,6 +95,9 @@ class DecayedView final : public View {
   std::variant<AugmentedHeap, SpaceSaving> summary_;
   double first_time_ = 0;  // for the all-time rate
   std::uint64_t rebases_ = 0;
+  // What was counted before the last resize and its bound (landmark
+  // coordinates, scaled by rebases).
+  CarriedError carried_;
   std::vector<double> scaled_;  // scratch: weights in landmark coordinates (decayed views only)
 };
 

@@ -148,6 +148,11 @@ class Namespace {
   // replay): InvalidArgument naming the field and nothing changed when
   // `next` is invalid or differs in what is fixed at creation. Returns the
   // hot keys that cooled because detection stopped or restarted.
+  //
+  // A wider sketch_width or window_sketch_width (a power-of-two multiple)
+  // is a resize: the views' sketches, or the windows' buckets from now on,
+  // widen, carrying their counts (DecayedView::widen, TimeRings::widen),
+  // and the audit starts comparing afresh (AccuracyAudit::restart).
   std::vector<HotKeyEvent> reconfigure(const NamespaceConfig& next);
   // Hot-key detection on (a threshold) or off (nullopt). A new threshold
   // keeps the detector's counts; a new half-life starts it afresh (counts
@@ -290,6 +295,7 @@ class Namespace {
   void apply_prepared(std::size_t submitted) { count_prepared(batch_, submitted); }
   void count_prepared(const PreparedBatch& batch, std::size_t submitted);
   void rebuild_exclude();
+  void resize(const NamespaceConfig& next);
 
   NamespaceConfig config_;
   Clock wall_clock_;

@@ -76,6 +76,11 @@ struct NamespaceConfig {
   std::uint32_t audit_sample = 64;
   std::uint32_t audit_top = 10;
   std::optional<double> audit_sla = 0.01;
+  // Opt-in: a missed SLA widens the view's sketch to the suggested width
+  // (a configuration change in the log, so replays and replicas make it at
+  // the same point; never past the server's memory limits). Needs an
+  // audit and sketch counting without a memory budget.
+  bool audit_resize = false;
   static constexpr std::uint32_t kMaxAuditSample = 10'000;
   static constexpr std::uint32_t kMaxAuditTop = 100;
 
@@ -95,6 +100,17 @@ struct NamespaceConfig {
 // namespace, or parts <= 1: c as it is.
 inline constexpr std::uint32_t kMinShareWidth = 1024;
 NamespaceConfig partition_share(NamespaceConfig c, std::uint32_t parts);
+// The narrowest width (a power of two, at most CountMinShape::kMaxWidth)
+// whose partition share is at least `share`: what a namespace must be
+// widened to for its partitions to count `share` wide (a resize asked by
+// the partitions' audits; parts <= 1: `share` itself).
+std::uint32_t width_for_share(std::uint32_t share, std::uint32_t parts);
+// Whether `next` may follow `was` at run time as far as the sketches go: a
+// width only grows, by a power of two (the counts are carried into the
+// wider sketch), the depth is fixed, and a memory budget fixes the views'
+// width. InvalidArgument naming the field otherwise; nothing for exact
+// counting (no sketch).
+void check_resize(const NamespaceConfig& was, const NamespaceConfig& next);
 
 // Namespace names: any UTF-8 text of 1 to kMaxNamespaceName bytes without
 // control characters (C0, DEL, C1), so a Redis key such as "topk:user:42"

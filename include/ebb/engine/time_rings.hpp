@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ebb/engine/carried_error.hpp"
 #include "ebb/engine/prepared_batch.hpp"
 #include "ebb/sketch/candidate_heap/candidate_heap.hpp"
 #include "ebb/sketch/count_min/count_min.hpp"
@@ -59,6 +60,12 @@ class TimeRings {
     CountMin sketch;
     CandidateHeap heap;
     std::uint64_t late_events = 0;  // counted after it closed: caches of sums over it compare this
+    // What of sketch.total() was counted at a narrower width (before a
+    // resize: a head widened in place, a narrower child added in), and
+    // that part's error bound.
+    CarriedError carried;
+    // The bucket's error bound at its own width (its carried part's own).
+    double error_bound() const noexcept { return carried.bound(sketch.shape().epsilon(), sketch.total()); }
     // Unique per bucket object and content generation in these rings (a
     // new bucket, a reused one, a copy made before a write): with
     // late_events, what a cache of sums over buckets is keyed by (an
@@ -90,11 +97,21 @@ class TimeRings {
   const std::vector<double>& windows() const noexcept { return windows_; }
   const std::vector<RingLevel>& levels() const noexcept { return levels_; }
   // Buckets below the top level; the top level's are twice as wide (it
-  // holds most of a long window). Answers state the narrower bound.
+  // holds most of a long window). Answers state the narrower bound. Since
+  // a widen(), older buckets may be narrower.
   const CountMinShape& bucket_shape() const noexcept { return shape_; }
   const CountMinShape& shape_of(std::size_t level) const noexcept { return level == top() && top() > 0 ? top_shape_ : shape_; }
   static CountMinShape top_shape(const CountMinShape& bucket_shape);
   std::uint32_t candidates() const noexcept { return candidates_; }
+
+  // A resize (a logged configuration change, so every replay and replica
+  // makes it at the same point): buckets opened from now on are `width`
+  // wide (a power-of-two multiple of the width now; the top level's twice
+  // that), and the heads are widened in place. Closed buckets keep their
+  // width until they leave the rings: a window's sum spreads them to its
+  // width, and its stated bound counts each bucket at its own epsilon.
+  // InvalidArgument (unchanged) for any other width.
+  void widen(std::uint32_t width);
 
   void apply(const PreparedBatch& batch);
   // Turns the heads as an event at `t` would, counting nothing: the rings

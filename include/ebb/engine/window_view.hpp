@@ -42,6 +42,10 @@ class WindowView final : public View {
   FrozenState freeze_state() const override;
   void restore_state(std::string_view blob) override;
 
+  // A resize of the namespace's windows (TimeRings::widen): done by the
+  // view that feeds the rings, nothing for the others (they share them).
+  void widen(std::uint32_t width);
+
   const TimeRings& rings() const noexcept { return *rings_; }
   bool feeds() const noexcept { return feeds_; }
 

@@ -78,10 +78,11 @@ class ClusterLink {
   // and returns once this node's catalog has applied it: its position in
   // the log. Throws ServiceError unavailable when the log cannot take it.
   virtual std::uint64_t publish_admin(std::string_view payload) = 0;
-  // The live nodes of an older build, comma-separated ("": none): a record
-  // they cannot read (a namespace with an accuracy audit) is refused
-  // meanwhile.
-  virtual std::string older_nodes() const = 0;
+  // The live nodes of a build below `level`, comma-separated ("": none): a
+  // record they cannot read (a namespace with an accuracy audit: level 2;
+  // a resize or audit_resize: 3) is refused meanwhile.
+  static constexpr int kLevelAudit = 2, kLevelResize = 3;
+  virtual std::string older_nodes(int level = kLevelAudit) const = 0;
   // CMS.MERGE: publishes the merge of `sources` (each with its weight) into
   // `destination` on the commit subject, ordered with the batches, checked
   // against `configs` (the configuration revision of every namespace it

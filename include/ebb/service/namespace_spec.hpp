@@ -43,6 +43,9 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& l
 // max_time_jump (null: no guard). Returns the
 // patched spec; nothing is changed on error.
 NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_view json, const ServiceLimits& limits);
+// A configuration's sketches against --max-namespace-bytes: ServiceError
+// invalid_field naming `field` (a resize checks its new width so).
+void check_namespace_sketch_bytes(const engine::NamespaceConfig& config, const ServiceLimits& limits, const std::string& field);
 
 // The resolved configuration (201, GET): what the server actually keeps,
 // with the accuracy those dimensions give. for_storage leaves out the

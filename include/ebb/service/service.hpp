@@ -355,8 +355,10 @@ class Service {
   // audited namespace each audit_interval (start_audit; a cluster's
   // partitions run theirs). A view whose top items' error passes its
   // namespace's audit_sla is logged as a warning with the sketch width that
-  // would meet it, and again when it recovers. Returns the namespaces
-  // audited.
+  // would meet it, and again when it recovers. With audit_resize the view
+  // is widened to it (a logged PATCH of its width; in a cluster the
+  // catalog adds up the partitions' audits and patches). Returns the
+  // namespaces audited (0 for a cluster's catalog).
   void start_audit();
   std::size_t audit_namespaces();
 
@@ -446,6 +448,10 @@ class Service {
   struct State;
 
  private:
+  // audit_resize's PATCH: the namespace's views to `views` wide and its
+  // windows' buckets to `windows` (0: unchanged); a refusal (memory
+  // limits) is logged once per width.
+  void widen_for_audit(const std::string& name, std::uint64_t views, std::uint64_t windows);
   // recover()'s history steps: open the database (a damaged one turns
   // history off, the server still serves), then drop the history of
   // namespaces that no longer exist.

@@ -238,6 +238,25 @@ CountMin CountMin::widened(std::uint32_t width) const {
   return out;
 }
 
+void CountMin::merge_resized(const CountMin& other) {
+  if (other.shape_.width >= shape_.width) {
+    if (other.shape_.width == shape_.width) merge(other);
+    else merge_folded(other);
+    return;
+  }
+  if (other.shape_.depth != shape_.depth || shape_.width % other.shape_.width != 0 || other.policy_ != policy_) {
+    throw InvalidArgument("cannot add a " + std::to_string(other.shape_.depth) + "x" + std::to_string(other.shape_.width) +
+                          " count-min sketch into a " + std::to_string(shape_.depth) + "x" + std::to_string(shape_.width) + " one");
+  }
+  const unsigned fold = std::countr_zero(shape_.width / other.shape_.width);
+  for (std::uint32_t r = 0; r < shape_.depth; ++r) {
+    double* c = counters_.get() + std::size_t{r} * shape_.width;
+    const double* o = other.counters_.get() + std::size_t{r} * other.shape_.width;
+    for (std::uint32_t i = 0; i < shape_.width; ++i) c[i] += o[i >> fold];
+  }
+  total_ += other.total_;
+}
+
 void CountMin::clear() noexcept {
   std::memset(counters_.get(), 0, shape_.counter_bytes());
   total_ = 0;

@@ -77,6 +77,11 @@ class CountMin {
   // under-counts what this one counted: each counter copied to every wider
   // column that starts with its index. Its error stays this width's.
   CountMin widened(std::uint32_t width) const;
+  // Adds a sketch of the same depth and policy whatever its width (both
+  // powers of two): counter by counter when alike, folded when wider,
+  // spread as widened() would when narrower. Never under-counts; each
+  // part's error is that of the narrower of the two widths.
+  void merge_resized(const CountMin& other);
   void clear() noexcept;
 
   std::size_t memory_bytes() const noexcept { return shape_.counter_bytes() + sizeof(*this); }
