@@ -134,17 +134,21 @@ void DecayedView::rebase(double t) {
   ++rebases_;
 }
 
-void DecayedView::widen(std::uint32_t width) {
+std::optional<CountMin> DecayedView::prepare_widen(std::uint32_t width) const {
   const std::uint32_t now = sketch_.shape().width;
-  if (width == now) return;
+  if (width == now) return std::nullopt;
   if (!std::has_single_bit(width) || width < now || width > CountMinShape::kMaxWidth) {
     throw InvalidArgument("sketch_width: can only grow by a power of two (from " + std::to_string(now) + " to at most " +
                           std::to_string(CountMinShape::kMaxWidth) + "; got " + std::to_string(width) + ")");
   }
   if (memory_ != 0) throw InvalidArgument("sketch_width: this view is sized by its memory budget (fixed at creation)");
-  CountMin wider = sketch_.widened(width);  // (allocates first: a failure changes nothing)
+  return sketch_.widened(width);
+}
+
+void DecayedView::commit_widen(std::optional<CountMin>&& wider) noexcept {
+  if (!wider) return;
   carried_.carry_all(sketch_.shape().epsilon(), total());
-  sketch_ = std::move(wider);
+  sketch_ = std::move(*wider);
 }
 
 void DecayedView::apply(const PreparedBatch& batch) {

@@ -284,9 +284,16 @@ void Namespace::resize(const NamespaceConfig& next) {
   const bool views = next.sketch.width != config_.sketch.width;
   const bool windows = next.window_sketch_width != config_.window_sketch_width;
   if (!views && !windows) return;
-  for (auto& v : views_) {
-    if (auto* d = dynamic_cast<DecayedView*>(v.get()); d && views) d->widen(next.sketch.width);
-    if (auto* w = dynamic_cast<WindowView*>(v.get()); w && windows) w->widen(next.window_sketch_width);
+  // Every allocation first (a failure changes nothing), then the swap.
+  std::vector<std::optional<CountMin>> wider_views(views_.size());
+  std::vector<TimeRings::Widening> wider_windows(views_.size());
+  for (std::size_t i = 0; i < views_.size(); ++i) {
+    if (auto* d = dynamic_cast<DecayedView*>(views_[i].get()); d && views) wider_views[i] = d->prepare_widen(next.sketch.width);
+    if (auto* w = dynamic_cast<WindowView*>(views_[i].get()); w && windows) wider_windows[i] = w->prepare_widen(next.window_sketch_width);
+  }
+  for (std::size_t i = 0; i < views_.size(); ++i) {
+    if (auto* d = dynamic_cast<DecayedView*>(views_[i].get())) d->commit_widen(std::move(wider_views[i]));
+    if (auto* w = dynamic_cast<WindowView*>(views_[i].get())) w->commit_widen(std::move(wider_windows[i]));
   }
   config_.sketch = next.sketch;
   config_.window_sketch_width = next.window_sketch_width;
@@ -301,14 +308,15 @@ std::vector<HotKeyEvent> Namespace::reconfigure(const NamespaceConfig& next) {
     throw InvalidArgument("k: must be at most the namespace's " + std::to_string(config_.candidates) + " candidates (fixed at creation; got " +
                           std::to_string(next.k) + ")");
   }
-  // Checked above: none of these can fail now.
+  // The resize first: what may still fail (an allocation) fails before
+  // anything changed. Checked above: none of the rest can fail now.
+  resize(next);
   set_k(next.k);
   set_exclude(next.exclude);
   set_time_guards(next.max_event_age, next.max_time_jump);
   config_.audit_sla = next.audit_sla;
   config_.audit_resize = next.audit_resize;
   if (audit_) audit_->set_sla(next.audit_sla);
-  resize(next);
   return set_hot_keys(next.hot_key_threshold, next.hot_key_half_life);
 }
 

@@ -84,6 +84,7 @@ void NamespaceConfig::validate() const {
     if (audit_sample == 0 && audit_top == 0) bad("audit_resize", "needs an accuracy audit (audit_sample or audit_top above 0)");
     if (counting != Counting::sketch) bad("audit_resize", "needs sketch counting (an exact namespace has no sketch to widen)");
     if (memory != 0) bad("audit_resize", "cannot widen a namespace sized by memory (its budget is fixed at creation)");
+    if (!audit_sla) bad("audit_resize", "needs an audit_sla to judge by (audit_sla is null; turn audit_resize off with it)");
   }
   for (std::size_t i = 0; i < exclude.size(); ++i) {
     if (exclude[i].empty() || exclude[i].size() > max_item_bytes) {

@@ -140,14 +140,14 @@ TimeRings::Bucket& TimeRings::open_bucket(std::size_t level, std::int64_t index)
   return *b;
 }
 
-void TimeRings::widen(std::uint32_t width) {
-  if (width == shape_.width) return;
+TimeRings::Widening TimeRings::prepare_widen(std::uint32_t width) const {
+  Widening w;
+  if (width == shape_.width) return w;
   if (!std::has_single_bit(width) || width < shape_.width || width > CountMinShape::kMaxWidth) {
     throw InvalidArgument("window_sketch_width: can only grow by a power of two (from " + std::to_string(shape_.width) + " to at most " +
                           std::to_string(CountMinShape::kMaxWidth) + "; got " + std::to_string(width) + ")");
   }
-  shape_ = CountMinShape::with_dimensions(width, shape_.depth);
-  top_shape_ = top_shape(shape_);
+  w.shape = CountMinShape::with_dimensions(width, shape_.depth);
   // The heads count on at the new width from now on, carrying what they
   // hold (each counter copied to the columns that start with its index:
   // nothing under-counts, and that part keeps its narrower error). Closed
@@ -155,13 +155,28 @@ void TimeRings::widen(std::uint32_t width) {
   for (std::size_t level = 0; level < rings_.size(); ++level) {
     const std::int64_t head = rings_[level].head;
     if (head == kNoHead || !find(level, head)) continue;
-    Bucket& b = open_bucket(level, head);
-    if (b.sketch.shape().width < shape_of(level).width) {
-      CountMin wider = b.sketch.widened(shape_of(level).width);
-      b.carried.carry_all(b.sketch.shape().epsilon(), b.sketch.total());
-      b.sketch = std::move(wider);
-    }
-    b.serial = next_serial_++;  // (its content changed: sums over it are stale)
+    const auto& slot = rings_[level].slots[slot_of(head, rings_[level].plan.slots)];
+    const std::uint32_t target = level == top() && top() > 0 ? top_shape(*w.shape).width : width;
+    if (slot->sketch.shape().width >= target) continue;
+    // A bucket a frozen copy shares is copied (copy on write), here, where
+    // an allocation failing changes nothing.
+    w.heads.push_back({level, slot.use_count() > 1 ? std::make_shared<Bucket>(*slot) : slot, slot->sketch.widened(target)});
+  }
+  return w;
+}
+
+void TimeRings::commit_widen(Widening&& w) noexcept {
+  if (!w.shape) return;
+  shape_ = *w.shape;
+  top_shape_ = top_shape(shape_);
+  for (auto& h : w.heads) {
+    Level& l = rings_[h.level];
+    auto& slot = l.slots[slot_of(l.head, l.plan.slots)];
+    if (slot == h.bucket) std::atomic_thread_fence(std::memory_order_acquire);  // (as open_bucket: a frozen copy let go of it)
+    slot = std::move(h.bucket);
+    slot->carried.carry_all(slot->sketch.shape().epsilon(), slot->sketch.total());
+    slot->sketch = std::move(h.sketch);
+    slot->serial = next_serial_++;  // (its content changed: sums over it are stale)
   }
 }
 
@@ -392,9 +407,13 @@ void TimeRings::serialize_into(BinaryWriter& w) const {
   // The buckets each level still holds (a slot may keep one older than
   // that until its index comes round again).
   auto kept = [&](std::size_t level, const std::shared_ptr<Bucket>& b) { return b && !b->sketch.empty() && holds(level, b->index); };
+  // Version 3 once a resize shows (a bucket carries, or is narrower than
+  // its level): a build before it would take such rings for damage.
   bool carries = false;
   for (std::size_t level = 0; level < rings_.size(); ++level) {
-    for (const auto& b : rings_[level].slots) carries = carries || (kept(level, b) && b->carried.any());
+    for (const auto& b : rings_[level].slots) {
+      carries = carries || (kept(level, b) && (b->carried.any() || b->sketch.shape().width < shape_of(level).width));
+    }
   }
   const auto blob = w.begin_blob(BlobKind::time_rings, carries ? kFormatVersion : kUncarriedVersion);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(rings_.size()));

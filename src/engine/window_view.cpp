@@ -124,10 +124,6 @@ void WindowView::apply(const PreparedBatch& batch) {
   if (feeds_) rings_->apply(batch);
 }
 
-void WindowView::widen(std::uint32_t width) {
-  if (feeds_) rings_->widen(width);
-}
-
 void WindowView::advance_to(double t) {
   if (feeds_) rings_->advance_to(t);
 }

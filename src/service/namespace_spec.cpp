@@ -460,14 +460,14 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
       const bool window = field == "window_sketch_width";
       check_resizable(next.config, field);
       if (window && next.config.windows.empty()) bad(field, "this namespace has no windows");
-      const std::uint32_t now = window ? next.config.window_sketch_width : next.config.sketch.width;
+      const std::uint32_t now = window ? current.config.window_sketch_width : current.config.sketch.width;
       const auto width = static_cast<std::uint32_t>(std::bit_ceil(get_uint(value, field, CountMinShape::kMinWidth, CountMinShape::kMaxWidth)));
       if (width < now) {
         bad(field, "can only grow (now " + std::to_string(now) + "; a sketch's counts are carried into a wider one, never a narrower one)");
       }
       if (window) next.config.window_sketch_width = width;
       else next.config.sketch = CountMinShape::with_dimensions(width, next.config.sketch.depth);
-      check_sketch_bytes(next.config, limits, field);
+      if (width > now) check_sketch_bytes(next.config, limits, field);  // (the width it has stands, whatever the limit now)
     } else if (field == "name" || field == "windows" || field == "half_lives" || field == "sketch_depth" ||
                field == "epsilon" || field == "delta" || field == "counting" || field == "clock" || field == "candidates" ||
                field == "summary" || field == "max_future_skew" || field == "max_items" || field == "memory" ||

@@ -428,7 +428,9 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
     std::unique_lock lock(entry->mu);
     if (entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
     // The engine must accept the whole new configuration before it is
-    // logged, so the log and memory cannot disagree.
+    // logged, so the log and memory cannot disagree. (What can still fail
+    // after it: a resize's allocation, which changes nothing in memory; a
+    // restart would replay the record.)
     next = checked_patch(*entry, edit);
     // Turning hot-key detection on reserves its memory (off returns it).
     const std::uint64_t need = State::planned_bytes(next.config);

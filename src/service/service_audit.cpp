@@ -7,6 +7,7 @@
 // any other (logged, so replays and a cluster's replicas widen at the same
 // point; refused past the memory limits).
 #include <cmath>
+#include <set>
 
 #include "ebb/engine/accuracy_audit.hpp"
 #include "service_state.hpp"
@@ -21,6 +22,7 @@ struct Verdict {
   double share = 0, sla = 0;
   std::uint64_t width = 0, suggested = 0;  // suggested 0: no wider sketch helps (exact counting, or already the widest)
   bool window = false;
+  bool resizes = false;  // audit_resize is on
 };
 
 // What audit_resize asks of a namespace: its views' width and its windows'
@@ -36,12 +38,16 @@ struct ResizeTarget {
 // `parts`: a cluster's partitions, each counting with its share of the
 // widths (engine::partition_share), whose audits suggest a growth of that
 // share: the namespace's width that gives them the share asked for.
+std::uint64_t target_width(const engine::NamespaceConfig& c, std::uint32_t parts, const engine::ViewSpec& view, const engine::ViewAudit& audit) {
+  const std::uint64_t share = engine::suggested_width(engine::partition_share(c, parts), view, audit);
+  return share == 0 ? 0 : engine::width_for_share(static_cast<std::uint32_t>(share), parts);
+}
+
 void ask_width(ResizeTarget& t, const engine::NamespaceConfig& c, std::uint32_t parts, const engine::ViewSpec& view,
                const engine::ViewAudit& audit) {
   if (!c.audit_resize) return;
-  const std::uint64_t share = engine::suggested_width(engine::partition_share(c, parts), view, audit);
-  if (share == 0) return;
-  const std::uint64_t width = engine::width_for_share(static_cast<std::uint32_t>(share), parts);
+  const std::uint64_t width = target_width(c, parts, view, audit);
+  if (width == 0) return;
   auto& target = view.kind == engine::ViewSpec::Kind::window ? t.windows : t.views;
   target = std::max(target, width);
 }
@@ -84,6 +90,10 @@ void Service::widen_for_audit(const std::string& name, std::uint64_t views, std:
   try {
     check_namespace_sketch_bytes(goal.config, s.options.limits, views > now.sketch.width ? "sketch_width" : "window_sketch_width");
     patch(name, wider);
+    {
+      std::lock_guard lock(s.audit_resize_mu);
+      s.audit_resize_at[name] = steady_seconds();
+    }
     s.log->warn("namespace '{}': audit_resize widened its sketches ({}) to meet its audit SLA; counts so far are carried, the audit compares afresh",
                 name, what);
     std::lock_guard lock(s.audit_resize_mu);
@@ -100,15 +110,27 @@ void Service::widen_for_audit(const std::string& name, std::uint64_t views, std:
 std::size_t Service::audit_namespaces() {
   State& s = *s_;
   if (!s.recovered) return 0;
+  std::set<std::string, std::less<>> resizing;  // the namespaces with audit_resize on
+  for (const auto& e : s.all_entries()) {
+    std::shared_lock lock(e->mu);
+    if (!e->deleted && e->spec.config.audit_resize) resizing.insert(e->name);
+  }
+  {
+    std::lock_guard lock(s.audit_resize_mu);
+    std::erase_if(s.audit_resize_refused, [&](const auto& r) { return !resizing.contains(r.first); });
+    std::erase_if(s.audit_resize_at, [&](const auto& r) { return !resizing.contains(r.first); });
+  }
   if (s.options.cluster) {
     // The partitions audit their own counts (and log their verdicts); the
-    // catalog adds up their figures for the namespaces that resize.
-    std::vector<std::string> names;
-    for (const auto& e : s.all_entries()) {
-      std::shared_lock lock(e->mu);
-      if (!e->deleted && e->spec.config.audit_resize) names.push_back(e->name);
-    }
-    for (const auto& name : names) {
+    // catalog adds up their figures for the namespaces that resize. After
+    // a resize it waits a few passes: a partition behind the others could
+    // still report on the old width.
+    for (const auto& name : resizing) {
+      {
+        std::lock_guard lock(s.audit_resize_mu);
+        const auto it = s.audit_resize_at.find(name);
+        if (it != s.audit_resize_at.end() && steady_seconds() - it->second < 3 * s.options.audit_interval) continue;
+      }
       try {
         const NamespaceInfo info = describe(name);
         ResizeTarget t{name};
@@ -133,13 +155,15 @@ std::size_t Service::audit_namespaces() {
       const auto& report = e->ns.audit()->report()[c.view];
       const auto& spec = e->ns.views()[c.view]->spec();
       const bool window = spec.kind == engine::ViewSpec::Kind::window;
-      Verdict v{e->name, spec.label(), c.breached, report.top_max_error_share, config.audit_sla.value_or(0), 0, 0, window};
+      Verdict v{e->name, spec.label(), c.breached, report.top_max_error_share, config.audit_sla.value_or(0), 0, 0, window, config.audit_resize};
       v.width = engine::audited_width(config, spec);
-      v.suggested = engine::suggested_width(config, spec, report);
+      v.suggested = target_width(config, s.options.sketch_share, spec, report);
       verdicts.push_back(std::move(v));
     }
     ResizeTarget t{e->name};
-    for (std::size_t i = 0; i < e->ns.views().size(); ++i) ask_width(t, config, 1, e->ns.views()[i]->spec(), e->ns.audit()->report()[i]);
+    for (std::size_t i = 0; i < e->ns.views().size(); ++i) {
+      ask_width(t, config, s.options.sketch_share, e->ns.views()[i]->spec(), e->ns.audit()->report()[i]);
+    }
     if (t.any()) resizes.push_back(std::move(t));
   }
   for (const auto& v : verdicts) {
@@ -155,7 +179,7 @@ std::size_t Service::audit_namespaces() {
     if (v.suggested > 0) {
       advice = "a sketch " + std::to_string(v.suggested) + " wide (now " + std::to_string(v.width) + ") would meet it: PATCH " +
                (v.window ? "window_sketch_width " : "sketch_width ") + std::to_string(v.suggested) +
-               " (or set audit_resize to have the audit do so)";
+               (v.resizes ? " (audit_resize is on: it will)" : " (or set audit_resize to have the audit do so)");
     }
     s.log->warn("namespace '{}' {}: the accuracy audit found a top item off by {:.3g}% of its count, past the SLA of {:g}%; {}", v.ns, v.view,
                 v.share * 100, v.sla * 100, advice);

@@ -95,13 +95,17 @@ NamespaceSpec patch(Service::State& s, const std::string& name, const std::funct
   auto e = s.require(name, "name");
   NamespaceSpec next;
   std::uint64_t before = 0;
-  engine::NamespaceConfig was;
+  NamespaceSpec current;
   {
     std::shared_lock lock(e->mu);
     next = checked_patch(*e, edit);  // checked whole before it is logged: every partition applies it
     before = planned_on_one_node(s, e->spec.config);
-    was = e->spec.config;
+    current = e->spec;
   }
+  // Nothing to change: nothing published (a new revision would answer
+  // batches in flight 503; two nodes' audits asking for one width).
+  if (write_namespace_spec(next, true) == write_namespace_spec(current, true)) return current;
+  const engine::NamespaceConfig& was = current.config;
   check_budget(s, planned_on_one_node(s, next.config), before);
   refuse_audit_while_upgrading(link, next.config, "changed");
   if (next.config.sketch.width != was.sketch.width || next.config.window_sketch_width != was.window_sketch_width) {

@@ -93,8 +93,9 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
       try {
         e.ns.restore_state(r.state);
       } catch (const FormatError& err) {
-        // Written from this namespace's own configuration, which cannot
-        // change shape since: a state that no longer fits is damage.
+        // Written from this namespace's configuration at this point of the
+        // log (a resize is a record of its own, before or after): a state
+        // that does not fit is damage.
         ++errors;
         s.log->error("replay: record {} for namespace '{}' holds a state that does not fit it ({}); skipped", lsn, e.name, err.what());
       }

@@ -162,10 +162,13 @@ struct Service::State {
   // up hot-key detection; they count in hot_key_streams.
   std::thread anomaly_evaluator;
   std::thread auditor;  // the accuracy audit's passes
-  // audit_resize: the widths last refused per namespace (views, windows),
-  // so a refusal is logged once, not every pass.
+  // audit_resize, per namespace with it on: the widths last refused
+  // (views, windows), so a refusal is logged once, not every pass; and on
+  // a cluster's catalog when it last widened (steady seconds), so it waits
+  // for the partitions' audits of the new width before it widens again.
   std::mutex audit_resize_mu;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>, std::less<>> audit_resize_refused;
+  std::map<std::string, double, std::less<>> audit_resize_at;
   std::mutex anomaly_watches_mu;
   std::vector<std::shared_ptr<struct AnomalyWatch>> anomaly_watches;
   std::mutex anomaly_evaluation_mu;   // one pass at a time

@@ -16,6 +16,7 @@
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/accuracy_audit.hpp"
+#include "ebb/engine/decayed_view.hpp"
 #include "ebb/engine/namespace.hpp"
 
 namespace ebb::engine {
@@ -28,8 +29,8 @@ NamespaceConfig narrow_config() {
   c.name = "grow";
   c.k = 10;
   c.all_time = true;
-  c.half_lives = {600};
-  c.windows = {60};
+  c.half_lives = {600, 1};  // (1 s: rebased within the stream, the carried error with it)
+  c.windows = {60, 3600};    // (two ring levels: a top level twice as wide, children added into parents)
   c.sketch = CountMinShape::with_dimensions(16, 2);
   c.window_sketch_width = 16;
   c.candidates = 16;
@@ -82,26 +83,33 @@ double exact(const Stream& s, std::size_t upto, const std::string& item, const V
   return sum;
 }
 
-// Every item of the stream in every view: never under the truth, over it
-// by at most the stated bound (the fixture's: it holds here at the stated
-// confidence, and the test fails should it not).
+// Every item of the stream in every view: never under the truth (always),
+// over it by more than the stated bound for at most the share the stated
+// confidence allows (each estimate stays within it with that probability:
+// with depth 2, 1 - e^-2; the fixture's count is fixed, and the test
+// fails should it pass that share).
 void check_bounds(const Namespace& ns, const Stream& s, std::size_t upto) {
   for (const auto& v : ns.views()) {
     SCOPED_TRACE(v->spec().label());
+    std::size_t outside = 0, n = 0;
+    double confidence = 1;
     for (const auto& [item, _] : s.truth) {
       const PointAnswer a = ns.count(item, v->spec());
       const double truth = exact(s, upto, item, v->spec(), a.as_of, a.window_start);
       const double slack = 1e-9 * std::max(1.0, truth);
       EXPECT_GE(a.item.upper + slack, truth) << item;
-      EXPECT_LE(a.item.upper - truth, a.accuracy.max_error + slack) << item;
+      outside += a.item.upper - truth > a.accuracy.max_error + slack;
+      ++n;
+      confidence = a.accuracy.confidence;
     }
+    EXPECT_LE(static_cast<double>(outside), (1 - confidence) * static_cast<double>(n)) << outside << " of " << n << " items";
   }
 }
 
 TEST(Resize, AWiderSketchAnswersTheSameAtOnceNeverUnderCountsAndCountsOnWithTheNewWidthsError) {
   Stream s;
   extend(s, 1, 4000, kStart, 200, 600);
-  extend(s, 2, 4000, kStart + 200, 200, 600);
+  extend(s, 2, 4000, kStart + 200, 300, 600);
   Namespace ns(narrow_config());
   apply(ns, s, 0, 4000);
   check_bounds(ns, s, 4000);
@@ -125,12 +133,20 @@ TEST(Resize, AWiderSketchAnswersTheSameAtOnceNeverUnderCountsAndCountsOnWithTheN
       EXPECT_EQ(after.items[j].estimate, before[i].items[j].estimate);
       EXPECT_EQ(after.items[j].upper, before[i].items[j].upper);
     }
-    EXPECT_DOUBLE_EQ(after.accuracy.max_error, before[i].accuracy.max_error) << "what was counted keeps its bound (rounding aside)";
-    EXPECT_EQ(after.accuracy.epsilon, CountMinShape::with_dimensions(i == 1 ? 128 : 256, 2).epsilon());
+    const bool window = after.view.kind == ViewSpec::Kind::window;
+    if (!window) {
+      EXPECT_DOUBLE_EQ(after.accuracy.max_error, before[i].accuracy.max_error) << "what was counted keeps its bound (rounding aside)";
+    } else {
+      // A window's top-level buckets, twice as wide, were stated at the
+      // narrower width below them; from the resize on that is their own.
+      EXPECT_LE(after.accuracy.max_error, before[i].accuracy.max_error * (1 + 1e-12));
+    }
+    EXPECT_EQ(after.accuracy.epsilon, CountMinShape::with_dimensions(window ? 128 : 256, 2).epsilon());
   }
 
   apply(ns, s, 4000, 8000);
   check_bounds(ns, s, 8000);
+  EXPECT_GT(dynamic_cast<const DecayedView&>(ns.view(ViewSpec::decayed(1))).rebases(), 0u) << "the fixture must rebase after the resize";
   // The all-time bound: the old epsilon x the total at the resize, the new
   // one x what came since.
   double total_before = 0, total = 0;

@@ -160,6 +160,13 @@ TEST(ResizeApi, APatchWidensByHandAndWhatCannotBeIsRefusedByName) {
   refused("budget", R"({"sketch_width":65536})", "sketch_width");
   refused("budget", R"({"audit_resize":true})", "audit_resize");
   refused("budget", R"({"window_sketch_width":65536})", "window_sketch_width");
+  // A memory budget sizes the views only: its windows' buckets can grow.
+  ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"budget2","memory":"256KiB","windows":["all","1m"],"window_sketch_width":1024})").status, 201);
+  refused("budget2", R"({"sketch_width":65536})", "sketch_width");
+  EXPECT_EQ(c.request("PATCH", "/namespaces/budget2", R"({"window_sketch_width":2048})").status, 200);
+  EXPECT_EQ(width_of(c, "budget2", "window_sketch_width"), 2048u);
+  // audit_resize judges by audit_sla: not without one.
+  refused("hand", R"({"audit_sla":null,"audit_resize":true})", "audit_resize");
   ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"plain","audit_sample":0,"audit_top":0})").status, 201);
   refused("plain", R"({"audit_resize":true})", "audit_resize");
   const auto bad_create = c.request("POST", "/namespaces", R"({"name":"x","audit_sample":0,"audit_top":0,"audit_resize":true})");

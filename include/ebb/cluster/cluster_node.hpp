@@ -186,8 +186,9 @@ class ClusterNode final : public service::ClusterLink {
   // The live nodes and the partitions each serves (the heartbeat bucket);
   // notes which run an older build (older_nodes).
   std::map<std::string, std::set<std::uint32_t>> read_members();
-  // The live nodes whose build cannot read what this one may write
-  // (kProtocolLevel, cluster_node.cpp), comma-separated ("": none).
+  // The live nodes whose build is below `level` (ClusterLink's levels;
+  // this build's is kProtocolLevel, cluster_node.cpp), comma-separated
+  // ("": none).
   std::string older_nodes(int level = kLevelAudit) const override;
   // stop(): waits (hand_over_wait at most) until other nodes serve every
   // partition this one holds.

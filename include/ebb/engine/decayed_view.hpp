@@ -75,8 +75,12 @@ class DecayedView final : public View {
   // keeps its bound: the stated error is the old epsilon times the total
   // then (decaying with it) plus the new epsilon times what came since.
   // InvalidArgument (unchanged) for another width, or a view sized by a
-  // memory budget.
-  void widen(std::uint32_t width);
+  // memory budget. In two steps for a caller that must not be left
+  // half-changed: prepare (the checks and the allocation; nullopt: the
+  // width it has), then commit (cannot fail).
+  std::optional<CountMin> prepare_widen(std::uint32_t width) const;
+  void commit_widen(std::optional<CountMin>&& wider) noexcept;
+  void widen(std::uint32_t width) { commit_widen(prepare_widen(width)); }
 
   const ForwardDecay& clock() const noexcept { return clock_; }
   std::uint64_t rebases() const noexcept { return rebases_; }

@@ -25,6 +25,7 @@
 // against reads.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -110,8 +111,21 @@ class TimeRings {
   // that), and the heads are widened in place. Closed buckets keep their
   // width until they leave the rings: a window's sum spreads them to its
   // width, and its stated bound counts each bucket at its own epsilon.
-  // InvalidArgument (unchanged) for any other width.
-  void widen(std::uint32_t width);
+  // InvalidArgument (unchanged) for any other width. In two steps for a
+  // caller that must not be left half-changed: prepare (what can fail:
+  // the checks, every allocation), then commit (cannot fail).
+  struct Widening {
+    std::optional<CountMinShape> shape;  // none: nothing to do
+    struct Head {
+      std::size_t level;
+      std::shared_ptr<Bucket> bucket;  // the head, or its copy when a frozen copy shares it
+      CountMin sketch;                 // its widened sketch
+    };
+    std::vector<Head> heads;
+  };
+  Widening prepare_widen(std::uint32_t width) const;
+  void commit_widen(Widening&& widening) noexcept;
+  void widen(std::uint32_t width) { commit_widen(prepare_widen(width)); }
 
   void apply(const PreparedBatch& batch);
   // Turns the heads as an event at `t` would, counting nothing: the rings

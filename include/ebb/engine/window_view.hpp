@@ -44,7 +44,10 @@ class WindowView final : public View {
 
   // A resize of the namespace's windows (TimeRings::widen): done by the
   // view that feeds the rings, nothing for the others (they share them).
-  void widen(std::uint32_t width);
+  TimeRings::Widening prepare_widen(std::uint32_t width) const { return feeds_ ? rings_->prepare_widen(width) : TimeRings::Widening{}; }
+  void commit_widen(TimeRings::Widening&& widening) noexcept {
+    if (feeds_) rings_->commit_widen(std::move(widening));
+  }
 
   const TimeRings& rings() const noexcept { return *rings_; }
   bool feeds() const noexcept { return feeds_; }
