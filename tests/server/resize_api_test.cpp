@@ -179,5 +179,32 @@ TEST(ResizeApi, APatchWidensByHandAndWhatCannotBeIsRefusedByName) {
   ASSERT_EQ(c.request("PATCH", "/namespaces/hand", R"({"audit_resize":false})").status, 200);
 }
 
+// A data directory with a resized namespace, checked in: written by
+//   create golden_resize (event clock; windows all, 1m, 1h; half-life 1h;
+//   sketch 16 x 2, window sketch 16, 4 candidates, k 2; no audit); 288
+//   events of a..h over a minute from 1700000000; PATCH sketch_width 32,
+//   window_sketch_width 32; 100 events over 20 s; SIGTERM (checkpoint:
+//   decayed views version 3 with their carried error, time rings version 3
+//   with 16-wide buckets beside 32-wide ones); restart; a, h x 3; PATCH
+//   sketch_width 64; b x 2; SIGKILL (the PATCH and the batches around it in
+//   the log only: replayed). A build that changes how either loads fails
+//   here.
+TEST(ResizeApi, ADataDirectoryWithAResizedNamespaceLoads) {
+  const TempDir temp;
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v10", temp.path, std::filesystem::copy_options::recursive);
+  EbbServer server(temp.path, {"--audit-interval", "0", "--checkpoint-interval", "1h"});
+  HttpClient c(server.port());
+  EXPECT_EQ(width_of(c, "golden_resize", "sketch_width"), 64u);
+  EXPECT_EQ(width_of(c, "golden_resize", "window_sketch_width"), 32u);
+  EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_resize&window=all").body,
+            R"({"namespace":"golden_resize","window":{"start":1700000000,"end":1700000092},"as_of":1700000092,"items":[{"item_id":"b","estimated_count":51,"lower_bound":2,"upper_bound":51,"rank":1},{"item_id":"h","estimated_count":51,"lower_bound":2,"upper_bound":51,"rank":2}],"total":394,"accuracy":{"type":"count_min_sketch","epsilon":0.04247315356967258,"confidence":0.8646647167633873,"max_error":57.84843516189405,"guarantee_threshold":50,"candidates":4,"undersized":false,"tail_uncertain":true,"unlisted_upper_bound":50}})");
+  EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_resize&window=1m").body,
+            R"({"namespace":"golden_resize","window":{"start":1700000032,"end":1700000092},"window_length":"1m","as_of":1700000092,"granularity":1,"items":[{"item_id":"b","estimated_count":32,"lower_bound":5,"upper_bound":32,"rank":1},{"item_id":"h","estimated_count":32,"lower_bound":7,"upper_bound":32,"rank":2}],"total":240,"accuracy":{"type":"count_min_sketch","epsilon":0.08494630713934516,"confidence":0.8646647167633873,"max_error":23.615073384737954,"guarantee_threshold":32,"candidates":4,"undersized":false,"tail_uncertain":true,"unlisted_upper_bound":32}})");
+  EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_resize&window=1h").body,
+            R"({"namespace":"golden_resize","window":{"start":1699996440,"end":1700000092},"window_length":"1h","as_of":1700000092,"granularity":60,"items":[{"item_id":"b","estimated_count":51,"lower_bound":3,"upper_bound":51,"rank":1},{"item_id":"h","estimated_count":51,"lower_bound":3,"upper_bound":51,"rank":2}],"total":394,"accuracy":{"type":"count_min_sketch","epsilon":0.08494630713934516,"confidence":0.8646647167633873,"max_error":33.468845012901994,"guarantee_threshold":49,"candidates":4,"undersized":false,"tail_uncertain":true,"unlisted_upper_bound":50}})");
+  EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_resize&half_life=1h").body,
+            R"({"namespace":"golden_resize","half_life":"1h","as_of":1700000092,"items":[{"item_id":"h","estimated_count":50.51617953043551,"lower_bound":2.999422432953952,"upper_bound":50.516179530435515,"rank":1},{"item_id":"b","estimated_count":50.513680344689554,"lower_bound":15.938149503335614,"upper_bound":50.513680344689554,"rank":2}],"total":390.11886827614217,"accuracy":{"type":"count_min_sketch","epsilon":0.04247315356967258,"confidence":0.8646647167633873,"max_error":57.2258566873059,"guarantee_threshold":49.49952386032964,"candidates":4,"undersized":false,"tail_uncertain":true,"unlisted_upper_bound":49.511571869289526}})");
+}
+
 }  // namespace
 }  // namespace ebb
