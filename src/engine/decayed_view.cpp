@@ -209,9 +209,12 @@ Accuracy DecayedView::accuracy(double read_factor) const {
 
 // The augmented heap lists its held keys by estimate (its top()); a
 // Space-Saving summary cannot say cheaply.
-View::HeldScore DecayedView::held_score(std::string_view item, std::uint64_t hash) const noexcept {
-  if (const auto* h = std::get_if<AugmentedHeap>(&summary_)) return {true, h->held_estimate(item, hash)};
-  return {};
+bool DecayedView::held_scores(std::span<const std::string_view> items, std::span<const std::uint64_t> hashes,
+                              std::span<std::optional<double>> scores) const noexcept {
+  const auto* h = std::get_if<AugmentedHeap>(&summary_);
+  if (!h) return false;
+  h->held_estimates(items.data(), hashes.data(), std::min({items.size(), hashes.size(), scores.size()}), scores.data());
+  return true;
 }
 
 std::optional<double> DecayedView::evicted_bound() const noexcept {

@@ -28,6 +28,8 @@ using Args = std::span<const std::string_view>;
 // the namespace (instance) has counted no other batch and keeps the same k.
 struct ListKeys {
   std::vector<std::string> keys;  // in list order
+  std::vector<std::string_view> views;  // keys[i]'s bytes, and
+  std::vector<std::uint64_t> hashes;    // its hash_key: a view's held_scores() takes both
   // Membership: open addressing on hash_key, a quarter full; each cell the
   // key's hash and its index + 1 (0: empty).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> table;

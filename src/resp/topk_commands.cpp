@@ -132,15 +132,14 @@ ListCache stamp(const engine::Namespace& ns, std::shared_ptr<const ListKeys> lis
 }
 
 // The lowest score of the listed keys now; NaN when one is not held (let go
-// of) or the view cannot say. (Through the membership table, which holds
-// each key's hash.)
+// of) or the view cannot say.
 double lowest_listed(const engine::View& view, const ListKeys& list) {
+  std::vector<std::optional<double>> scores(list.keys.size());
+  if (!view.held_scores(list.views, list.hashes, scores)) return NAN;
   double lowest = INFINITY;
-  for (const auto& [hash, index] : list.table) {
-    if (index == 0) continue;
-    const auto held = view.held_score(list.keys[index - 1], hash);
-    if (!held.known || !held.score) return NAN;
-    lowest = std::min(lowest, *held.score);
+  for (const auto& score : scores) {
+    if (!score) return NAN;
+    lowest = std::min(lowest, *score);
   }
   return lowest;
 }
@@ -153,6 +152,8 @@ std::shared_ptr<ListKeys> list_keys_of(std::vector<std::string> keys) {
   const std::size_t mask = list->table.size() - 1;
   for (std::uint32_t i = 0; i < list->keys.size(); ++i) {
     const std::uint64_t hash = hash_key(list->keys[i]);
+    list->views.push_back(list->keys[i]);
+    list->hashes.push_back(hash);
     std::size_t at = hash & mask;
     while (list->table[at].second != 0) at = (at + 1) & mask;
     list->table[at] = {hash, i + 1};
@@ -196,12 +197,12 @@ ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::
   const double below = !std::isnan(before.lowest) && view.rescales() == before.rescales && before.list->keys.size() >= before.k
                            ? before.lowest
                            : -INFINITY;
+  std::vector<std::optional<double>> scores(items.size());
+  if (!view.held_scores(items, hashes, scores)) return list_of(ns);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const auto held = view.held_score(items[i], hashes[i]);
-    if (!held.known) return list_of(ns);
-    if (!held.score || *held.score < below || listed(before, items[i], hashes[i])) continue;
+    if (!scores[i] || *scores[i] < below || listed(before, items[i], hashes[i])) continue;
     outsider = true;
-    best_outsider = std::max(best_outsider, *held.score);
+    best_outsider = std::max(best_outsider, *scores[i]);
   }
   if (outsider && before.list->keys.size() < before.k) return list_of(ns);  // room in the list
   const bool none_left = view.evictions() == before.evictions;

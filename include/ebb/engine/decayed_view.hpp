@@ -49,7 +49,8 @@ class DecayedView final : public View {
   void apply(const PreparedBatch& batch) override;
   TopKAnswer top(std::size_t k, double now) const override;
   PointAnswer point(std::string_view item, std::uint64_t hash, double now) const override;
-  HeldScore held_score(std::string_view item, std::uint64_t hash) const noexcept override;
+  bool held_scores(std::span<const std::string_view> items, std::span<const std::uint64_t> hashes,
+                   std::span<std::optional<double>> scores) const noexcept override;
   std::uint64_t evictions() const noexcept override;
   std::optional<double> evicted_bound() const noexcept override;
   std::uint64_t rescales() const noexcept override { return rebases_; }

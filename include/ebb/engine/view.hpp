@@ -44,15 +44,15 @@ class View {
   virtual std::uint64_t dropped() const noexcept { return 0; }
 
   // For telling cheaply whether a batch changed the top-k list (RESP's
-  // TOPK.ADD names the items a command pushed out): the score top() ranks
-  // `item` by, in the view's current scale, while top() may list it;
-  // score nullopt when it cannot be listed now. known = false: this view
-  // cannot tell without computing top().
-  struct HeldScore {
-    bool known = false;
-    std::optional<double> score;
-  };
-  virtual HeldScore held_score(std::string_view /*item*/, std::uint64_t /*hash*/) const noexcept { return {}; }
+  // TOPK.ADD names the items a command pushed out): scores[i] = the score
+  // top() ranks items[i] by (hashes[i] its hash_key), in the view's current
+  // scale, while top() may list it; nullopt when it cannot be listed now.
+  // Asked for a batch's items at once, so a view can fetch ahead. False:
+  // this view cannot tell without computing top() (scores unset).
+  virtual bool held_scores(std::span<const std::string_view> /*items*/, std::span<const std::uint64_t> /*hashes*/,
+                           std::span<std::optional<double>> /*scores*/) const noexcept {
+    return false;
+  }
   // How many keys the view's summary has let go of so far: a listed key
   // can leave the list without being outranked only when this grows.
   virtual std::uint64_t evictions() const noexcept { return 0; }

@@ -180,6 +180,30 @@ double AugmentedHeap::estimate(std::uint32_t slot) const noexcept {
   return std::clamp(e.aux + base_[slot], std::min(e.aux, e.value), e.value);
 }
 
+void AugmentedHeap::held_estimates(const std::string_view* keys, const std::uint64_t* hashes, std::size_t n,
+                                   std::optional<double>* out) const noexcept {
+  // Fetched ahead: the table line, then (reading that line, fetched
+  // kProbeAhead - kEntryAhead keys before) the entry and estimate base it
+  // names and the asked key's bytes, then (reading that entry) its key's
+  // bytes.
+  constexpr std::size_t kProbeAhead = 16, kEntryAhead = 8, kKeyAhead = 4;
+  auto fetch_entry = [&](std::size_t j) {
+    heap_.prefetch_entry(hashes[j]);
+    if (!keys[j].empty()) prefetch_hint(keys[j].data());
+    if (const auto slot = heap_.first_slot(hashes[j]); slot != KeyedMinHeap::kNone) prefetch_hint(&base_[slot]);
+  };
+  for (std::size_t i = 0; i < std::min(n, kProbeAhead); ++i) heap_.prefetch_probe(hashes[i]);
+  for (std::size_t i = 0; i < std::min(n, kEntryAhead); ++i) fetch_entry(i);
+  for (std::size_t i = 0; i < std::min(n, kKeyAhead); ++i) heap_.prefetch_key(hashes[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kProbeAhead < n) heap_.prefetch_probe(hashes[i + kProbeAhead]);
+    if (i + kEntryAhead < n) fetch_entry(i + kEntryAhead);
+    if (i + kKeyAhead < n) heap_.prefetch_key(hashes[i + kKeyAhead]);
+    const auto slot = heap_.find(keys[i], hashes[i]);
+    out[i] = slot == KeyedMinHeap::kNone ? std::nullopt : std::optional<double>(estimate(slot));
+  }
+}
+
 CountedItem AugmentedHeap::report(std::uint32_t slot) const {
   const auto& e = heap_.at(slot);
   return {e.key, estimate(slot), std::min(e.aux, e.value), e.value};

@@ -88,13 +88,13 @@ class AugmentedHeap {
   void absorb(double weight) noexcept { absorbed_ += weight; }
 
   std::optional<CountedItem> find(std::string_view key, std::uint64_t hash) const;
-  // A held key's estimate (what top() ranks by), without building its
-  // answer; nullopt when the key is not held.
-  std::optional<double> held_estimate(std::string_view key, std::uint64_t hash) const noexcept {
-    const auto slot = heap_.find(key, hash);
-    if (slot == KeyedMinHeap::kNone) return std::nullopt;
-    return estimate(slot);
-  }
+  // Each key's estimate (what top() ranks by) into out[0..n), without
+  // building its answer; nullopt for a key not held. Each lookup's table
+  // line and entry are fetched some keys ahead: asked after a batch was
+  // counted, one by one they missed cache (the sketch's counters had pushed
+  // the heap out of L2 meanwhile).
+  void held_estimates(const std::string_view* keys, const std::uint64_t* hashes, std::size_t n,
+                      std::optional<double>* out) const noexcept;
   // Keys let go of since this heap was made or read (in memory only).
   std::uint64_t evictions() const noexcept { return evictions_; }
   // Every key not held has true count <= this.

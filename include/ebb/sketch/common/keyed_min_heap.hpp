@@ -110,6 +110,20 @@ class KeyedMinHeap {
     prefetch_hint(e);
     prefetch_hint(e + sizeof(Entry) - 1);  // an entry may straddle two lines
   }
+  // Then, once that entry is in cache, the bytes of its key when they live
+  // outside it (past std::string's inline capacity).
+  void prefetch_key(std::uint64_t hash) const noexcept {
+    const std::uint64_t v = table_[hash & table_mask_];
+    if (v == 0) return;
+    const std::string& key = slots_[table_slot(v)].key;
+    if (key.size() > 15) prefetch_hint(key.data());
+  }
+  // The slot the first table cell of a key's probe names (the one find()
+  // compares first), or kNone: for an owner's own per-slot hints.
+  std::uint32_t first_slot(std::uint64_t hash) const noexcept {
+    const std::uint64_t v = table_[hash & table_mask_];
+    return v == 0 ? kNone : table_slot(v);
+  }
   const Entry& at(std::uint32_t slot) const noexcept { return slots_[slot]; }
   const Entry& min() const noexcept { return slots_[heap_[0]]; }
   std::span<const Entry> entries() const noexcept { return slots_; }
