@@ -86,6 +86,7 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
   parts_ = client_.pull_from(layout_.stream, layout_.part_subject(partition_), from + 1);
   queries_ = std::make_unique<AsyncSubscription>(client_.connection(), layout_.query_subject(partition_), &PartitionReplica::on_request, this);
   follower_ = std::thread([this] { follow(); });
+  if (shared_ && checkpoints_ && share_interval_.count() > 0) uploader_ = std::thread([this] { upload_loop(); });
 }
 
 std::uint64_t PartitionReplica::open_service(const service::ServiceOptions& options) {
@@ -179,7 +180,16 @@ PartitionReplica::~PartitionReplica() {
   moved_.notify_all();  // a query waiting for this replica to catch up gives up now
   queries_.reset();     // returns once no query callback runs on this object
   if (follower_.joinable()) follower_.join();
+  if (uploader_.joinable()) {
+    {
+      std::lock_guard lock(upload_mu_);
+      upload_stop_ = true;
+    }
+    upload_cv_.notify_all();
+    uploader_.join();  // (after the upload under way, if any)
+  }
   checkpoint(true);  // a partition handed over, or a clean stop: the next owner, here or (shared) elsewhere, resumes from here
+  if (share_interval_.count() > 0) upload_newest();
   if (checkpoints_ && checkpointed_ > 0 && checkpointed_ == position()) log_->info("partition {}: let go, checkpointed at sequence {}", partition_, checkpointed_);
 }
 
@@ -199,24 +209,50 @@ void PartitionReplica::checkpoint(bool now) {
       log_->error("partition {}: checkpoint at sequence {} failed: {}", partition_, p, e.what());
     }
   }
-  share(now);
+  if (!now) share();
 }
 
-void PartitionReplica::share(bool now) {
-  if (!shared_ || share_interval_.count() == 0 || checkpointed_ <= shared_position_) return;
+void PartitionReplica::share() {
+  if (!uploader_.joinable() || checkpointed_ <= shared_position_.load()) return;
   const auto t = std::chrono::steady_clock::now();
-  if (!now && t - last_share_ < share_interval_) return;
+  if (t - last_share_ < share_interval_) return;
   last_share_ = t;
+  {
+    std::lock_guard lock(upload_mu_);
+    upload_wanted_ = true;
+  }
+  upload_cv_.notify_one();
+}
+
+void PartitionReplica::upload_loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(upload_mu_);
+      upload_cv_.wait(lock, [&] { return upload_wanted_ || upload_stop_; });
+      if (upload_stop_) return;
+      upload_wanted_ = false;
+    }
+    upload_newest();
+  }
+}
+
+void PartitionReplica::upload_newest() {
+  // (A gapped replica shares nothing more: its checkpoints may be older
+  // than the stream's start, and another node takes the partition over.)
+  if (!shared_ || !checkpoints_ || gapped()) return;
   try {
+    // The newest in the directory: the follower may write a newer one
+    // meanwhile, and the store keeps the two newest, so this one stays
+    // readable (else the read takes the one before).
     const auto copy = storage::read_newest_checkpoint(*data_dir_);
-    if (!copy || copy->start_lsn <= shared_position_) return;
+    if (!copy || copy->start_lsn <= shared_position_.load()) return;
     // When the record it includes last was stored: the stream keeps what
     // later commits may name from about then (docs/cluster.md, "Retention").
     const MsgPtr record = client_.message_at(layout_.stream, copy->start_lsn, milliseconds(5000));
     if (shared_->upload(*copy, record ? natsMsg_GetTime(record.get()) : 0)) {
       log_->debug("partition {}: shared its checkpoint at sequence {}", partition_, copy->start_lsn);
     }
-    shared_position_ = copy->start_lsn;
+    shared_position_.store(copy->start_lsn);
   } catch (const std::exception& e) {
     // The older shared checkpoints stay usable: a new owner replays more.
     log_->warn("partition {}: sharing its checkpoint failed: {}", partition_, e.what());

@@ -121,6 +121,16 @@ class Cluster : public ::testing::Test {
     ADD_FAILURE() << "the cluster never answered whole: " << call(s, "GET", "/readyz").body;
     return t;
   }
+  // The node's whole list of `tags` (k = 400: every item the tests write)
+  // holds each item of `expected` at exactly its count, and their total.
+  void expect_exact(const EbbServer& s, const std::map<std::string, double>& expected, const std::string& label = "") {
+    double total = 0;
+    for (const auto& [_, w] : expected) total += w;
+    const TopK got = settled_top(s, "/top-k?namespace=tags&k=400");
+    EXPECT_EQ(got.total, total) << label;
+    ASSERT_EQ(got.items.size(), expected.size()) << label;
+    for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected.at(item.id)) << label << " " << item.id;
+  }
 
   std::filesystem::path dir_;
   std::unique_ptr<NatsServer> nats_;
@@ -314,20 +324,11 @@ TEST_F(Cluster, AKilledNodeLosesNothingAcknowledgedAndCountsNothingTwice) {
     const std::string body = batch(rng, 50, expected);
     ASSERT_EQ(call(*nodes_[b % 2 ? "b" : "c"], "POST", "/events", body).status, 204);
   }
-  double total = 0;
-  for (const auto& [_, w] : expected) total += w;
-  for (const char* id : {"a", "b", "c"}) {
-    const TopK got = settled_top(*nodes_[id], "/top-k?namespace=tags&k=300");
-    EXPECT_EQ(got.total, total) << id;
-    ASSERT_EQ(got.items.size(), expected.size()) << id;
-    for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << id << " " << item.id;
-  }
+  for (const char* id : {"a", "b", "c"}) expect_exact(*nodes_[id], expected, id);
   // A node that dies for good: once its heartbeat lapses (5 s), the others
   // take its partitions, replay them, and answer whole again.
   nodes_["a"]->stop_hard();
-  const TopK after = settled_top(*nodes_["b"], "/top-k?namespace=tags&k=300");
-  EXPECT_EQ(after.total, total);
-  EXPECT_EQ(after.items.size(), expected.size());
+  expect_exact(*nodes_["b"], expected, "b, a gone");
   // A clean stop leaves the cluster at once and exits 0.
   EXPECT_EQ(nodes_["c"]->stop(), 0) << nodes_["c"]->log();
 }
@@ -586,12 +587,7 @@ TEST_F(Cluster, ARestartedNodeResumesItsPartitionsFromItsCheckpoints) {
 
   nodes_["a"] = node("a");
   for (int b = 0; b < 10; ++b) ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
-  double total = 0;
-  for (const auto& [_, w] : expected) total += w;
-  const TopK got = settled_top(*nodes_["a"], "/top-k?namespace=tags&k=300");
-  EXPECT_EQ(got.total, total);
-  ASSERT_EQ(got.items.size(), expected.size());
-  for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << item.id;
+  expect_exact(*nodes_["a"], expected);
   // Every partition resumed where it stopped.
   EXPECT_EQ(per_partition(nodes_["a"]->log(), R"(partition (\d+): resuming from its checkpoint at sequence (\d+))"), stopped_at)
       << nodes_["a"]->log();
@@ -720,26 +716,76 @@ TEST_F(Cluster, RetentionDropsWhatEveryCheckpointIncludesAndANewNodeStillAnswers
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_NE(nodes_["a"]->log().find("retention: the stream now starts at sequence"), std::string::npos) << nodes_["a"]->log();
-  double total = 0;
-  for (const auto& [_, w] : expected) total += w;
+  // The namespaces bucket lost the namespace's entry (emptied by hand,
+  // say), which a's mirror wrote once: b never applies the create (it
+  // starts from the snapshot) and mirrors it from there.
+  const cluster::KvPtr kv = client.bucket("EBB_namespaces", 1, std::chrono::milliseconds(0));
+  ASSERT_EQ(kvStore_Delete(kv.get(), "tags"), NATS_OK);
 
   nodes_["b"] = node("b", args);
   EXPECT_NE(nodes_["b"]->log().find("catalog: took the snapshot a shared at sequence"), std::string::npos) << nodes_["b"]->log();
-  auto exact = [&](const char* n) {
-    const TopK got = settled_top(*nodes_[n], "/top-k?namespace=tags&k=400");  // (300 items and "early")
-    EXPECT_EQ(got.total, total) << n;
-    ASSERT_EQ(got.items.size(), expected.size()) << n;
-    for (const auto& item : got.items) EXPECT_EQ(item.estimate, expected[item.id]) << n << " " << item.id;
-  };
-  exact("b");
+  const std::string mirrored =
+      R"({"revision":1,"config":)" + service::write_namespace_spec(service::parse_namespace_spec(kNamespace, service::ServiceLimits{}), true) + "}";
+  std::string held;
+  for (int i = 0; i < 100 && held != mirrored; ++i) {
+    kvEntry* e = nullptr;
+    if (kvStore_Get(&e, kv.get(), "tags") == NATS_OK) {
+      held = kvEntry_ValueString(e);
+      kvEntry_Destroy(e);
+    }
+    if (held != mirrored) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(held, mirrored);
+  expect_exact(*nodes_["b"], expected);  // (300 items and "early")
   EXPECT_EQ(keyed("b"), 204);  // the retry, through the node that never read the batch: counted once
   EXPECT_EQ(nodes_["a"]->stop(), 0);  // b takes every partition over, from a's last uploads
-  exact("b");
+  expect_exact(*nodes_["b"], expected);
   for (int i = 0; i < 5; ++i) ASSERT_EQ(call(*nodes_["b"], "POST", "/events", batch(rng, 50, expected)).status, 204);
-  total = 0;
-  for (const auto& [_, w] : expected) total += w;
-  exact("b");
+  expect_exact(*nodes_["b"], expected);
   EXPECT_EQ(nodes_["b"]->log().find("which it still needs"), std::string::npos) << nodes_["b"]->log();
+}
+
+// A node paused (SIGSTOP) while retention dropped records its catalog had
+// not read yet: once it runs again its catalog notices before it applies
+// anything (the stream starts past what it needs), the node says it failed
+// (/readyz 503, its log says why) and refuses writes, which count nothing;
+// the other node, which took its partitions over, answers exactly.
+TEST_F(Cluster, ANodeLeftBehindTheStreamsStartSaysSoAndWritesNothing) {
+  const std::vector<std::string> args{"--nats-checkpoint-interval", "1s", "--nats-retention", "30s"};
+  nodes_["a"] = node("a", args);
+  nodes_["b"] = node("b", args);
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  std::mt19937_64 rng(43);
+  std::map<std::string, double> expected;
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+  (void)settled_top(*nodes_["b"], "/top-k?namespace=tags&k=5");  // b's catalog has the namespace
+  cluster::NatsClient client({nats_->url()}, "test");
+  const std::uint64_t mark = client.last_sequence("EBB", "EBB.c", std::chrono::seconds(5));  // b has read at most this
+  nodes_["b"]->signal(SIGSTOP);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  while (client.first_sequence("EBB") <= mark + 1) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      nodes_["b"]->signal(SIGCONT);
+      FAIL() << "the stream still starts at " << client.first_sequence("EBB") << ": " << nodes_["a"]->log();
+    }
+    ASSERT_EQ(call(*nodes_["a"], "POST", "/events", batch(rng, 50, expected)).status, 204);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  nodes_["b"]->signal(SIGCONT);
+  HttpResult ready;
+  for (int i = 0; i < 300; ++i) {
+    ready = call(*nodes_["b"], "GET", "/readyz");
+    if (ready.status == 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ready.status, 503) << ready.body;
+  EXPECT_NE(ready.body.find("catalog fell behind the start of the cluster's log"), std::string::npos) << ready.body;
+  EXPECT_NE(nodes_["b"]->log().find("which it still needs (retention dropped it while this node was behind)"), std::string::npos)
+      << nodes_["b"]->log();
+  const auto refused = call(*nodes_["b"], "POST", "/events", R"({"namespace":"tags","events":[{"item_id":"never","weight":1000}]})");
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("catalog_gapped"), std::string::npos) << refused.body;
+  expect_exact(*nodes_["a"], expected);
 }
 
 // Every create, patch and delete that took effect reaches the

@@ -90,9 +90,16 @@ class PartitionReplica {
   // On the follower's thread (or once it has stopped): a checkpoint of the
   // position reached, when the interval has passed (or `now`); then share().
   void checkpoint(bool now);
-  // Uploads the newest checkpoint, when newer than the last uploaded and
-  // the sharing interval has passed (or `now`).
-  void share(bool now);
+  // On the follower's thread: wakes the uploader when a checkpoint newer
+  // than the last uploaded is there and the sharing interval has passed.
+  // The upload itself (reading the files, then chunks and head through
+  // JetStream: seconds for a large partition) runs on the uploader's
+  // thread, so the partition goes on counting and answering meanwhile.
+  void share();
+  void upload_loop();
+  // Uploads the data directory's newest checkpoint when it is newer than
+  // the last uploaded (on the uploader's thread, or once it has stopped).
+  void upload_newest();
   // The hot-key detectors every hot_key_interval, the expiry of idle
   // distributions every distribution_expire_interval (on the applying thread).
   void housekeeping();
@@ -117,7 +124,7 @@ class PartitionReplica {
   std::unique_ptr<SharedCheckpoints> shared_;  // none: not shared
   std::chrono::steady_clock::duration share_interval_{};
   std::chrono::steady_clock::time_point last_share_;
-  std::uint64_t shared_position_ = 0;  // of the newest checkpoint uploaded
+  std::atomic<std::uint64_t> shared_position_{0};  // of the newest checkpoint uploaded (written by the uploader)
   bool guard_gaps_ = false;            // Sharing::retention
   const std::chrono::steady_clock::duration checkpoint_interval_;
   std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
@@ -135,6 +142,10 @@ class PartitionReplica {
   std::chrono::steady_clock::time_point last_parts_data_ = last_parts_fetch_;  // the last fetch that brought parts
   std::map<std::uint64_t, MsgPtr> parts_ahead_;  // parts read before their commit (or with none)
   std::thread follower_;
+  std::mutex upload_mu_;
+  std::condition_variable upload_cv_;
+  bool upload_wanted_ = false, upload_stop_ = false;  // under upload_mu_
+  std::thread uploader_;                              // none: nothing is shared on an interval
 };
 
 }  // namespace ebb::cluster
