@@ -27,6 +27,9 @@ using Args = std::span<const std::string_view>;
 // can tell what it changed without computing the list twice: valid while
 // the namespace (instance) has counted no other batch and keeps the same k.
 struct ListKeys {
+  ListKeys() = default;
+  ListKeys(const ListKeys&) = delete;  // (views point into its own keys)
+  ListKeys& operator=(const ListKeys&) = delete;
   std::vector<std::string> keys;  // in list order
   std::vector<std::string_view> views;  // keys[i]'s bytes, and
   std::vector<std::uint64_t> hashes;    // its hash_key: a view's held_scores() takes both

@@ -613,6 +613,22 @@ TEST_F(Resp, AddNamesExactlyTheItemsThatLeftTheList) {
   }
 }
 
+// A window's list empties as time passes, with no command: the next ADD
+// compares with the list as it is then (empty), so it names nobody. (It
+// named "a", from the list the last ADD left, before the fix.)
+TEST_F(Resp, AddAfterAWindowEmptiedNamesNobody) {
+  ASSERT_EQ(run({"TOPK.RESERVE", "w", "3", "WINDOW", "1s"}), "OK\n");
+  ASSERT_EQ(run({"TOPK.ADD", "w", "a", "a", "a", "b", "b", "c"}), "1) (nil)\n2) (nil)\n3) (nil)\n4) (nil)\n5) (nil)\n6) (nil)\n");
+  std::string listed = run({"TOPK.LIST", "w"});
+  for (int i = 0; i < 100 && listed != "(empty array)\n"; ++i) {  // (1 s and a bucket: passes in about 2 s)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    listed = run({"TOPK.LIST", "w"});
+  }
+  ASSERT_EQ(listed, "(empty array)\n");
+  EXPECT_EQ(run({"TOPK.ADD", "w", "d"}), "1) (nil)\n");
+  EXPECT_EQ(run({"TOPK.LIST", "w"}), "1) \"d\"\n");
+}
+
 TEST_F(Resp, RedisPyClientWorksUnchanged) {
   const auto r = testing::run_process({"/usr/bin/python3", std::string(EBB_SOURCE_DIR) + "/tests/resp/redis_py_check.py", std::to_string(port_)});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -140,6 +140,50 @@ std::pair<std::string, std::string> colliding_keys(const CountMin& probe) {
 // shares its cells with a hot one at the hot key's count; here the hot
 // key's events stay out of the sketch, so the cold one is counted as what
 // it is: one event, and at most one more it cannot rule out.
+// held_estimates() answers as find() does, key by key, whatever the number
+// asked (shorter and longer than its look-ahead), for held keys short and
+// long (past std::string's inline buffer, in slots other keys left), keys
+// not held, and the empty key.
+TEST(AugmentedHeap, HeldEstimatesAnswerAsFindForEveryKeyAndCount) {
+  StreamSpec spec;
+  spec.events = 20000;
+  spec.universe = 2000;
+  std::vector<testing::ModelEvent> stream = random_stream(spec, 7);
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    if (stream[i].key.size() % 2 == 0) stream[i].key += "-a-key-longer-than-the-inline-buffer";
+  }
+  CountMin sketch(CountMinShape::with_dimensions(256, 3));
+  AugmentedHeap heap(100);
+  feed(heap, sketch, stream, 7);
+  const auto held_items = heap.top(heap.capacity()).items;
+  ASSERT_EQ(held_items.size(), 100u);
+  ASSERT_GT(heap.evictions(), 0u);  // (slots were reused)
+  std::vector<std::string> asked;  // held keys, with absent ones (short, long, empty) between them
+  for (std::size_t i = 0; i < held_items.size(); ++i) {
+    if (i < 60) asked.push_back("absent-" + std::to_string(i) + (i % 2 ? "-and-long-enough-to-live-outside" : ""));
+    if (i == 2) asked.emplace_back();
+    asked.push_back(held_items[i].key);
+  }
+  std::vector<std::string_view> keys(asked.begin(), asked.end());
+  std::vector<std::uint64_t> hashes;
+  for (const auto& k : asked) hashes.push_back(hash_key(k));
+  std::size_t held = 0;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{5}, std::size_t{9}, std::size_t{17}, std::size_t{100}, asked.size()}) {
+    std::vector<std::optional<double>> out(n, -1.0);
+    heap.held_estimates(keys.data(), hashes.data(), n, out.data());
+    held = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto found = heap.find(keys[i], hashes[i]);
+      ASSERT_EQ(out[i].has_value(), found.has_value()) << n << " " << asked[i];
+      if (found) {
+        EXPECT_EQ(*out[i], found->estimate) << n << " " << asked[i];
+        ++held;
+      }
+    }
+  }
+  EXPECT_EQ(held, 100u);
+}
+
 TEST(AugmentedHeap, ColdKeySharingEveryCellWithAHotKeyIsNotReportedHot) {
   CountMin empty(CountMinShape::with_dimensions(16, 1));
   const auto [hot, cold] = colliding_keys(empty);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ebb/core/binary_io.hpp"
+#include "ebb/core/string_bytes.hpp"
 
 namespace ebb {
 
@@ -104,19 +105,19 @@ class KeyedMinHeap {
   // compares first). Neither changes anything.
   void prefetch_probe(std::uint64_t hash) const noexcept { prefetch_hint(&table_[hash & table_mask_]); }
   void prefetch_entry(std::uint64_t hash) const noexcept {
-    const std::uint64_t v = table_[hash & table_mask_];
-    if (v == 0) return;  // an empty cell: find() compares no entry
-    const char* e = reinterpret_cast<const char*>(slots_.data() + table_slot(v));
+    const std::uint32_t slot = first_slot(hash);
+    if (slot == kNone) return;  // an empty cell: find() compares no entry
+    const char* e = reinterpret_cast<const char*>(slots_.data() + slot);
     prefetch_hint(e);
     prefetch_hint(e + sizeof(Entry) - 1);  // an entry may straddle two lines
   }
   // Then, once that entry is in cache, the bytes of its key when they live
   // outside it (past std::string's inline capacity).
   void prefetch_key(std::uint64_t hash) const noexcept {
-    const std::uint64_t v = table_[hash & table_mask_];
-    if (v == 0) return;
-    const std::string& key = slots_[table_slot(v)].key;
-    if (key.size() > 15) prefetch_hint(key.data());
+    const std::uint32_t slot = first_slot(hash);
+    if (slot == kNone) return;
+    const std::string& key = slots_[slot].key;
+    if (key.capacity() > kInlineStringChars) prefetch_hint(key.data());
   }
   // The slot the first table cell of a key's probe names (the one find()
   // compares first), or kNone: for an owner's own per-slot hints.
