@@ -82,7 +82,8 @@ CatalogSnapshot take_catalog(const service::Service& catalog, std::uint64_t as_o
   return c;
 }
 
-void load_catalog(service::Service& catalog, const CatalogSnapshot& c) {
+void load_catalog(service::Service& catalog, const CatalogSnapshot& c,
+                  const std::function<void(std::uint64_t, std::string_view)>& applied) {
   // As the log made them: each namespace created at its revision (the
   // position commits name), its clock moved to its newest event time, and
   // the keys of the batches that counted.
@@ -90,7 +91,9 @@ void load_catalog(service::Service& catalog, const CatalogSnapshot& c) {
     service::AdminRecord create;
     create.type = service::RecordType::create;
     create.config_json = n.config_json;
-    catalog.apply_record(n.revision, service::encode_admin(create));
+    const std::string record = service::encode_admin(create);
+    catalog.apply_record(n.revision, record);
+    if (applied) applied(n.revision, record);
     if (n.newest_time > 0) {
       const service::EventClockCheck clock{n.name, NAN, n.newest_time};
       catalog.advance_event_clocks(n.revision, std::span(&clock, 1), {});

@@ -12,7 +12,6 @@
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
 #include "ebb/engine/answer_merge.hpp"
-#include "ebb/service/log_records.hpp"
 #include "ebb/service/service_error.hpp"
 #include "ebb/storage/file_io.hpp"
 
@@ -827,17 +826,11 @@ bool ClusterNode::load_catalog_snapshot(std::uint64_t target) {
     }
     return false;
   }
-  load_catalog(*catalog_, snapshot);
   // The records before the snapshot are never applied here, so the mirror
   // hears of its namespaces now, as of their revisions (it writes only over
   // older ones): a bucket emptied or behind is repaired by this node's
   // start as by a replay.
-  for (const auto& n : snapshot.namespaces) {
-    service::AdminRecord create;
-    create.type = service::RecordType::create;
-    create.config_json = n.config_json;
-    mirror_->applied(n.revision, service::encode_admin(create), *catalog_);
-  }
+  load_catalog(*catalog_, snapshot, [&](std::uint64_t revision, std::string_view record) { mirror_->applied(revision, record, *catalog_); });
   catalog_position_ = snapshot.as_of;
   log_->info("catalog: took the snapshot {} shared at sequence {} ({} namespaces, {} idempotency keys)", found->head.node_id, snapshot.as_of,
              snapshot.namespaces.size(), snapshot.keys.size());

@@ -85,8 +85,24 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
   commits_ = client_.pull_from(layout_.stream, layout_.commit_subject(), from + 1);
   parts_ = client_.pull_from(layout_.stream, layout_.part_subject(partition_), from + 1);
   queries_ = std::make_unique<AsyncSubscription>(client_.connection(), layout_.query_subject(partition_), &PartitionReplica::on_request, this);
-  follower_ = std::thread([this] { follow(); });
-  if (shared_ && checkpoints_ && share_interval_.count() > 0) uploader_ = std::thread([this] { upload_loop(); });
+  uploads_ = shared_ && checkpoints_ && share_interval_.count() > 0;  // (set before the threads that read it start)
+  if (uploads_) uploader_ = std::thread([this] { upload_loop(); });
+  try {
+    follower_ = std::thread([this] { follow(); });
+  } catch (...) {
+    stop_uploader();  // (a joinable thread left behind would end the process)
+    throw;
+  }
+}
+
+void PartitionReplica::stop_uploader() {
+  if (!uploader_.joinable()) return;
+  {
+    std::lock_guard lock(upload_mu_);
+    upload_stop_ = true;
+  }
+  upload_cv_.notify_all();
+  uploader_.join();  // (after the upload under way, if any)
 }
 
 std::uint64_t PartitionReplica::open_service(const service::ServiceOptions& options) {
@@ -180,16 +196,9 @@ PartitionReplica::~PartitionReplica() {
   moved_.notify_all();  // a query waiting for this replica to catch up gives up now
   queries_.reset();     // returns once no query callback runs on this object
   if (follower_.joinable()) follower_.join();
-  if (uploader_.joinable()) {
-    {
-      std::lock_guard lock(upload_mu_);
-      upload_stop_ = true;
-    }
-    upload_cv_.notify_all();
-    uploader_.join();  // (after the upload under way, if any)
-  }
+  stop_uploader();
   checkpoint(true);  // a partition handed over, or a clean stop: the next owner, here or (shared) elsewhere, resumes from here
-  if (share_interval_.count() > 0) upload_newest();
+  if (uploads_ && checkpointed_ > shared_position_.load()) upload_newest();
   if (checkpoints_ && checkpointed_ > 0 && checkpointed_ == position()) log_->info("partition {}: let go, checkpointed at sequence {}", partition_, checkpointed_);
 }
 
@@ -213,7 +222,7 @@ void PartitionReplica::checkpoint(bool now) {
 }
 
 void PartitionReplica::share() {
-  if (!uploader_.joinable() || checkpointed_ <= shared_position_.load()) return;
+  if (!uploads_ || checkpointed_ <= shared_position_.load()) return;
   const auto t = std::chrono::steady_clock::now();
   if (t - last_share_ < share_interval_) return;
   last_share_ = t;
@@ -225,6 +234,13 @@ void PartitionReplica::share() {
 }
 
 void PartitionReplica::upload_loop() {
+  // After an upload that took T, the next waits at least kPace x T (also
+  // past the interval): each upload cleans away the chunks of the heads
+  // before the last two, and a new owner reading one (about as long as it
+  // took to send) needs it to stay meanwhile. (A short interval and a large
+  // partition otherwise kept every kept head stale by the time a reader got
+  // to its last chunk: no hand-over while the owner lived.)
+  constexpr int kPace = 10;
   for (;;) {
     {
       std::unique_lock lock(upload_mu_);
@@ -232,7 +248,10 @@ void PartitionReplica::upload_loop() {
       if (upload_stop_) return;
       upload_wanted_ = false;
     }
+    const auto started = std::chrono::steady_clock::now();
     upload_newest();
+    std::unique_lock lock(upload_mu_);
+    if (upload_cv_.wait_for(lock, kPace * (std::chrono::steady_clock::now() - started), [&] { return upload_stop_; })) return;
   }
 }
 
@@ -241,11 +260,16 @@ void PartitionReplica::upload_newest() {
   // than the stream's start, and another node takes the partition over.)
   if (!shared_ || !checkpoints_ || gapped()) return;
   try {
-    // The newest in the directory: the follower may write a newer one
-    // meanwhile, and the store keeps the two newest, so this one stays
-    // readable (else the read takes the one before).
+    // The newest in the directory. The follower may write newer ones
+    // meanwhile: the store keeps the two newest, so one written during the
+    // read leaves this one readable, and a read that two outran is made
+    // again (read_newest_checkpoint).
     const auto copy = storage::read_newest_checkpoint(*data_dir_);
-    if (!copy || copy->start_lsn <= shared_position_.load()) return;
+    if (!copy) {
+      log_->debug("partition {}: no checkpoint to share could be read", partition_);
+      return;
+    }
+    if (copy->start_lsn <= shared_position_.load()) return;
     // When the record it includes last was stored: the stream keeps what
     // later commits may name from about then (docs/cluster.md, "Retention").
     const MsgPtr record = client_.message_at(layout_.stream, copy->start_lsn, milliseconds(5000));

@@ -244,27 +244,37 @@ bool plain_file_name(std::string_view n) {
 
 std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path& dir) {
   const auto folder = dir / "checkpoints";
-  std::vector<std::filesystem::path> all;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
-    if (e.is_regular_file() && is_manifest_name(e.path().filename().string())) all.push_back(e.path());
-  }
-  std::sort(all.rbegin(), all.rend());
-  for (const auto& path : all) {
-    try {
-      CheckpointCopy copy;
-      copy.manifest = read_whole_file(path);
-      const Manifest m = Manifest::parse(copy.manifest);
-      if (path.filename() != manifest_name(m.start_lsn)) continue;
-      copy.start_lsn = m.start_lsn;
-      std::set<std::string> seen;
-      for (const auto& file : named_states(m)) {
-        if (seen.insert(file).second) copy.states.emplace_back(file, read_whole_file(folder / "state" / file));
-      }
-      return copy;
-    } catch (const std::exception&) {
-      // Damaged or half gone: the one before it, as recovery would.
+  // A writer may commit checkpoints during the read (a cluster replica's
+  // uploader reads while its follower writes): the store keeps the two
+  // newest, so one commit leaves the one being read whole, and when two
+  // outran it (every manifest listed failed) the folder is listed again.
+  constexpr int kListings = 3;
+  for (int listing = 0; listing < kListings; ++listing) {
+    std::vector<std::filesystem::path> all;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+      if (e.is_regular_file() && is_manifest_name(e.path().filename().string())) all.push_back(e.path());
     }
+    std::sort(all.rbegin(), all.rend());
+    bool failed = false;
+    for (const auto& path : all) {
+      try {
+        CheckpointCopy copy;
+        copy.manifest = read_whole_file(path);
+        const Manifest m = Manifest::parse(copy.manifest);
+        if (path.filename() != manifest_name(m.start_lsn)) continue;
+        copy.start_lsn = m.start_lsn;
+        std::set<std::string> seen;
+        for (const auto& file : named_states(m)) {
+          if (seen.insert(file).second) copy.states.emplace_back(file, read_whole_file(folder / "state" / file));
+        }
+        return copy;
+      } catch (const std::exception&) {
+        // Damaged or half gone: the one before it, as recovery would.
+        failed = true;
+      }
+    }
+    if (!failed) break;
   }
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 // (the clock batches are checked against) and the idempotency keys still
 // inside their window.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,9 @@ CatalogSnapshot decode_catalog(std::string_view blob);
 CatalogSnapshot take_catalog(const service::Service& catalog, std::uint64_t as_of);
 // Into a catalog that holds nothing yet: it then holds what the one the
 // snapshot was taken of held, and follows the log from as_of + 1.
-void load_catalog(service::Service& catalog, const CatalogSnapshot& snapshot);
+// `applied` hears each namespace's create as the catalog applied it (its
+// revision and the record), as a follower of the log would.
+void load_catalog(service::Service& catalog, const CatalogSnapshot& snapshot,
+                  const std::function<void(std::uint64_t revision, std::string_view record)>& applied = {});
 
 }  // namespace ebb::cluster

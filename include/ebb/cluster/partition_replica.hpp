@@ -38,7 +38,8 @@ class PartitionReplica {
  public:
   // Checkpoints shared through JetStream (shared_checkpoints.hpp): the
   // newest, when newer than the data directory's, is where the replica
-  // starts; its own are uploaded every `interval` (0: never) and when it stops.
+  // starts; its own are uploaded every `interval` and when it stops (with
+  // an interval of 0, never).
   struct Sharing {
     std::int64_t stream_created_ns = 0;
     std::string node_id;
@@ -88,7 +89,8 @@ class PartitionReplica {
   // record's, logged and skipped by every replica alike.
   bool apply(const MsgMeta& meta, std::string_view payload);
   // On the follower's thread (or once it has stopped): a checkpoint of the
-  // position reached, when the interval has passed (or `now`); then share().
+  // position reached, when the interval has passed (or `now`); then, on the
+  // follower's thread, share().
   void checkpoint(bool now);
   // On the follower's thread: wakes the uploader when a checkpoint newer
   // than the last uploaded is there and the sharing interval has passed.
@@ -97,6 +99,7 @@ class PartitionReplica {
   // thread, so the partition goes on counting and answering meanwhile.
   void share();
   void upload_loop();
+  void stop_uploader();  // (joins it: the upload under way ends first)
   // Uploads the data directory's newest checkpoint when it is newer than
   // the last uploaded (on the uploader's thread, or once it has stopped).
   void upload_newest();
@@ -145,7 +148,8 @@ class PartitionReplica {
   std::mutex upload_mu_;
   std::condition_variable upload_cv_;
   bool upload_wanted_ = false, upload_stop_ = false;  // under upload_mu_
-  std::thread uploader_;                              // none: nothing is shared on an interval
+  bool uploads_ = false;                              // shares checkpoints on an interval (and when it stops)
+  std::thread uploader_;                              // with uploads_
 };
 
 }  // namespace ebb::cluster

@@ -124,8 +124,9 @@ struct CheckpointCopy {
   std::vector<std::pair<std::string, std::string>> states;  // file name under checkpoints/state/, bytes
 };
 // The newest checkpoint of the data directory `dir` whose manifest and
-// state files all read (nullopt: none). Safe beside the directory's store
-// on the thread that checkpoints: states are immutable once named.
+// state files all read (nullopt: none). Safe beside the directory's store,
+// also while another thread commits checkpoints there: states are
+// immutable once named, and a read that commits outran is made again.
 std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path& dir);
 // FormatError unless the copy is whole: a manifest that parses, every
 // state it names present once and nothing else, file names inside their
