@@ -45,22 +45,23 @@ void check_budget(const Service::State& s, std::uint64_t need, std::uint64_t fre
   }
 }
 
+// While a node below protocol `level` is live (a rolling upgrade), a
+// change it `cannot` read waits: 503 cluster_upgrading, nothing `what`.
+void refuse_while_older(ClusterLink& link, int level, const std::string& cannot, const char* what, const std::string& advice = "") {
+  if (const std::string older = link.older_nodes(level); !older.empty()) {
+    throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
+                       "node(s) " + older + " run an older ebb, which cannot " + cannot + ": nothing was " + what +
+                           "; retry once every node runs this build" + advice);
+  }
+}
+
 // A configuration with an accuracy audit is written with fields an older
 // build refuses: during a rolling upgrade it waits.
 void refuse_audit_while_upgrading(ClusterLink& link, const engine::NamespaceConfig& c, const char* what) {
-  if (c.audit_resize) {
-    if (const std::string older = link.older_nodes(ClusterLink::kLevelResize); !older.empty()) {
-      throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
-                         std::string("node(s) ") + older + " run an older ebb, which cannot read audit_resize: nothing was " + what +
-                             "; retry once every node runs this build");
-    }
-  }
+  if (c.audit_resize) refuse_while_older(link, ClusterLink::kLevelResize, "read audit_resize", what);
   if (!engine::AccuracyAudit::enabled(c)) return;
-  if (const std::string older = link.older_nodes(); !older.empty()) {
-    throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
-                       std::string("node(s) ") + older + " run an older ebb, which cannot read a namespace with an accuracy audit: nothing was " + what +
-                           "; retry once every node runs this build (or create it with \"audit_sample\": 0 and \"audit_top\": 0)");
-  }
+  refuse_while_older(link, ClusterLink::kLevelAudit, "read a namespace with an accuracy audit", what,
+                     " (or create it with \"audit_sample\": 0 and \"audit_top\": 0)");
 }
 
 }  // namespace
@@ -109,10 +110,7 @@ NamespaceSpec patch(Service::State& s, const std::string& name, const std::funct
   check_budget(s, planned_on_one_node(s, next.config), before);
   refuse_audit_while_upgrading(link, next.config, "changed");
   if (next.config.sketch.width != was.sketch.width || next.config.window_sketch_width != was.window_sketch_width) {
-    if (const std::string older = link.older_nodes(ClusterLink::kLevelResize); !older.empty()) {
-      throw ServiceError(ErrorKind::unavailable, "cluster_upgrading",
-                         "node(s) " + older + " run an older ebb, which cannot widen a namespace's sketches: nothing was changed; retry once every node runs this build");
-    }
+    refuse_while_older(link, ClusterLink::kLevelResize, "widen a namespace's sketches", "changed");
   }
   link.publish_admin(encode_admin({RecordType::patch, name, write_namespace_spec(next, true), {}}));
   auto now = s.require(name, "name");
