@@ -8,7 +8,10 @@
 #     100 items a command and CMS.INCRBY with 100 item/increment pairs a
 #     command, through `redis-cli --pipe` (Redis without persistence).
 #     Single-item TOPK.ADD through redis-benchmark -P 32 (4 connections,
-#     events/5 commands, keys uniform over 1M) to both.
+#     events/5 commands, keys uniform over 1M) to both. The protocol floor:
+#     the same TOPK.ADD x100 bytes under a command name neither server
+#     knows (TOPK.NOP: each command read whole, its 101 arguments parsed,
+#     one error reply), to both: what a server spends before it counts.
 #     Wall events/s and events per server CPU-second (the CPU time of every
 #     thread of the server process over the run: /proc/PID/task/*/schedstat,
 #     checked against utime+stime of /proc/PID/stat), median of 5.
@@ -156,6 +159,19 @@ pipe_resp() {
   p_cpu=$(cpu_used "$c0" "$c1")
 }
 
+# pipe_resp for a file whose every command is refused (the protocol
+# floor): sets $p_secs and $p_cpu, fails unless every reply is an error.
+pipe_refused() {
+  local c0 c1 s e out to=${2:-$rport} pid=${3:-$rserver} commands
+  commands=$(grep -c '^\*' "$1")
+  c0=$(cpu_snap "$pid"); s=$(ns)
+  out=$( (redis-cli -p "$to" --pipe <"$1" 2>/dev/null || true) | tail -1)  # (it exits 1 on error replies)
+  e=$(ns); c1=$(cpu_snap "$pid")
+  [[ $out == "errors: $commands, replies: $commands" ]] || { echo "redis-cli --pipe (floor): $out" >&2; exit 1; }
+  p_secs=$(calc %.6f "($e - $s) / 1e9")
+  p_cpu=$(cpu_used "$c0" "$c1")
+}
+
 # Single-item TOPK.ADD through redis-benchmark -P 32 (4 connections, keys
 # uniform over 1M: redis-benchmark's __rand_int__), $single commands: sets
 # $p_secs and $p_cpu like pipe_resp.
@@ -176,6 +192,7 @@ if ((need_servers)); then
   start_ebb
   echo "ebb serve --fsync off on port $port, RESP on $resp_port (pid $server)"
   "$load" resp --events "$events" --skew "$skew" --key hotr --command topk --per-command 100 >"$tmp/ebbtopk.resp"
+  sed 's/^TOPK\.ADD\r$/TOPK.NOP\r/' "$tmp/ebbtopk.resp" >"$tmp/nop.resp"  # (the same length: $8)
   if ((have_redis)); then
     start_redis
     echo "redis-server $(redis-server --version | cut -d' ' -f3 | cut -d= -f2) with $redisbloom on port $rport (pid $rserver)"
@@ -193,6 +210,7 @@ if [[ $sections == *a* ]]; then
   pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
   if ((have_redis)); then for v in topk topkd cms; do pipe_resp "$tmp/$v.resp"; done; fi
   : >"$tmp/a.ebb"; : >"$tmp/a.ebbresp"; : >"$tmp/a.topk"; : >"$tmp/a.topkd"; : >"$tmp/a.cms"; : >"$tmp/a.ebb1"; : >"$tmp/a.topk1"
+  : >"$tmp/a.ebbnop"; : >"$tmp/a.redisnop"
   for r in $(seq "$runs"); do
     c0=$(cpu_snap "$server")
     out=$("$load" ingest --port "$port" --namespace hot --events "$events" --skew "$skew" --connections 4 2>/dev/null)
@@ -205,10 +223,16 @@ if [[ $sections == *a* ]]; then
     pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
     echo "$p_secs $p_cpu" >>"$tmp/a.ebbresp"
     line+="; ebb RESP $(calc %.2f "$events / $p_secs / 1e6") M/s, $(calc %.2f "$events / $p_cpu / 1e6") M/CPU-s"
+    pipe_refused "$tmp/nop.resp" "$resp_port" "$server"
+    echo "$p_secs $p_cpu" >>"$tmp/a.ebbnop"
+    line+="; ebb floor $(calc %.2f "$events / $p_cpu / 1e6") M/CPU-s"
     bench_single "$resp_port" "$server" hotr
     echo "$p_secs $p_cpu" >>"$tmp/a.ebb1"
     line+="; ebb RESP x1 -P 32 $(calc %.2f "$single / $p_secs / 1e6") M/s, $(calc %.2f "$single / $p_cpu / 1e6") M/CPU-s"
     if ((have_redis)); then
+      pipe_refused "$tmp/nop.resp"
+      echo "$p_secs $p_cpu" >>"$tmp/a.redisnop"
+      line+="; redis floor $(calc %.2f "$events / $p_cpu / 1e6") M/CPU-s"
       bench_single
       echo "$p_secs $p_cpu" >>"$tmp/a.topk1"
       line+="; topk x1 -P 32 $(calc %.2f "$single / $p_secs / 1e6") M/s, $(calc %.2f "$single / $p_cpu / 1e6") M/CPU-s"
@@ -256,6 +280,14 @@ if [[ $sections == *a* ]]; then
       "$(calc %.4f "$e1_w / $t1_w")" "$(calc %.4f "$e1_c / $t1_c")")"
     row "$(printf '   ebb / CMS.INCRBY:         %.2fx wall, %.2fx per server CPU-second' \
       "$(calc %.4f "$ebb_w / ${a_w[cms]}")" "$(calc %.4f "$ebb_c / ${a_c[cms]}")")"
+    # The floor: what each server spends on the same bytes refused unread
+    # past the protocol. 3x TOPK.ADD's rate above the floor cannot be met.
+    read -r en_w en_c en_s <<<"$(a_stats "$tmp/a.ebbnop")"
+    read -r rn_w rn_c rn_s <<<"$(a_stats "$tmp/a.redisnop")"
+    row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'protocol floor: ebb, TOPK.NOP x100 refused' "$en_w" "$en_c" "$en_s")"
+    row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'protocol floor: Redis, TOPK.NOP x100 refused' "$rn_w" "$rn_c" "$rn_s")"
+    row "$(printf '   3x RedisBloom TOPK.ADD x100 = %.2f M/CPU-s; ebb floor %.2f (%.0f ns an event before counting), ebb TOPK.ADD %.2f' \
+      "$(calc %.4f "3 * ${a_c[topk]}")" "$en_c" "$(calc %.1f "1000 / $en_c")" "$er_c")"
   else
     row "   RedisBloom: skipped"
   fi

@@ -198,7 +198,9 @@ PartitionReplica::~PartitionReplica() {
   if (follower_.joinable()) follower_.join();
   stop_uploader();
   checkpoint(true);  // a partition handed over, or a clean stop: the next owner, here or (shared) elsewhere, resumes from here
-  if (uploads_ && checkpointed_ > shared_position_.load()) upload_newest();
+  // (Not after an upload that just failed: NATS is not answering, and a
+  // second wait for it would hold the hand-over, and a stop, longer.)
+  if (uploads_ && !upload_failed_ && checkpointed_ > shared_position_.load()) upload_newest();
   if (checkpoints_ && checkpointed_ > 0 && checkpointed_ == position()) log_->info("partition {}: let go, checkpointed at sequence {}", partition_, checkpointed_);
 }
 
@@ -277,9 +279,11 @@ void PartitionReplica::upload_newest() {
       log_->debug("partition {}: shared its checkpoint at sequence {}", partition_, copy->start_lsn);
     }
     shared_position_.store(copy->start_lsn);
+    upload_failed_ = false;
   } catch (const std::exception& e) {
     // The older shared checkpoints stay usable: a new owner replays more.
     log_->warn("partition {}: sharing its checkpoint failed: {}", partition_, e.what());
+    upload_failed_ = true;
   }
 }
 

@@ -128,6 +128,7 @@ class PartitionReplica {
   std::chrono::steady_clock::duration share_interval_{};
   std::chrono::steady_clock::time_point last_share_;
   std::atomic<std::uint64_t> shared_position_{0};  // of the newest checkpoint uploaded (written by the uploader)
+  std::atomic<bool> upload_failed_{false};          // the last upload attempt failed
   bool guard_gaps_ = false;            // Sharing::retention
   const std::chrono::steady_clock::duration checkpoint_interval_;
   std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
