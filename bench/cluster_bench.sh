@@ -30,6 +30,12 @@ ingest() {
   end=$(date +%s.%N)
   awk -v n="$events" -v a="$start" -v b="$end" 'BEGIN {printf "%.3f\n", n / (b - a) / 1e6}'
 }
+# utime + stime of the given processes together, in clock ticks.
+ticks_of() { local p t=0; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+# The machine's busy ticks (every CPU, all but idle and iowait).
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+# Core-microseconds an event over $1 events, of the ticks between two readings.
+per_event() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}'; }
 queries() {
   "$load" query --port "$1" --target "/top-k?namespace=hot&k=100" --closed --requests 2000 --connections 4 --warmup 20 2>&1 | tail -2 | tr '\n' ' '
 }
@@ -37,8 +43,11 @@ queries() {
 echo "== single node (--fsync off)"
 start_server "$tmp/single" --fsync off
 curl -sf -X POST "localhost:$port/namespaces" -d "$ns" >/dev/null
+n0=$(ticks_of "$server") b0=$(busy_ticks)
 for _ in $(seq "$runs"); do ingest "$port"; done >"$tmp/single.txt"
+n1=$(ticks_of "$server") b1=$(busy_ticks)
 echo "ingest: $(tr '\n' ' ' <"$tmp/single.txt")-> median $(median <"$tmp/single.txt") M events/s"
+echo "CPU an event (core-us): ebb $(per_event $((n1 - n0)) $((events * runs))), rest $(per_event $((b1 - b0 - (n1 - n0))) $((events * runs))), machine $(per_event $((b1 - b0)) $((events * runs)))"
 echo "GET /top-k k=100: $(queries "$port")"
 kill "$server"
 
@@ -103,9 +112,18 @@ for replicas in ${REPLICAS:-1 3}; do
       curl -sf "localhost:${ports[0]}/top-k?namespace=hot" | grep -q '"partial":false' && break
       sleep 0.1
     done
+    # Where the CPU goes while ingesting: the ebb nodes, the NATS servers
+    # and the rest (load generators, kernel work not charged to either).
+    n0=$(ticks_of "${node_pids[@]}") s0=$(ticks_of "${nats_pids[@]}") b0=$(busy_ticks)
     for _ in $(seq "$runs"); do ingest "${ports[@]}"; done >"$tmp/cluster-r$replicas-$nodes.txt"
+    n1=$(ticks_of "${node_pids[@]}") s1=$(ticks_of "${nats_pids[@]}") b1=$(busy_ticks)
     echo "ingest: $(tr '\n' ' ' <"$tmp/cluster-r$replicas-$nodes.txt")-> median $(median <"$tmp/cluster-r$replicas-$nodes.txt") M events/s"
+    all=$((events * runs))
+    echo "CPU an event (core-us): ebb nodes $(per_event $((n1 - n0)) "$all"), nats-server(s) $(per_event $((s1 - s0)) "$all"), rest $(per_event $((b1 - b0 - (n1 - n0) - (s1 - s0))) "$all"), machine $(per_event $((b1 - b0)) "$all")"
+    n0=$(ticks_of "${node_pids[@]}") s0=$(ticks_of "${nats_pids[@]}")
     echo "GET /top-k k=100: $(queries "${ports[0]}")"
+    n1=$(ticks_of "${node_pids[@]}") s1=$(ticks_of "${nats_pids[@]}")
+    echo "CPU a query (core-us, 2020 queries): ebb nodes $(per_event $((n1 - n0)) 2020), nats-server(s) $(per_event $((s1 - s0)) 2020)"
     echo "stream: $(du -shc "$tmp/nats-r$replicas-$nodes"* | tail -1 | cut -f1) on disk (all servers)"
     kill "${node_pids[@]}" "${nats_pids[@]}" 2>/dev/null || true
     wait "${node_pids[@]}" "${nats_pids[@]}" 2>/dev/null || true

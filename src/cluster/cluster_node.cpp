@@ -46,11 +46,13 @@ std::string join(const Partitions& s) {
   return out;
 }
 
-// Why a partition is missing from an answer that needs it.
 // How long a write waits for a partition's owner to check it.
 constexpr std::chrono::milliseconds kCheckWait{250};
 
 constexpr const char* kRetry = "retry shortly";
+
+// How long a starting node waits for JetStream to be ready (docs/cluster.md).
+constexpr std::chrono::seconds kJetStreamReadyWait{30};
 
 // What this build writes and reads, told in every heartbeat ("v2" beside
 // the partitions served; a build before it tells none: 1). Level 2 reads
@@ -173,6 +175,29 @@ std::string sanitize_node_id(std::string id) {
   return id;
 }
 
+// A JetStream cluster started with its nodes (a compose file, a reboot)
+// takes a few seconds to elect a leader and know its peers; until then it
+// answers "no suitable peers" or "temporarily unavailable", or nothing.
+// The node waits for it, bounded; any other refusal (a stream made
+// otherwise, JetStream off) ends the start at once.
+namespace {
+NatsClient::StreamFacts ensure_stream_when_ready(NatsClient& client, const std::string& name, const std::vector<std::string>& subjects,
+                                                 int replicas, const std::string& description, spdlog::logger& log) {
+  const auto deadline = std::chrono::steady_clock::now() + kJetStreamReadyWait;
+  for (bool told = false;; told = true) {
+    try {
+      return client.ensure_stream(name, subjects, replicas, description);
+    } catch (const NatsError& e) {
+      const bool not_yet = e.js_code() == JSClusterNoPeersErr || e.js_code() == JSClusterNotAvailErr || e.js_code() == JSClusterNotLeaderErr ||
+                           e.status() == NATS_TIMEOUT || e.status() == NATS_NO_RESPONDERS;
+      if (!not_yet || std::chrono::steady_clock::now() >= deadline) throw;
+      if (!told) log.warn("JetStream is not ready ({}); waiting for it, up to {} s", e.what(), kJetStreamReadyWait.count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+}
+}  // namespace
+
 ClusterNode::ClusterNode(ClusterOptions options, std::shared_ptr<spdlog::logger> log)
     : options_(std::move(options)), log_(std::move(log)), layout_(options_.layout) {
   options_.node_id = sanitize_node_id(options_.node_id);
@@ -184,8 +209,8 @@ void ClusterNode::start(service::Service& catalog) {
   catalog_ = &catalog;
   client_ = std::make_unique<NatsClient>(options_.urls, "ebb " + options_.node_id);
   client_->set_consumer_idle(options_.consumer_idle);
-  const auto stream = client_->ensure_stream(layout_.stream, layout_.stream_subjects(), options_.replicas,
-                                             "ebb cluster log partitions=" + std::to_string(layout_.partitions));
+  const auto stream = ensure_stream_when_ready(*client_, layout_.stream, layout_.stream_subjects(), options_.replicas,
+                                               "ebb cluster log partitions=" + std::to_string(layout_.partitions), *log_);
   if (auto p = described_partitions(stream.description); p && *p != layout_.partitions) {
     log_->warn("stream {} was made with {} partitions; using them (not {})", layout_.stream, *p, layout_.partitions);
     layout_.partitions = *p;
@@ -289,7 +314,7 @@ void ClusterNode::stop() {
     jobs_.clear();
   }
   for (const auto& j : left) finish(j.ticket, "the node is shutting down: the batch was not published (nothing of it was counted); retry it");
-  std::map<std::uint32_t, std::unique_ptr<PartitionReplica>> replicas;
+  std::map<std::uint32_t, ReplicaPtr> replicas;
   {
     std::lock_guard lock(replicas_mu_);
     replicas.swap(replicas_);
@@ -297,7 +322,7 @@ void ClusterNode::stop() {
   // Each writes its last checkpoint, outside the lock (so /readyz still
   // answers), all at once (a slow or unreachable NATS costs its wait once).
   std::vector<std::thread> stopping;
-  for (auto& [p, replica] : replicas) stopping.emplace_back([r = std::move(replica)]() mutable { r.reset(); });
+  for (auto& [p, replica] : replicas) stopping.emplace_back([r = std::move(replica)]() mutable { retire(std::move(r)); });
   for (auto& t : stopping) t.join();
   {
     std::lock_guard lock(catalog_mu_);
@@ -998,7 +1023,7 @@ void ClusterNode::ownership_loop() {
 void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes) {
   // A replica left behind the stream's start is taken again (from the
   // newest shared checkpoint), at most every 10 s.
-  std::vector<std::unique_ptr<PartitionReplica>> gapped;
+  std::vector<ReplicaPtr> gapped;
   {
     std::lock_guard lock(replicas_mu_);
     const auto now = std::chrono::steady_clock::now();
@@ -1013,7 +1038,7 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
       }
     }
   }
-  gapped.clear();  // (outside the lock: each waits for its threads)
+  for (auto& r : gapped) retire(std::move(r));  // (outside the lock: each waits for its threads)
   std::vector<std::uint32_t> start, drop;
   {
     std::lock_guard lock(replicas_mu_);
@@ -1034,7 +1059,7 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
       service::ServiceOptions o = options_.partition_options;
       o.data_dir.reset();
       if (checkpoints_) o.data_dir = checkpoints_->partition_dir(p);
-      auto replica = std::make_unique<PartitionReplica>(*client_, layout_, p, std::move(o), log_, chunk_budget_, sharing_);
+      auto replica = std::make_shared<PartitionReplica>(*client_, layout_, p, std::move(o), log_, chunk_budget_, sharing_);
       std::lock_guard lock(replicas_mu_);
       replicas_.emplace(p, std::move(replica));
       log_->info("partition {}: taken", p);
@@ -1043,7 +1068,7 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
     }
   }
   for (auto p : drop) {
-    std::unique_ptr<PartitionReplica> gone;
+    ReplicaPtr gone;
     {
       std::lock_guard lock(replicas_mu_);
       auto it = replicas_.find(p);
@@ -1051,9 +1076,17 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
       gone = std::move(it->second);
       replicas_.erase(it);
     }
-    gone.reset();
+    retire(std::move(gone));
     log_->info("partition {}: handed over", p);
   }
+}
+
+void ClusterNode::retire(ReplicaPtr replica) {
+  // A query of this node asking it holds it for one answer: at most its
+  // wait (--nats-query-timeout) and the answer itself. No new one can
+  // take it once it has left the map, so the count only falls.
+  while (replica.use_count() > 1) std::this_thread::sleep_for(milliseconds(1));
+  replica.reset();  // (stops it: its threads, its last checkpoint)
 }
 
 std::string ClusterNode::failure() const {
@@ -1097,23 +1130,46 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
       node.pending_.erase(id);
     }
   } forget{*this, id};
+  const auto deadline = std::chrono::steady_clock::now() + wait.value_or(options_.query_wait + milliseconds(500));
+  // The partitions this node serves answer here, on this thread, through
+  // the same code as their subscriptions (PartitionReplica::reply): two
+  // NATS messages, two thread hand-offs and a decode fewer each. One still
+  // catching up is asked through NATS, where its previous owner answers too.
+  std::vector<ReplicaPtr> local(requests.size());
+  {
+    std::lock_guard lock(replicas_mu_);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const auto it = replicas_.find(requests[i].first);
+      if (it != replicas_.end() && it->second->caught_up()) local[i] = it->second;
+    }
+  }
   const std::string reply_base = reply_prefix_ + "." + std::to_string(id) + ".";
   const std::size_t chunk = chunk_bytes(client_->connection());
   std::set<std::uint32_t> chunked;  // partitions asked in several messages
-  for (const auto& [p, payload] : requests) {
+  std::size_t remote = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (local[i]) continue;
+    const auto& [p, payload] = requests[i];
     if (payload.size() > chunk) chunked.insert(p);
     const std::string reply_to = reply_base + std::to_string(p);
     const natsStatus sent = publish_chunked(client_->connection(), layout_.query_subject(p), reply_to, payload, chunk);
     if (sent != NATS_OK) {
       throw unavailable("cluster_unreachable", "cannot ask partition " + std::to_string(p) + ": " + natsStatus_GetText(sent));
     }
+    ++remote;
   }
-  natsConnection_Flush(client_->connection());
+  if (remote > 0) natsConnection_Flush(client_->connection());
+  // (While the others answer, over NATS.)
   std::map<std::uint32_t, PendingQuery::Reply> got;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (!local[i]) continue;
+    got[requests[i].first].data = local[i]->reply(requests[i].second);
+    local[i].reset();  // (a hand-over waits for it: retire())
+  }
   {
     std::unique_lock lock(pending->mu);
-    pending->cv.wait_for(lock, wait.value_or(options_.query_wait + milliseconds(500)), [&] { return pending->replies.size() >= requests.size(); });
-    got = std::move(pending->replies);
+    pending->cv.wait_until(lock, deadline, [&] { return pending->replies.size() >= remote; });
+    for (auto& [p, r] : pending->replies) got.emplace(p, std::move(r));
   }
   // A partition counts once its owner answered; an owner absent ("no
   // responders"), behind or failing leaves it missing; a wrong question is

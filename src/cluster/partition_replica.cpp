@@ -583,12 +583,18 @@ void PartitionReplica::answer(natsMsg* request) {
   if (!reply_to || !*reply_to) return;
   const auto question = request_chunks_.add(reply_to, request);  // (a question too large for one message comes in chunks)
   if (!question) return;
+  const std::string out = reply(*question);
+  const natsStatus sent = publish_chunked(client_.connection(), reply_to, "", out, chunk_bytes(client_.connection()));
+  if (sent != NATS_OK) log_->warn("partition {}: cannot send an answer of {} bytes: {}", partition_, out.size(), natsStatus_GetText(sent));
+}
+
+std::string PartitionReplica::reply(std::string_view question) {
   QueryRequest q;
   QueryReply reply;
   reply.partition = partition_;
   std::string out;
   try {
-    q = decode_query(*question);
+    q = decode_query(question);
     if (gapped()) {
       throw service::ServiceError(service::ErrorKind::unavailable, "partition_gapped",
                                   "partition " + std::to_string(partition_) + " fell behind the stream's start and is being taken again");
@@ -653,8 +659,7 @@ void PartitionReplica::answer(natsMsg* request) {
     reply.error = service::ServiceError(service::ErrorKind::unavailable, "partition_failed", e.what());
   }
   if (reply.error) out = encode_reply(reply, q.kind);
-  const natsStatus sent = publish_chunked(client_.connection(), reply_to, "", out, chunk_bytes(client_.connection()));
-  if (sent != NATS_OK) log_->warn("partition {}: cannot send an answer of {} bytes: {}", partition_, out.size(), natsStatus_GetText(sent));
+  return out;
 }
 
 }  // namespace ebb::cluster

@@ -262,8 +262,12 @@ class ClusterNode final : public service::ClusterLink {
   std::unordered_map<std::string, double> since_;
 
   // Ownership.
+  // A replica is shared with the queries asking it on this node (ask());
+  // one taken out of the map is let go by retire(), once they are done.
+  using ReplicaPtr = std::shared_ptr<PartitionReplica>;
+  static void retire(ReplicaPtr replica);
   mutable std::mutex replicas_mu_;
-  std::map<std::uint32_t, std::unique_ptr<PartitionReplica>> replicas_;
+  std::map<std::uint32_t, ReplicaPtr> replicas_;
   std::map<std::string, std::set<std::uint32_t>> members_;  // as of the last heartbeat
   std::thread heartbeat_, ownership_, retention_;
   std::int64_t stream_created_ns_ = 0;

@@ -71,6 +71,11 @@ class PartitionReplica {
   bool gapped() const noexcept { return gapped_.load(std::memory_order_acquire); }
   // Waits until position() >= p or the time passes; true when reached.
   bool wait_for(std::uint64_t p, std::chrono::milliseconds wait) const;
+  // The encoded answer (cluster_records.hpp) to an encoded question, as
+  // the partition's subscription sends it back: errors are in the answer.
+  // A node asks its own partitions so, on the asking thread, with no
+  // round trip through NATS (any thread; queries run beside the applying).
+  std::string reply(std::string_view question);
 
  private:
   // Makes service_ from the newest usable checkpoint in options.data_dir
