@@ -258,9 +258,10 @@ void PartitionReplica::upload_loop() {
 }
 
 void PartitionReplica::upload_newest() {
-  // (A gapped replica shares nothing more: its checkpoints may be older
-  // than the stream's start, and another node takes the partition over.)
-  if (!shared_ || !checkpoints_ || gapped()) return;
+  // (Called only where uploads_ holds. A gapped replica shares nothing
+  // more: its checkpoints may be older than the stream's start, and
+  // another node takes the partition over.)
+  if (gapped()) return;
   try {
     // The newest in the directory. The follower may write newer ones
     // meanwhile: the store keeps the two newest, so one written during the

@@ -247,7 +247,9 @@ std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path
   // A writer may commit checkpoints during the read (a cluster replica's
   // uploader reads while its follower writes): the store keeps the two
   // newest, so one commit leaves the one being read whole, and when two
-  // outran it (every manifest listed failed) the folder is listed again.
+  // outran it (a file listed had gone) the folder is listed again. A
+  // damaged file is not read again: the one before it is tried, as
+  // recovery would.
   constexpr int kListings = 3;
   for (int listing = 0; listing < kListings; ++listing) {
     std::vector<std::filesystem::path> all;
@@ -256,7 +258,7 @@ std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path
       if (e.is_regular_file() && is_manifest_name(e.path().filename().string())) all.push_back(e.path());
     }
     std::sort(all.rbegin(), all.rend());
-    bool failed = false;
+    bool vanished = false;
     for (const auto& path : all) {
       try {
         CheckpointCopy copy;
@@ -269,12 +271,13 @@ std::optional<CheckpointCopy> read_newest_checkpoint(const std::filesystem::path
           if (seen.insert(file).second) copy.states.emplace_back(file, read_whole_file(folder / "state" / file));
         }
         return copy;
+      } catch (const IoError& e) {
+        vanished = vanished || e.error_number() == ENOENT;  // (removed by a commit since the listing)
       } catch (const std::exception&) {
-        // Damaged or half gone: the one before it, as recovery would.
-        failed = true;
+        // Damaged: the one before it.
       }
     }
-    if (!failed) break;
+    if (!vanished) break;
   }
   return std::nullopt;
 }
