@@ -32,10 +32,12 @@ ingest() {
 }
 # utime + stime of the given processes together, in clock ticks.
 ticks_of() { local p t=0; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
-# The machine's busy ticks (every CPU, all but idle and iowait).
-busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+# The machine's busy ticks (every CPU: user, nice, system, irq, softirq;
+# not idle, iowait, nor steal: the hypervisor's).
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 # Core-microseconds an event over $1 events, of the ticks between two readings.
 per_event() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}'; }
+# (2000 requests and a warm-up of 20 a connection: 2080 in all.)
 queries() {
   "$load" query --port "$1" --target "/top-k?namespace=hot&k=100" --closed --requests 2000 --connections 4 --warmup 20 2>&1 | tail -2 | tr '\n' ' '
 }
@@ -123,7 +125,7 @@ for replicas in ${REPLICAS:-1 3}; do
     n0=$(ticks_of "${node_pids[@]}") s0=$(ticks_of "${nats_pids[@]}")
     echo "GET /top-k k=100: $(queries "${ports[0]}")"
     n1=$(ticks_of "${node_pids[@]}") s1=$(ticks_of "${nats_pids[@]}")
-    echo "CPU a query (core-us, 2020 queries): ebb nodes $(per_event $((n1 - n0)) 2020), nats-server(s) $(per_event $((s1 - s0)) 2020)"
+    echo "CPU a query (core-us, 2080 queries with the warm-up's): ebb nodes $(per_event $((n1 - n0)) 2080), nats-server(s) $(per_event $((s1 - s0)) 2080)"
     echo "stream: $(du -shc "$tmp/nats-r$replicas-$nodes"* | tail -1 | cut -f1) on disk (all servers)"
     kill "${node_pids[@]}" "${nats_pids[@]}" 2>/dev/null || true
     wait "${node_pids[@]}" "${nats_pids[@]}" 2>/dev/null || true

@@ -179,18 +179,20 @@ std::string sanitize_node_id(std::string id) {
 // takes a few seconds to elect a leader and know its peers; until then it
 // answers "no suitable peers" or "temporarily unavailable", or nothing.
 // The node waits for it, bounded; any other refusal (a stream made
-// otherwise, JetStream off) ends the start at once.
+// otherwise, JetStream off) ends the start at once, as does a stop.
 namespace {
 NatsClient::StreamFacts ensure_stream_when_ready(NatsClient& client, const std::string& name, const std::vector<std::string>& subjects,
-                                                 int replicas, const std::string& description, spdlog::logger& log) {
+                                                 int replicas, const std::string& description, spdlog::logger& log,
+                                                 const std::atomic<bool>& cancelled) {
   const auto deadline = std::chrono::steady_clock::now() + kJetStreamReadyWait;
   for (bool told = false;; told = true) {
     try {
       return client.ensure_stream(name, subjects, replicas, description);
     } catch (const NatsError& e) {
+      // ("No responders": no server runs JetStream, which will not change.)
       const bool not_yet = e.js_code() == JSClusterNoPeersErr || e.js_code() == JSClusterNotAvailErr || e.js_code() == JSClusterNotLeaderErr ||
-                           e.status() == NATS_TIMEOUT || e.status() == NATS_NO_RESPONDERS;
-      if (!not_yet || std::chrono::steady_clock::now() >= deadline) throw;
+                           e.status() == NATS_TIMEOUT;
+      if (!not_yet || std::chrono::steady_clock::now() >= deadline || cancelled.load()) throw;
       if (!told) log.warn("JetStream is not ready ({}); waiting for it, up to {} s", e.what(), kJetStreamReadyWait.count());
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -210,7 +212,7 @@ void ClusterNode::start(service::Service& catalog) {
   client_ = std::make_unique<NatsClient>(options_.urls, "ebb " + options_.node_id);
   client_->set_consumer_idle(options_.consumer_idle);
   const auto stream = ensure_stream_when_ready(*client_, layout_.stream, layout_.stream_subjects(), options_.replicas,
-                                               "ebb cluster log partitions=" + std::to_string(layout_.partitions), *log_);
+                                               "ebb cluster log partitions=" + std::to_string(layout_.partitions), *log_, cancelled_);
   if (auto p = described_partitions(stream.description); p && *p != layout_.partitions) {
     log_->warn("stream {} was made with {} partitions; using them (not {})", layout_.stream, *p, layout_.partitions);
     layout_.partitions = *p;
@@ -251,10 +253,11 @@ void ClusterNode::start(service::Service& catalog) {
   }
   stream_created_ns_ = stream.created_ns;
   try {
-    client_->ensure_stream(layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas, "ebb cluster shared checkpoints");
+    ensure_stream_when_ready(*client_, layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas,
+                             "ebb cluster shared checkpoints", *log_, cancelled_);
     checkpoint_stream_ = true;
     if (checkpoints_) {
-      sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval, options_.retention.count() > 0};
+      sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval, options_.retention};
     }
   } catch (const NatsError& e) {
     log_->error("shared checkpoints and retention are off ({}): a partition that moves here is replayed from the stream", e.what());
@@ -394,6 +397,7 @@ std::set<std::uint32_t> ClusterNode::serving() const {
 void ClusterNode::follow_catalog() {
   SubscriptionPtr sub;
   auto last_snapshot = std::chrono::steady_clock::time_point{};
+  GapGuard gaps(options_.retention);
   while (!stop_) {
     try {
       if (!sub) sub = client_->pull_from(layout_.stream, layout_.commit_subject(), catalog_position_.load() + 1);
@@ -404,7 +408,8 @@ void ClusterNode::follow_catalog() {
       // the records came and before they apply, the start tells whether
       // anything after its position went first. Then the node says it
       // failed (writes refused, not ready) and follows no more.
-      if (!msgs.empty() && options_.retention.count() > 0) {
+      // (Asked only when something after the position could be gone: gap_guard.hpp.)
+      if (!msgs.empty() && gaps.must_ask()) {
         const std::uint64_t first = client_->first_sequence(layout_.stream);
         if (first > catalog_position_.load() + 1) {
           catalog_gapped_ = true;
@@ -440,6 +445,7 @@ void ClusterNode::follow_catalog() {
           log_->error("catalog: record {} does not decode ({}); skipped", meta.sequence, e.what());
         }
         catalog_position_.store(meta.sequence, std::memory_order_release);
+        gaps.applied(meta.timestamp_ns);
       }
       if (!msgs.empty()) {
         {
@@ -1082,9 +1088,10 @@ void ClusterNode::rebalance(const std::map<std::string, std::set<std::uint32_t>>
 }
 
 void ClusterNode::retire(ReplicaPtr replica) {
-  // A query of this node asking it holds it for one answer: at most its
-  // wait (--nats-query-timeout) and the answer itself. No new one can
-  // take it once it has left the map, so the count only falls.
+  // A query of this node holds it until its turn among the node's own
+  // partitions has come and gone: within that query's deadline
+  // (--nats-query-timeout and half a second) and one answer. No new one
+  // can take it once it has left the map, so the count only falls.
   while (replica.use_count() > 1) std::this_thread::sleep_for(milliseconds(1));
   replica.reset();  // (stops it: its threads, its last checkpoint)
 }
@@ -1133,14 +1140,15 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
   const auto deadline = std::chrono::steady_clock::now() + wait.value_or(options_.query_wait + milliseconds(500));
   // The partitions this node serves answer here, on this thread, through
   // the same code as their subscriptions (PartitionReplica::reply): two
-  // NATS messages, two thread hand-offs and a decode fewer each. One still
-  // catching up is asked through NATS, where its previous owner answers too.
+  // NATS messages and two thread hand-offs fewer each. One still catching
+  // up, or gapped, is asked through NATS, where another node holding it
+  // (its previous or next owner) may answer too.
   std::vector<ReplicaPtr> local(requests.size());
   {
     std::lock_guard lock(replicas_mu_);
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const auto it = replicas_.find(requests[i].first);
-      if (it != replicas_.end() && it->second->caught_up()) local[i] = it->second;
+      if (it != replicas_.end() && it->second->caught_up() && !it->second->gapped()) local[i] = it->second;
     }
   }
   const std::string reply_base = reply_prefix_ + "." + std::to_string(id) + ".";
@@ -1158,13 +1166,23 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
     }
     ++remote;
   }
-  if (remote > 0) natsConnection_Flush(client_->connection());
-  // (While the others answer, over NATS.)
+  // (While the others answer, over NATS: publishing kicked the client's
+  // flusher.) One after another, but within the one deadline: the
+  // replicas move on their own threads meanwhile.
   std::map<std::uint32_t, PendingQuery::Reply> got;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (!local[i]) continue;
-    got[requests[i].first].data = local[i]->reply(requests[i].second);
+    try {
+      got[requests[i].first].data = local[i]->reply(requests[i].second, deadline);
+    } catch (const std::exception& e) {  // (out of memory: as over NATS, the partition is missing)
+      log_->warn("partition {}: no answer ({})", requests[i].first, e.what());
+      got.erase(requests[i].first);
+    }
     local[i].reset();  // (a hand-over waits for it: retire())
+  }
+  if (remote > 0) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    natsConnection_FlushTimeout(client_->connection(), std::max<std::int64_t>(left, 1));
   }
   {
     std::unique_lock lock(pending->mu);

@@ -61,7 +61,7 @@ PartitionReplica::PartitionReplica(NatsClient& client, const ClusterLayout& layo
   if (sharing && options.data_dir) {
     shared_ = std::make_unique<SharedCheckpoints>(client_, layout_, partition_, sharing->stream_created_ns, sharing->node_id);
     share_interval_ = sharing->interval;
-    guard_gaps_ = sharing->retention;
+    gaps_ = GapGuard(sharing->retention);
     last_share_ = std::chrono::steady_clock::now();
   }
   // The newest checkpoint (none: empty), then the log after it. A partition
@@ -422,7 +422,8 @@ void PartitionReplica::follow() {
     // the records came and before they apply, the start tells whether
     // anything after this replica's position went first; if so, it stops
     // (ClusterNode takes it again from a shared checkpoint).
-    if (!msgs.empty() && guard_gaps_ && behind_stream_start(position() + 1)) return;
+    // (Asked only when something after the position could be gone: gap_guard.hpp.)
+    if (!msgs.empty() && gaps_.must_ask() && behind_stream_start(position() + 1)) return;
     for (std::size_t i = 0; i < msgs.size();) {
       MsgMeta meta;
       try {
@@ -447,6 +448,7 @@ void PartitionReplica::follow() {
         continue;
       }
       position_.store(meta.sequence, std::memory_order_release);
+      gaps_.applied(meta.timestamp_ns);
       if (meta.sequence >= start_target_) caught_up_.store(true, std::memory_order_release);
       ++i;
     }
@@ -589,7 +591,7 @@ void PartitionReplica::answer(natsMsg* request) {
   if (sent != NATS_OK) log_->warn("partition {}: cannot send an answer of {} bytes: {}", partition_, out.size(), natsStatus_GetText(sent));
 }
 
-std::string PartitionReplica::reply(std::string_view question) {
+std::string PartitionReplica::reply(std::string_view question, std::chrono::steady_clock::time_point deadline) {
   QueryRequest q;
   QueryReply reply;
   reply.partition = partition_;
@@ -600,7 +602,11 @@ std::string PartitionReplica::reply(std::string_view question) {
       throw service::ServiceError(service::ErrorKind::unavailable, "partition_gapped",
                                   "partition " + std::to_string(partition_) + " fell behind the stream's start and is being taken again");
     }
-    if (!wait_for(q.min_position, milliseconds(std::min<std::uint32_t>(q.wait_ms, 60'000)))) {
+    auto wait = milliseconds(std::min<std::uint32_t>(q.wait_ms, 60'000));
+    if (deadline != std::chrono::steady_clock::time_point::max()) {
+      wait = std::clamp(std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()), milliseconds(0), wait);
+    }
+    if (!wait_for(q.min_position, wait)) {
       throw service::ServiceError(service::ErrorKind::unavailable, "partition_behind",
                                   "partition " + std::to_string(partition_) + " has applied the log to " + std::to_string(position()) + " of " +
                                       std::to_string(q.min_position));

@@ -1551,7 +1551,17 @@ TEST_F(Cluster, AuditResizeWidensEveryPartitionAtOnePointOfTheLog) {
   ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", spec).status, 201);
   post_zipf(*nodes_["a"], "narrow", 1, 4000, 1.7e9, 600);
   settled_top(*nodes_["a"], "/top-k?namespace=narrow");
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // (the partitions' passes take their top items in)
+  // The partitions' passes take their top items in (10 each of 8), so the
+  // next batches' noise is measured against them (a loaded machine may
+  // take a while: a fixed sleep was not always enough).
+  std::uint64_t tracked = 0;
+  for (int i = 0; i < 300 && tracked < 80; ++i) {
+    simdjson::dom::parser p;
+    const auto audit = p.parse(call(*nodes_["a"], "GET", "/namespaces/narrow").body)["stats"]["audit"]["top_items"];
+    tracked = audit.is_uint64() ? audit.get_uint64().value() : 0;
+    if (tracked < 80) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(tracked, 80u) << call(*nodes_["a"], "GET", "/namespaces/narrow").body;
   post_zipf(*nodes_["b"], "narrow", 2, 4000, 1.7e9 + 600, 600);
   // Turned on once nothing is being written: a resize is a configuration
   // change, and a batch in flight across one is answered 503 (outcome

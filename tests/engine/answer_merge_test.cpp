@@ -2,6 +2,9 @@
 // exact result a fixture determines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "ebb/engine/answer_merge.hpp"
 
 namespace ebb::engine {
@@ -38,6 +41,40 @@ TEST(AnswerMerge, UnionOfDisjointListsCutAtK) {
   EXPECT_FALSE(four.accuracy.tail_uncertain);
   const TopKAnswer two = merge_disjoint({a, part({{"b", 7, 3, 7}}, 7, 1, 0, 1)}, 2);
   EXPECT_TRUE(two.accuracy.tail_uncertain);  // b's lower bound 3 < c's upper bound 5
+}
+
+// Against the brute-force model: every item of every part, sorted whole,
+// then cut (16 parts of up to 100, many ties; any k, 0 included): the same
+// list and the same bound on what the cut leaves out.
+TEST(AnswerMerge, AsTheWholeUnionSortedAndCutForAnyK) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    std::vector<TopKAnswer> parts;
+    std::vector<CountedItem> all;
+    double unlisted = 0;
+    for (int p = 0; p < 16; ++p) {
+      std::vector<CountedItem> items;
+      const int n = static_cast<int>(rng() % 101);
+      for (int i = 0; i < n; ++i) {
+        const double estimate = static_cast<double>(rng() % 20);  // (ties across parts)
+        items.push_back({"p" + std::to_string(p) + "-" + std::to_string(i), estimate, estimate - 1, estimate + static_cast<double>(rng() % 3)});
+      }
+      std::sort(items.begin(), items.end(), ranks_before);
+      all.insert(all.end(), items.begin(), items.end());
+      const double u = static_cast<double>(rng() % 5);
+      unlisted = std::max(unlisted, u);
+      parts.push_back(part(items, 1000, u, 1, 1));
+    }
+    std::sort(all.begin(), all.end(), ranks_before);
+    for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{10}, std::size_t{100}, all.size(), all.size() + 5}) {
+      const TopKAnswer m = merge_disjoint(parts, k);
+      const std::size_t cut = std::min(k, all.size());
+      double want_unlisted = unlisted;
+      for (std::size_t i = cut; i < all.size(); ++i) want_unlisted = std::max(want_unlisted, all[i].upper);
+      ASSERT_EQ(m.items, std::vector<CountedItem>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(cut))) << "round " << round << " k " << k;
+      EXPECT_EQ(m.unlisted_upper, want_unlisted) << "round " << round << " k " << k;
+    }
+  }
 }
 
 // Each part's sketch bounds its own items: the merged epsilon is the

@@ -11,7 +11,8 @@
 //   live, rendezvous hashing over them says who owns what, and a node
 //   hands a partition over once the new owner serves it;
 // - answers queries by asking every partition's owner (request/reply on
-//   the partition's query subject) and merging.
+//   the partition's query subject; the partitions it serves itself, on
+//   the asking thread) and merging.
 #include <spdlog/logger.h>
 
 #include <atomic>
@@ -173,7 +174,8 @@ class ClusterNode final : public service::ClusterLink {
   void rebalance(const std::map<std::string, std::set<std::uint32_t>>& nodes);
   // Sends each (partition, request) and gathers the replies that come
   // before the deadline (a partition nobody serves answers at once with
-  // "no responders"), in partition order.
+  // "no responders"), in partition order. The partitions this node serves
+  // (caught up, not gapped) answer on this thread, within the same deadline.
   std::vector<QueryReply> ask(const std::vector<std::pair<std::uint32_t, std::string>>& requests, QueryRequest::Kind kind,
                               std::vector<std::uint32_t>& missing, std::optional<std::chrono::milliseconds> wait = std::nullopt);
   std::uint64_t log_position();

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "ebb/cluster/cluster_layout.hpp"
+#include "ebb/cluster/gap_guard.hpp"
 #include "ebb/cluster/message_chunks.hpp"
 #include "ebb/cluster/nats_client.hpp"
 #include "ebb/cluster/shared_checkpoints.hpp"
@@ -44,7 +45,7 @@ class PartitionReplica {
     std::int64_t stream_created_ns = 0;
     std::string node_id;
     std::chrono::steady_clock::duration interval{};
-    bool retention = false;  // the stream drops records (the replica checks it is not left behind)
+    std::chrono::milliseconds retention{0};  // --nats-retention (0: the stream drops nothing; else the replica checks it is not left behind)
   };
 
   // Starts following the log and answering queries on the partition's
@@ -74,8 +75,11 @@ class PartitionReplica {
   // The encoded answer (cluster_records.hpp) to an encoded question, as
   // the partition's subscription sends it back: errors are in the answer.
   // A node asks its own partitions so, on the asking thread, with no
-  // round trip through NATS (any thread; queries run beside the applying).
-  std::string reply(std::string_view question);
+  // round trip through NATS (any thread; queries run beside the applying);
+  // `deadline` then bounds the wait for the question's log position too
+  // (the asker's, over all its partitions).
+  std::string reply(std::string_view question,
+                    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
  private:
   // Makes service_ from the newest usable checkpoint in options.data_dir
@@ -134,7 +138,7 @@ class PartitionReplica {
   std::chrono::steady_clock::time_point last_share_;
   std::atomic<std::uint64_t> shared_position_{0};  // of the newest checkpoint uploaded (written by the uploader)
   std::atomic<bool> upload_failed_{false};          // the last upload attempt failed
-  bool guard_gaps_ = false;            // Sharing::retention
+  GapGuard gaps_;                      // Sharing::retention (the follower's)
   const std::chrono::steady_clock::duration checkpoint_interval_;
   std::uint64_t checkpointed_ = 0;  // the position of the newest checkpoint
   std::chrono::steady_clock::time_point last_checkpoint_;
