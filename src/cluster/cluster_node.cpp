@@ -398,10 +398,19 @@ void ClusterNode::follow_catalog() {
   SubscriptionPtr sub;
   auto last_snapshot = std::chrono::steady_clock::time_point{};
   GapGuard gaps(options_.retention);
+  auto last_data = std::chrono::steady_clock::now();
   while (!stop_) {
     try {
       if (!sub) sub = client_->pull_from(layout_.stream, layout_.commit_subject(), catalog_position_.load() + 1);
       auto msgs = client_->fetch(sub.get(), 256, milliseconds(200));
+      if (!msgs.empty()) {
+        last_data = std::chrono::steady_clock::now();
+      } else if (client_->reader_stuck(layout_.stream, layout_.commit_subject(), catalog_position_.load(), last_data)) {
+        log_->warn("catalog: its reader of the log brings nothing though the log is past {} (a NATS server gone?): made again",
+                   catalog_position_.load());
+        sub.reset();
+        continue;
+      }
       // Left behind the stream's start (paused, or cut off from NATS, for
       // longer than retention keeps), it would skip namespace changes
       // unawares (a reader below the start is moved up to it): asked after

@@ -277,6 +277,18 @@ SubscriptionPtr NatsClient::pull_from(const std::string& stream, const std::stri
   return SubscriptionPtr(sub);
 }
 
+bool NatsClient::reader_stuck(const std::string& stream, const std::string& subject, std::uint64_t position,
+                              std::chrono::steady_clock::time_point& last_data) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_data < kReaderSilence) return false;
+  last_data = now;  // (asked again after another silence)
+  try {
+    return last_sequence(stream, subject, std::chrono::milliseconds(2000)) > position;
+  } catch (const std::exception&) {
+    return false;  // (NATS not answering at all: the reader's own errors say so)
+  }
+}
+
 std::vector<MsgPtr> NatsClient::fetch(natsSubscription* sub, int batch, std::chrono::milliseconds wait) {
   natsMsgList list{nullptr, 0};
   jsErrCode code = static_cast<jsErrCode>(0);

@@ -400,10 +400,19 @@ bool PartitionReplica::behind_stream_start(std::uint64_t needed) {
 }
 
 void PartitionReplica::follow() {
+  auto last_data = std::chrono::steady_clock::now();
   while (!stop_) {
     std::vector<MsgPtr> msgs;
     try {
       msgs = client_.fetch(commits_.get(), 256, milliseconds(200));
+      if (!msgs.empty()) {
+        last_data = std::chrono::steady_clock::now();
+      } else if (client_.reader_stuck(layout_.stream, layout_.commit_subject(), position(), last_data)) {
+        log_->warn("partition {}: its reader of the log brings nothing though the log is past {} (a NATS server gone?): made again", partition_,
+                   position());
+        commits_ = client_.pull_from(layout_.stream, layout_.commit_subject(), position() + 1);
+        continue;
+      }
     } catch (const std::exception& e) {
       // The connection is down, or the server forgot the consumer (idle
       // past its threshold): resume from where this replica stands.
@@ -564,9 +573,13 @@ MsgPtr PartitionReplica::take_part(std::uint64_t seq, std::int64_t commit_time_n
     if (msgs.empty()) {
       // The commit names this part, so the stream holds it: nothing to
       // read means the consumer is slow, or gone (deleted by the server
-      // after its idle time): this part is read by its sequence, and the
-      // consumer made again if it has brought nothing for half that time.
-      if (std::chrono::steady_clock::now() - last_parts_data_ > client_.consumer_idle() / 2) renew();
+      // after its idle time, or on a NATS server that is gone): this part
+      // is read by its sequence, and the consumer made again if it has
+      // brought nothing for a reader's silence (NatsClient::reader_stuck).
+      if (std::chrono::steady_clock::now() - last_parts_data_ > NatsClient::kReaderSilence) {
+        renew();
+        last_parts_data_ = std::chrono::steady_clock::now();  // (once a silence)
+      }
       break;
     }
   }

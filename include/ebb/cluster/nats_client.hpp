@@ -154,6 +154,15 @@ class NatsClient {
   void set_consumer_idle(std::chrono::milliseconds idle) noexcept { consumer_idle_ = idle; }
   // Up to `batch` messages, waiting at most `wait` for the first; none on timeout.
   std::vector<MsgPtr> fetch(natsSubscription* sub, int batch, std::chrono::milliseconds wait);
+  // A pull reader that brought nothing for kReaderSilence while `subject`
+  // holds records past `position` is stuck: an ephemeral consumer has one
+  // replica, and the NATS server holding it is gone (the stream's other
+  // replicas go on; fetches only time out). True (at most once a silence)
+  // when the reader should be made again from position + 1. `last_data`:
+  // the reader's, when it last brought something.
+  bool reader_stuck(const std::string& stream, const std::string& subject, std::uint64_t position,
+                    std::chrono::steady_clock::time_point& last_data);
+  static constexpr std::chrono::seconds kReaderSilence{3};
   // The sequence of the stream's oldest message (its last + 1 when empty).
   std::uint64_t first_sequence(const std::string& stream);
   // The sequence of its oldest message on `subjects` (a filter covering
