@@ -5,7 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -401,10 +404,45 @@ int run_serve(ServeOptions o) {
       http.shutdown();
     }
   });
+  // A cluster node's stop never outlasts --shutdown-timeout: with NATS not
+  // answering, its client's waits (5 s each: the hand-over's reads, the
+  // last uploads, the unsubscribes) added up past it. At the deadline it
+  // exits at once: JetStream holds every acknowledged write (a node keeps
+  // no log of its own), and the partitions resume from their newest
+  // checkpoints, as after a crash.
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopped = false;
+  std::thread watchdog;
+  auto end_watchdog = [&] {
+    {
+      std::lock_guard lock(stop_mu);
+      stopped = true;
+    }
+    stop_cv.notify_all();
+    if (watchdog.joinable()) watchdog.join();
+  };
+  struct EndWatchdog {
+    std::function<void()> end;
+    ~EndWatchdog() { end(); }
+  } end_watchdog_on_return{end_watchdog};
   http.on_shutdown([&] {
     stopping = true;
     if (resp_server) resp_server->shutdown();
     if (node) {
+      if (!watchdog.joinable()) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                      std::chrono::duration<double>(o.http.shutdown_timeout));
+        watchdog = std::thread([&, deadline] {
+          std::unique_lock lock(stop_mu);
+          if (stop_cv.wait_until(lock, deadline, [&] { return stopped; })) return;
+          log->error("stopping took longer than --shutdown-timeout ({} s; NATS not answering?): exiting now. JetStream holds every "
+                     "acknowledged write; the partitions resume from their newest checkpoints",
+                     o.http.shutdown_timeout);
+          log->flush();
+          std::_Exit(1);
+        });
+      }
       node->cancel();  // a start still catching up gives up
       // The drain and the partitions' hand-over share --shutdown-timeout.
       node->leave_by(std::chrono::steady_clock::now() +
@@ -426,6 +464,7 @@ int run_serve(ServeOptions o) {
       log->error("stopping: {}", e.what());
     }
     node->stop();
+    end_watchdog();
     if (recovery_failed) return 1;
     log->info("stopped");
     return 0;

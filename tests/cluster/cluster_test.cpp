@@ -856,6 +856,19 @@ TEST_F(Cluster, WithNatsDownWritesAreRefusedNeverAcknowledged) {
   EXPECT_NE(incr.body.find("nothing was written"), std::string::npos) << incr.body;
 }
 
+// A node stopping while NATS does not answer (paused): its client's waits
+// would add up past --shutdown-timeout; at the deadline it exits at once,
+// saying so (nothing acknowledged is at stake: JetStream holds it).
+TEST_F(Cluster, AStopWithNatsNotAnsweringEndsAtTheShutdownTimeout) {
+  nodes_["a"] = node("a", {"--shutdown-timeout", "2s"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  nats_->signal(SIGSTOP);
+  EXPECT_EQ(nodes_["a"]->stop(), 1);
+  nats_->signal(SIGCONT);
+  EXPECT_NE(nodes_["a"]->log().find("stopping took longer than --shutdown-timeout (2 s; NATS not answering?): exiting now"), std::string::npos)
+      << nodes_["a"]->log();
+  nodes_.erase("a");
+}
 
 struct Trend {
   std::string id;

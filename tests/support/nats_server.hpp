@@ -72,8 +72,10 @@ class NatsServer {
     u += std::to_string(port_);
     return u;
   }
+  void signal(int signo) const { kill(pid_, signo); }  // (SIGSTOP: a server that stops answering)
   void stop() {
     if (pid_ <= 0) return;
+    kill(pid_, SIGCONT);  // (a paused one too)
     kill(pid_, SIGTERM);
     int status = 0;
     waitpid(pid_, &status, 0);
