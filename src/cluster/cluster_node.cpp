@@ -1259,23 +1259,26 @@ engine::TopKAnswer ClusterNode::top(const std::string& ns, const std::optional<e
   q.view = view;
   if (k) q.k = *k;
   q.as_of = as_of.value_or(0);
-  q.min_position = log_position();
   q.wait_ms = static_cast<std::uint32_t>(options_.query_wait.count());
-  std::vector<std::uint32_t> missing;
-  auto replies = ask_all(q, missing);
-  engine::TopKAnswer out;
-  if (!replies.empty()) {
-    std::vector<engine::TopKAnswer> parts;
-    std::size_t cut = 0;
-    for (auto& r : replies) {
-      cut = std::max(cut, r.top.items.size());
-      parts.push_back(std::move(r.top));
+  // (The question without its position: the same for all who ask it at once.)
+  return top_fan_outs_.run(encode_query(q), [&] {
+    q.min_position = log_position();
+    std::vector<std::uint32_t> missing;
+    auto replies = ask_all(q, missing);
+    engine::TopKAnswer out;
+    if (!replies.empty()) {
+      std::vector<engine::TopKAnswer> parts;
+      std::size_t cut = 0;
+      for (auto& r : replies) {
+        cut = std::max(cut, r.top.items.size());
+        parts.push_back(std::move(r.top));
+      }
+      out = engine::merge_disjoint(std::move(parts), k ? *k : cut);
     }
-    out = engine::merge_disjoint(std::move(parts), k ? *k : cut);
-  }
-  out.coverage.partitions = layout_.partitions;
-  out.coverage.missing = std::move(missing);
-  return out;
+    out.coverage.partitions = layout_.partitions;
+    out.coverage.missing = std::move(missing);
+    return out;
+  });
 }
 
 service::ClusterPoints ClusterNode::counts(const std::string& ns, std::span<const std::string> items, const std::optional<engine::ViewSpec>& view,

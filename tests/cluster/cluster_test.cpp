@@ -856,6 +856,41 @@ TEST_F(Cluster, WithNatsDownWritesAreRefusedNeverAcknowledged) {
   EXPECT_NE(incr.body.find("nothing was written"), std::string::npos) << incr.body;
 }
 
+// Many askers of one top-k at once share fan-outs, and each still reads
+// every write acknowledged before it asked: the total of each answer is
+// at least the weight acknowledged (anywhere) before its query began.
+TEST_F(Cluster, TopKAskersAtOnceShareFanOutsAndStillReadTheirWrites) {
+  start({"a", "b"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  (void)settled_top(*nodes_["b"], "/top-k?namespace=tags");
+  std::atomic<int> acknowledged{0};
+  std::atomic<int> short_answers{0}, failures{0};
+  std::vector<std::thread> askers;
+  for (int t = 0; t < 8; ++t) {
+    askers.emplace_back([&, t] {
+      const EbbServer& writer = *nodes_[t % 2 ? "a" : "b"];
+      const EbbServer& reader = *nodes_[t % 2 ? "b" : "a"];
+      for (int i = 0; i < 25; ++i) {
+        const auto w = call(writer, "POST", "/events", R"({"namespace":"tags","events":[{"item_id":"t)" + std::to_string(t) + R"("}]})");
+        if (w.status != 204) {
+          ++failures;
+          continue;
+        }
+        ++acknowledged;
+        const int before = acknowledged.load();
+        const auto r = call(reader, "GET", "/top-k?namespace=tags&k=20");
+        const TopK top = parse_top(r.body);
+        if (r.status != 200 || top.partial) ++failures;
+        else if (top.total < before) ++short_answers;
+      }
+    });
+  }
+  for (auto& a : askers) a.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(short_answers.load(), 0);
+  EXPECT_EQ(settled_top(*nodes_["a"], "/top-k?namespace=tags").total, 200);
+}
+
 // A node stopping while NATS does not answer (paused): its client's waits
 // would add up past --shutdown-timeout; at the deadline it exits at once,
 // saying so (nothing acknowledged is at stake: JetStream holds it).

@@ -38,6 +38,7 @@
 #include "ebb/cluster/nats_client.hpp"
 #include "ebb/cluster/partition_replica.hpp"
 #include "ebb/cluster/replica_checkpoints.hpp"
+#include "ebb/cluster/shared_fan_outs.hpp"
 #include "ebb/service/cluster_link.hpp"
 #include "ebb/service/service.hpp"
 
@@ -256,6 +257,7 @@ class ClusterNode final : public service::ClusterLink {
   std::atomic<std::uint64_t> next_query_{1};
   std::mutex queries_mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<PendingQuery>> pending_;
+  SharedFanOuts<engine::TopKAnswer> top_fan_outs_;  // top(): identical questions at once share a fan-out
 
   // Trending: each namespace's stream start (the earliest first event over
   // the partitions) as the last complete answer found it, so the next

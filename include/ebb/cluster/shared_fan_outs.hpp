@@ -1,0 +1,91 @@
+#pragma once
+// Identical questions asked at once share one fan-out to the partitions
+// (ClusterNode::top): at 10k top-k queries a second the fan-outs, not the
+// answers, are the cost (docs/cluster.md, "Paper model").
+//
+// Queries read their writes: a fan-out takes the log's position when it
+// begins, so a question may share only a fan-out that has not begun yet.
+// One arriving while the same question's fan-out is under way waits for
+// the next one, which begins once that one ends, for every question that
+// arrived meanwhile: at most one fan-out a question at a time, each
+// answering all who came before it began.
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace ebb::cluster {
+
+template <class Answer>
+class SharedFanOuts {
+ public:
+  // The answer of a fan_out() begun after this call (this one's, or that
+  // of an identical question's asked meanwhile); its exception, if it threw.
+  template <class FanOut>
+  Answer run(const std::string& question, FanOut&& fan_out) {
+    std::unique_lock lock(mu_);
+    if (const auto it = waiting_.find(question); it != waiting_.end()) {
+      const std::shared_ptr<Flight> flight = it->second;
+      ++flight->riders;
+      cv_.wait(lock, [&] { return flight->done; });
+      ++shared_;
+      if (flight->error) std::rethrow_exception(flight->error);
+      return *flight->answer;
+    }
+    const auto flight = std::make_shared<Flight>();
+    waiting_.emplace(question, flight);
+    cv_.wait(lock, [&] { return !running_.contains(question); });
+    waiting_.erase(question);
+    running_.emplace(question, flight);
+    ++fan_outs_;
+    lock.unlock();
+    try {
+      flight->answer.emplace(fan_out());
+    } catch (...) {
+      flight->error = std::current_exception();
+    }
+    lock.lock();
+    running_.erase(question);
+    flight->done = true;
+    cv_.notify_all();
+    if (flight->error) std::rethrow_exception(flight->error);
+    return *flight->answer;
+  }
+
+  // Fan-outs begun, and answers given from another question's fan-out.
+  std::uint64_t fan_outs() const {
+    std::lock_guard lock(mu_);
+    return fan_outs_;
+  }
+  std::uint64_t shared() const {
+    std::lock_guard lock(mu_);
+    return shared_;
+  }
+  // Questions waiting for `question`'s next fan-out besides its first
+  // asker (tests).
+  std::size_t riders(const std::string& question) const {
+    std::lock_guard lock(mu_);
+    const auto it = waiting_.find(question);
+    return it == waiting_.end() ? 0 : it->second->riders;
+  }
+
+ private:
+  struct Flight {
+    bool done = false;
+    std::size_t riders = 0;
+    std::optional<Answer> answer;  // (written before done, read after)
+    std::exception_ptr error;
+  };
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<Flight>> waiting_;  // not begun: open to riders
+  std::map<std::string, std::shared_ptr<Flight>> running_;  // begun: closed
+  std::uint64_t fan_outs_ = 0, shared_ = 0;
+};
+
+}  // namespace ebb::cluster
