@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <random>
 #include <tuple>
 #include <regex>
@@ -335,6 +336,68 @@ TEST_F(Cluster, AKilledNodeLosesNothingAcknowledgedAndCountsNothingTwice) {
   expect_exact(*nodes_["b"], expected, "b, a gone");
   // A clean stop leaves the cluster at once and exits 0.
   EXPECT_EQ(nodes_["c"]->stop(), 0) << nodes_["c"]->log();
+}
+
+// SIGKILL of the node the writes go through, with writes in flight: each
+// batch it acknowledged counts once; each it left unanswered (the outcome
+// unknown: published or not) is retried through another node with its
+// Idempotency-Key and counts once too.
+TEST_F(Cluster, ANodeKilledWithWritesInFlightThroughItLosesNothingAcknowledged) {
+  start({"a", "b"});
+  ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
+  (void)settled_top(*nodes_["b"], "/top-k?namespace=tags");
+  std::mutex mu;
+  std::map<std::string, double> expected;
+  std::atomic<int> through_a{0}, retried{0}, failed{0};
+  std::atomic<bool> killed{false};
+  auto post = [](const EbbServer& n, const std::string& body, const std::string& key) {
+    HttpClient c(n.port());
+    return c.request("POST", "/events", body, "application/json", {{"Idempotency-Key", key}}).status;
+  };
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      for (int i = 0; i < 40; ++i) {
+        std::map<std::string, double> mine;
+        const std::string body = batch(rng, 50, mine);
+        const std::string key = "w" + std::to_string(t) + "-" + std::to_string(i);
+        int status = 0;
+        if (!killed) {
+          try {
+            status = post(*nodes_["a"], body, key);
+          } catch (const std::exception&) {
+            status = 0;  // (cut off by the kill)
+          }
+          if (status == 204) ++through_a;
+        }
+        for (int attempt = 0; status != 204 && attempt < 50; ++attempt) {
+          if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          try {
+            status = post(*nodes_["b"], body, key);
+          } catch (const std::exception&) {
+            status = 0;
+          }
+          if (status == 204) ++retried;
+        }
+        if (status != 204) {
+          ++failed;
+          continue;
+        }
+        std::lock_guard lock(mu);
+        for (const auto& [item, w] : mine) expected[item] += w;
+      }
+    });
+  }
+  while (through_a < 20) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  nodes_["a"]->stop_hard();
+  killed = true;
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GT(retried.load(), 0);
+  expect_exact(*nodes_["b"], expected, "b");
+  nodes_["a"] = node("a");
+  expect_exact(*nodes_["a"], expected, "a, restarted");
 }
 
 TEST_F(Cluster, ANodeAddedLaterTakesPartitionsOver) {
