@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -404,7 +405,8 @@ int run_serve(ServeOptions o) {
       http.shutdown();
     }
   });
-  // A cluster node's stop never outlasts --shutdown-timeout: with NATS not
+  // A cluster node's stop never outlasts --shutdown-timeout (and the time
+  // to let its partitions go): with NATS not
   // answering, its client's waits (5 s each: the hand-over's reads, the
   // last uploads, the unsubscribes) added up past it. At the deadline it
   // exits at once: JetStream holds every acknowledged write (a node keeps
@@ -431,14 +433,18 @@ int run_serve(ServeOptions o) {
     if (resp_server) resp_server->shutdown();
     if (node) {
       if (!watchdog.joinable()) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                                      std::chrono::duration<double>(o.http.shutdown_timeout));
-        watchdog = std::thread([&, deadline] {
+        // The drain and the hand-over end by the timeout; letting the
+        // partitions go (their last checkpoints) comes after: half the
+        // timeout more, 5 s at least.
+        const double limit = o.http.shutdown_timeout + std::max(5.0, o.http.shutdown_timeout / 2);
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit));
+        watchdog = std::thread([&, deadline, limit] {
           std::unique_lock lock(stop_mu);
           if (stop_cv.wait_until(lock, deadline, [&] { return stopped; })) return;
-          log->error("stopping took longer than --shutdown-timeout ({} s; NATS not answering?): exiting now. JetStream holds every "
-                     "acknowledged write; the partitions resume from their newest checkpoints",
-                     o.http.shutdown_timeout);
+          log->error("stopping took longer than --shutdown-timeout and the time to let partitions go ({} s in all; NATS not answering?): "
+                     "exiting now. JetStream holds every acknowledged write; the partitions resume from their newest checkpoints",
+                     limit);
           log->flush();
           std::_Exit(1);
         });

@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <random>
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "ebb/cluster/catalog_snapshot.hpp"
 #include "ebb/core/error.hpp"
@@ -181,19 +184,37 @@ std::string sanitize_node_id(std::string id) {
 // The node waits for it, bounded; any other refusal (a stream made
 // otherwise, JetStream off) ends the start at once, as does a stop.
 namespace {
-NatsClient::StreamFacts ensure_stream_when_ready(NatsClient& client, const std::string& name, const std::vector<std::string>& subjects,
-                                                 int replicas, const std::string& description, spdlog::logger& log,
-                                                 const std::atomic<bool>& cancelled) {
-  const auto deadline = std::chrono::steady_clock::now() + kJetStreamReadyWait;
+// A diskless node's temporary folders left by earlier runs of it that did
+// not stop cleanly (SIGKILL, the shutdown watchdog): <prefix><pid> whose
+// process is gone (a pid alive now, even reused, is left alone).
+void remove_dead_nodes_folders(const std::filesystem::path& tmp, const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(tmp, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    long long pid = 0;
+    const char* digits = name.data() + prefix.size();
+    const auto [end, err] = std::from_chars(digits, name.data() + name.size(), pid);
+    if (err != std::errc() || end != name.data() + name.size() || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code gone;
+    std::filesystem::remove_all(e.path(), gone);
+  }
+}
+
+// Runs f (a JetStream request made at start: a stream, a bucket), again
+// while JetStream is not ready yet, until `ready_by`.
+template <class F>
+auto when_ready(std::chrono::steady_clock::time_point ready_by, spdlog::logger& log, const std::atomic<bool>& cancelled, F&& f) -> decltype(f()) {
   for (bool told = false;; told = true) {
     try {
-      return client.ensure_stream(name, subjects, replicas, description);
+      return f();
     } catch (const NatsError& e) {
       // ("No responders": no server runs JetStream, which will not change.)
       const bool not_yet = e.js_code() == JSClusterNoPeersErr || e.js_code() == JSClusterNotAvailErr || e.js_code() == JSClusterNotLeaderErr ||
                            e.status() == NATS_TIMEOUT;
-      if (!not_yet || std::chrono::steady_clock::now() >= deadline || cancelled.load()) throw;
-      if (!told) log.warn("JetStream is not ready ({}); waiting for it, up to {} s", e.what(), kJetStreamReadyWait.count());
+      if (!not_yet || std::chrono::steady_clock::now() >= ready_by || cancelled.load()) throw;
+      if (!told) log.warn("JetStream is not ready ({}); waiting for it, up to {} s from the start", e.what(), kJetStreamReadyWait.count());
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   }
@@ -211,8 +232,11 @@ void ClusterNode::start(service::Service& catalog) {
   catalog_ = &catalog;
   client_ = std::make_unique<NatsClient>(options_.urls, "ebb " + options_.node_id);
   client_->set_consumer_idle(options_.consumer_idle);
-  const auto stream = ensure_stream_when_ready(*client_, layout_.stream, layout_.stream_subjects(), options_.replicas,
-                                               "ebb cluster log partitions=" + std::to_string(layout_.partitions), *log_, cancelled_);
+  const auto ready_by = std::chrono::steady_clock::now() + kJetStreamReadyWait;
+  const auto stream = when_ready(ready_by, *log_, cancelled_, [&] {
+    return client_->ensure_stream(layout_.stream, layout_.stream_subjects(), options_.replicas,
+                                  "ebb cluster log partitions=" + std::to_string(layout_.partitions));
+  });
   if (auto p = described_partitions(stream.description); p && *p != layout_.partitions) {
     log_->warn("stream {} was made with {} partitions; using them (not {})", layout_.stream, *p, layout_.partitions);
     layout_.partitions = *p;
@@ -241,8 +265,10 @@ void ClusterNode::start(service::Service& catalog) {
     // retention cut cannot be replayed from its start), and shares its
     // own: a temporary one, removed when it stops.
     std::error_code ec;
-    auto temp = std::filesystem::temp_directory_path(ec) / ("ebb-cluster-" + layout_.stream + "-" + options_.node_id + "-" +
-                                                           std::to_string(static_cast<long long>(::getpid())));
+    const auto tmp = std::filesystem::temp_directory_path(ec);
+    const std::string prefix = "ebb-cluster-" + layout_.stream + "-" + options_.node_id + "-";
+    remove_dead_nodes_folders(tmp, prefix);
+    auto temp = tmp / (prefix + std::to_string(static_cast<long long>(::getpid())));
     if (!ec && open_checkpoints(temp)) {
       temporary_checkpoints_ = temp;
       log_->info("partition checkpoints are kept in {} until this node stops", temp.string());
@@ -253,8 +279,9 @@ void ClusterNode::start(service::Service& catalog) {
   }
   stream_created_ns_ = stream.created_ns;
   try {
-    ensure_stream_when_ready(*client_, layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas,
-                             "ebb cluster shared checkpoints", *log_, cancelled_);
+    when_ready(ready_by, *log_, cancelled_, [&] {
+      return client_->ensure_stream(layout_.checkpoint_stream(), layout_.checkpoint_subjects(), options_.replicas, "ebb cluster shared checkpoints");
+    });
     checkpoint_stream_ = true;
     if (checkpoints_) {
       sharing_ = PartitionReplica::Sharing{stream.created_ns, options_.node_id, options_.share_interval, options_.retention};
@@ -262,8 +289,10 @@ void ClusterNode::start(service::Service& catalog) {
   } catch (const NatsError& e) {
     log_->error("shared checkpoints and retention are off ({}): a partition that moves here is replayed from the stream", e.what());
   }
-  nodes_ = client_->bucket(layout_.nodes_bucket(), options_.replicas, options_.node_ttl);
-  mirror_ = std::make_unique<NamespaceMirror>(*client_, layout_.namespaces_bucket(), options_.replicas, stream.created_ns, log_);
+  nodes_ = when_ready(ready_by, *log_, cancelled_, [&] { return client_->bucket(layout_.nodes_bucket(), options_.replicas, options_.node_ttl); });
+  mirror_ = when_ready(ready_by, *log_, cancelled_, [&] {
+    return std::make_unique<NamespaceMirror>(*client_, layout_.namespaces_bucket(), options_.replicas, stream.created_ns, log_);
+  });
   natsInbox* inbox = nullptr;
   nats_check(natsInbox_Create(&inbox), "creating an inbox");
   reply_prefix_ = inbox;
@@ -420,6 +449,7 @@ void ClusterNode::follow_catalog() {
       // (Asked only when something after the position could be gone: gap_guard.hpp.)
       if (!msgs.empty() && gaps.must_ask()) {
         const std::uint64_t first = client_->first_sequence(layout_.stream);
+        gaps.asked();
         if (first > catalog_position_.load() + 1) {
           catalog_gapped_ = true;
           log_->error("catalog: the stream starts at sequence {}, past {} which it still needs (retention dropped it while this node "
@@ -546,7 +576,7 @@ std::uint64_t ClusterNode::publish_merge(const std::string& destination, std::sp
   return publish_on_commits(encode_merge(m), "the merge", "check the destination's counts before retrying");
 }
 
-bool ClusterNode::catch_up() { return wait_catalog(log_position(), options_.query_wait); }
+bool ClusterNode::catch_up() { return !catalog_gapped_ && wait_catalog(log_position(), options_.query_wait); }
 
 // ---- publishing ----
 

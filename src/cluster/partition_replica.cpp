@@ -432,7 +432,10 @@ void PartitionReplica::follow() {
     // anything after this replica's position went first; if so, it stops
     // (ClusterNode takes it again from a shared checkpoint).
     // (Asked only when something after the position could be gone: gap_guard.hpp.)
-    if (!msgs.empty() && gaps_.must_ask() && behind_stream_start(position() + 1)) return;
+    if (!msgs.empty() && gaps_.must_ask()) {
+      if (behind_stream_start(position() + 1)) return;
+      gaps_.asked();  // (an answer, or NATS not answering: asked again at the next fetch past kRecheck)
+    }
     for (std::size_t i = 0; i < msgs.size();) {
       MsgMeta meta;
       try {

@@ -39,7 +39,14 @@ EntryPtr Service::State::require(std::string_view name, const std::string& field
 EntryPtr Service::State::find_known(std::string_view name) const {
   if (auto e = find(name)) return e;
   if (!options.cluster) return nullptr;
-  options.cluster->catch_up();
+  // Cluster mode: made on another node a moment ago? Not found is a
+  // definite answer only once the catalog has caught up with the log.
+  if (!options.cluster->catch_up()) {
+    const std::string why = options.cluster->failure();
+    throw ServiceError(ErrorKind::unavailable, "catalog_behind",
+                       "namespace '" + std::string(name) + "': this node cannot tell whether it exists (its view of the cluster's log is behind" +
+                           (why.empty() ? std::string() : ": " + why) + "); try again, or ask another node");
+  }
   return find(name);
 }
 

@@ -17,12 +17,15 @@ TEST(GapGuard, OffNeverAsks) {
   EXPECT_FALSE(zero.must_ask());
 }
 
-// With 60 s of retention: asked before the first record, not while the
-// last one applied is younger than 30 s, asked again once it is older.
+// With 60 s of retention: asked before the first record and before it
+// was ever asked, not while the last one applied is younger than 30 s
+// (and the last ask is recent), asked again once it is older.
 TEST(GapGuard, AsksWithNoRecordOrOneOlderThanHalfTheRetention) {
   GapGuard g{std::chrono::seconds(60)};
   EXPECT_TRUE(g.must_ask());
   g.applied(now_ns() - 1'000'000'000);  // 1 s ago
+  EXPECT_TRUE(g.must_ask());            // (never asked yet)
+  g.asked();
   EXPECT_FALSE(g.must_ask());
   g.applied(now_ns() - 29'000'000'000);  // 29 s ago
   EXPECT_FALSE(g.must_ask());

@@ -36,13 +36,13 @@ bool eventually(Done done) {
 
 // A fan-out of "q" answering 1, begun and held open until `gate` opens.
 std::future<int> held_fan_out(SharedFanOuts<int>& flights, Gate& gate, const std::string& question = "q") {
-  auto f = std::async(std::launch::async, [&flights, &gate, question] {
+  const auto before = flights.fan_outs();
+  auto f = std::async(std::launch::async, [&flights, opened = gate.opened, question] {
     return flights.run(question, [&] {
-      gate.opened.wait();
+      opened.wait();
       return 1;
     });
   });
-  const auto before = flights.fan_outs();
   EXPECT_TRUE(eventually([&] { return flights.fan_outs() > before; }));
   return f;
 }
@@ -50,7 +50,7 @@ std::future<int> held_fan_out(SharedFanOuts<int>& flights, Gate& gate, const std
 // A fan-out under way answers only who asked before it began: five askers
 // arriving meanwhile wait for the next one, which they share.
 TEST(SharedFanOuts, AskersArrivingDuringAFanOutShareTheNextOne) {
-  SharedFanOuts<int> flights;
+  SharedFanOuts<int> flights{std::chrono::hours(1)};  // (the next waits for the first, however long)
   std::atomic<int> second_runs{0};
   std::future<int> first;
   std::vector<std::future<int>> later;
@@ -86,10 +86,25 @@ TEST(SharedFanOuts, OtherQuestionsDoNotWaitNorShare) {
   EXPECT_EQ(flights.shared(), 0u);
 }
 
+// A fan-out held past the hold (a partition not answering) does not hold
+// the next question's: it begins, and answers, while the first is still
+// under way; the one after shares nothing begun before it either.
+TEST(SharedFanOuts, AFanOutHeldPastTheHoldDoesNotHoldTheNext) {
+  SharedFanOuts<int> flights{std::chrono::milliseconds(0)};
+  std::future<int> first;
+  Gate gate;
+  first = held_fan_out(flights, gate);
+  EXPECT_EQ(flights.run("q", [] { return 2; }), 2);  // (the first still held)
+  EXPECT_EQ(flights.run("q", [] { return 3; }), 3);
+  EXPECT_EQ(flights.fan_outs(), 3u);
+  gate.open();
+  EXPECT_EQ(first.get(), 1);
+}
+
 // A fan-out that fails fails for every asker that shared it; the next
 // question fans out again.
 TEST(SharedFanOuts, AFailureReachesEveryAskerAndIsNotKept) {
-  SharedFanOuts<int> flights;
+  SharedFanOuts<int> flights{std::chrono::hours(1)};
   std::future<int> first;
   std::vector<std::future<int>> later;
   Gate gate;

@@ -6,9 +6,10 @@
 // Queries read their writes: a fan-out takes the log's position when it
 // begins, so a question may share only a fan-out that has not begun yet.
 // One arriving while the same question's fan-out is under way waits for
-// the next one, which begins once that one ends, for every question that
-// arrived meanwhile: at most one fan-out a question at a time, each
-// answering all who came before it began.
+// the next one, which begins once that one ends (or kMaxHold has passed),
+// for every question that arrived meanwhile: each answering all who came
+// before it began.
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,15 @@ namespace ebb::cluster {
 template <class Answer>
 class SharedFanOuts {
  public:
+  // How long a question waits for the same question's fan-out under way
+  // to end before it begins its own anyway: a fan-out slowed by a
+  // partition that does not answer (its whole deadline) must not make the
+  // next one's askers wait for two deadlines. A healthy fan-out takes a
+  // few milliseconds.
+  static constexpr std::chrono::milliseconds kMaxHold{25};
+
+  explicit SharedFanOuts(std::chrono::milliseconds max_hold = kMaxHold) : max_hold_(max_hold) {}
+
   // The answer of a fan_out() begun after this call (this one's, or that
   // of an identical question's asked meanwhile); its exception, if it threw.
   template <class FanOut>
@@ -32,16 +42,20 @@ class SharedFanOuts {
     if (const auto it = waiting_.find(question); it != waiting_.end()) {
       const std::shared_ptr<Flight> flight = it->second;
       ++flight->riders;
-      cv_.wait(lock, [&] { return flight->done; });
+      flight->cv.wait(lock, [&] { return flight->done; });
       ++shared_;
       if (flight->error) std::rethrow_exception(flight->error);
       return *flight->answer;
     }
     const auto flight = std::make_shared<Flight>();
     waiting_.emplace(question, flight);
-    cv_.wait(lock, [&] { return !running_.contains(question); });
-    waiting_.erase(question);
-    running_.emplace(question, flight);
+    if (const auto it = running_.find(question); it != running_.end()) {
+      const std::shared_ptr<Flight> before = it->second;
+      before->cv.wait_for(lock, max_hold_, [&] { return before->done; });
+    }
+    auto node = waiting_.extract(question);  // (moves the entry: nothing to allocate, nothing to throw)
+    running_.erase(question);  // (one held past max_hold_ is still under way: this one is the newest)
+    running_.insert(std::move(node));
     ++fan_outs_;
     lock.unlock();
     try {
@@ -50,9 +64,9 @@ class SharedFanOuts {
       flight->error = std::current_exception();
     }
     lock.lock();
-    running_.erase(question);
+    if (const auto it = running_.find(question); it != running_.end() && it->second == flight) running_.erase(it);
     flight->done = true;
-    cv_.notify_all();
+    flight->cv.notify_all();
     if (flight->error) std::rethrow_exception(flight->error);
     return *flight->answer;
   }
@@ -80,9 +94,10 @@ class SharedFanOuts {
     std::size_t riders = 0;
     std::optional<Answer> answer;  // (written before done, read after)
     std::exception_ptr error;
+    std::condition_variable cv;    // (under mu_) its riders, and the next flight's first asker
   };
+  const std::chrono::milliseconds max_hold_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Flight>> waiting_;  // not begun: open to riders
   std::map<std::string, std::shared_ptr<Flight>> running_;  // begun: closed
   std::uint64_t fan_outs_ = 0, shared_ = 0;
