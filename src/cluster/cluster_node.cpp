@@ -178,11 +178,6 @@ std::string sanitize_node_id(std::string id) {
   return id;
 }
 
-// A JetStream cluster started with its nodes (a compose file, a reboot)
-// takes a few seconds to elect a leader and know its peers; until then it
-// answers "no suitable peers" or "temporarily unavailable", or nothing.
-// The node waits for it, bounded; any other refusal (a stream made
-// otherwise, JetStream off) ends the start at once, as does a stop.
 namespace {
 // A diskless node's temporary folders left by earlier runs of it that did
 // not stop cleanly (SIGKILL, the shutdown watchdog): <prefix><pid> whose
@@ -203,7 +198,12 @@ void remove_dead_nodes_folders(const std::filesystem::path& tmp, const std::stri
 }
 
 // Runs f (a JetStream request made at start: a stream, a bucket), again
-// while JetStream is not ready yet, until `ready_by`.
+// while JetStream is not ready yet, until `ready_by`. A JetStream cluster
+// started with its nodes (a compose file, a reboot) takes a few seconds to
+// elect a leader and know its peers; until then it answers "no suitable
+// peers" or "temporarily unavailable", or nothing in time. Any other
+// refusal (a stream made otherwise, JetStream off) ends the start at once,
+// as does a stop.
 template <class F>
 auto when_ready(std::chrono::steady_clock::time_point ready_by, spdlog::logger& log, const std::atomic<bool>& cancelled, F&& f) -> decltype(f()) {
   for (bool told = false;; told = true) {
@@ -1213,9 +1213,8 @@ std::vector<QueryReply> ClusterNode::ask(const std::vector<std::pair<std::uint32
     if (!local[i]) continue;
     try {
       got[requests[i].first].data = local[i]->reply(requests[i].second, deadline);
-    } catch (const std::exception& e) {  // (out of memory: as over NATS, the partition is missing)
+    } catch (const std::exception& e) {  // (out of memory: as over NATS, the partition is missing; no entry was made)
       log_->warn("partition {}: no answer ({})", requests[i].first, e.what());
-      got.erase(requests[i].first);
     }
     local[i].reset();  // (a hand-over waits for it: retire())
   }
