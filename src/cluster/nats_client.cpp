@@ -1,5 +1,6 @@
 // The NATS C client behind RAII handles (cluster/nats_client.hpp).
 #include "ebb/cluster/nats_client.hpp"
+#include "ebb/cluster/nats_library.hpp"
 
 #include <cstring>
 #include <mutex>
@@ -75,6 +76,7 @@ NatsClient::NatsClient(const std::vector<std::string>& urls, const std::string& 
   // few cores the spinning burnt CPU the owner needed: no spin cut a
   // 1-node cluster's CPU an ingested event by about a fifth here (2 cores:
   // 3.0 -> 2.45 core-us, bench/cluster_bench.sh's split).
+  load_nats_library();  // a clear error when it is missing
   static std::once_flag opened;
   std::call_once(opened, [] { nats_Open(0); });
   natsOptions* opts = nullptr;

@@ -117,6 +117,20 @@ TEST(EbbTop, PlainStdinCountsExactly) {
   EXPECT_NE(r.out.find("6 events counted from 7 lines"), std::string::npos) << r.out;
 }
 
+// libnats (and the libssl and libcrypto it brings) is opened by cluster
+// mode only: linked in, loading it was a third of every ebb command's
+// start (include/ebb/cluster/nats_library.hpp). glibc's loader lists what
+// it loads under LD_DEBUG=files.
+TEST(EbbTop, StartsWithoutLoadingTheNatsClient) {
+  ::setenv("LD_DEBUG", "files", 1);
+  const auto r = run_process(top({"-k", "1"}), "a\n");
+  ::unsetenv("LD_DEBUG");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("file=libc.so.6"), std::string::npos) << "the loader listed nothing:\n" << r.err;
+  EXPECT_EQ(r.err.find("libnats"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("libcrypto"), std::string::npos) << r.err;
+}
+
 TEST(EbbTop, ExactCountingStatesItsEvictions) {
   auto r = run_process(top({"--exact", "-k", "3"}), "b\na\nb\nc\nb\na\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
