@@ -21,6 +21,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "ebb/cluster/cluster_node.hpp"
+#include "ebb/cluster/nats_library.hpp"
 #include "ebb/core/byte_size.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/core/error.hpp"
@@ -303,6 +304,14 @@ int run_serve(ServeOptions o) {
     if (co.urls.empty()) {
       log->error("--nats: give at least one URL, e.g. nats://127.0.0.1:4222");
       return 2;
+    }
+    // Opened before anything listens: a missing library is a start that
+    // fails, not a port that answers and then goes away.
+    try {
+      cluster::load_nats_library();
+    } catch (const std::exception& e) {
+      log->error("{}", e.what());
+      return 1;
     }
     co.layout.stream = o.nats_stream;
     co.layout.prefix = o.nats_stream;  // its subjects too: clusters sharing NATS servers stay apart

@@ -70,13 +70,13 @@ MsgMeta msg_meta(natsMsg* m) {
 }
 
 NatsClient::NatsClient(const std::vector<std::string>& urls, const std::string& name) {
+  load_nats_library();  // a clear error when it is missing
   // The library's mutexes spin before they sleep (2,000 tries by default).
   // A node's many threads share one connection (every replica's readers,
   // the publishers, the queries), so they meet on its lock often; with
   // few cores the spinning burnt CPU the owner needed: no spin cut a
   // 1-node cluster's CPU an ingested event by about a fifth here (2 cores:
   // 3.0 -> 2.45 core-us, bench/cluster_bench.sh's split).
-  load_nats_library();  // a clear error when it is missing
   static std::once_flag opened;
   std::call_once(opened, [] { nats_Open(0); });
   natsOptions* opts = nullptr;

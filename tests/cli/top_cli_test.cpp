@@ -122,9 +122,9 @@ TEST(EbbTop, PlainStdinCountsExactly) {
 // start (include/ebb/cluster/nats_library.hpp). glibc's loader lists what
 // it loads under LD_DEBUG=files.
 TEST(EbbTop, StartsWithoutLoadingTheNatsClient) {
-  ::setenv("LD_DEBUG", "files", 1);
-  const auto r = run_process(top({"-k", "1"}), "a\n");
-  ::unsetenv("LD_DEBUG");
+  auto args = top({"-k", "1"});
+  args.insert(args.begin(), {"/usr/bin/env", "LD_DEBUG=files"});
+  const auto r = run_process(args, "a\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("file=libc.so.6"), std::string::npos) << "the loader listed nothing:\n" << r.err;
   EXPECT_EQ(r.err.find("libnats"), std::string::npos) << r.err;
