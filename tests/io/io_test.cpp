@@ -469,6 +469,19 @@ TEST(FindByte, AgreesWithMemchrAtEveryLengthAndPosition) {
       ASSERT_EQ(find_byte8(t.data() + (at / 8) * 8, '\t'), at % 8);
     }
   }
+  // Every separator of a line of 16 to 64 bytes, and none past its end.
+  for (std::size_t n = 16; n <= 64; ++n) {
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string t(n + 16, '\x89');
+      std::uint64_t want = 0;
+      for (std::size_t i = at; i < n; i += 7) {
+        t[i] = '\t';
+        want |= std::uint64_t{1} << i;
+      }
+      for (std::size_t i = n; i < t.size(); ++i) t[i] = '\t';  // beyond n: must not be found
+      ASSERT_EQ(byte_mask_upto64(t.data(), n, '\t'), want) << n << " " << at;
+    }
+  }
   std::string block(64, '-');
   block[0] = block[17] = block[63] = '\n';
   EXPECT_EQ(byte_mask64(block.data(), '\n'), (1ULL << 0) | (1ULL << 17) | (1ULL << 63));

@@ -85,4 +85,25 @@ inline std::uint64_t byte_mask64(const char* p, char c) noexcept {
 #endif
 }
 
+// Bit i set where p[i] == c, for i < n, 16 <= n <= 64: whole 16-byte
+// blocks, then the last 16 bytes (overlapping), never reading past p + n.
+// A line's every separator in one go: a field after the first then costs
+// no scan of its own (a short one, under 8 bytes, went byte by byte).
+inline std::uint64_t byte_mask_upto64(const char* p, std::size_t n, char c) noexcept {
+  std::uint64_t mask = 0;
+#if defined(__SSE2__)
+  const __m128i needle = _mm_set1_epi8(c);
+  auto block = [&](std::size_t at) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+    return static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(b, needle))));
+  };
+  std::size_t at = 0;
+  for (; at + 16 <= n; at += 16) mask |= block(at) << at;
+  if (at < n) mask |= block(n - 16) << (n - 16);
+#else
+  for (std::size_t i = 0; i < n; ++i) mask |= static_cast<std::uint64_t>(p[i] == c) << i;
+#endif
+  return mask;
+}
+
 }  // namespace ebb::io
