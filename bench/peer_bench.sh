@@ -505,6 +505,10 @@ if [[ $sections == *c* ]]; then
     "$(calc %.4f "${c_ns[shell]} / ${c_ns[ebb]}")" "$(calc %.4f "${c_ns[shell]} / ${c_ns[ebb_decayed]}")" \
     "$(calc %.4f "${c_ns[shell2]} / ${c_ns[ebb2]}")")"
   sed -n '/^c\./,$p' "$table"
+  if ! cmp -s "$tmp/c.shell.out" "$tmp/c.shell2.out"; then
+    echo "MISMATCH: the shell pipeline's answers differ between the key in column 1 and in column 2" >&2
+    exit 1
+  fi
   for keys in ebb ebb2; do
     if ! grep -q 'top-10 identical' <<<"$(agree "$tmp/$keys.keys")"; then
       echo "MISMATCH: $keys: ebb top's top-10 is not the exact top-10" >&2

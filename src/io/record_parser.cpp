@@ -122,9 +122,10 @@ class DelimitedParser final : public RecordParser {
   [[gnu::always_inline]] ParseStatus parse_tsv(std::string_view line, Record& out, std::string& error) const {
     std::string_view key, time, weight;
     std::size_t pos = 0;
-    // Lines of 16 to 64 bytes (most): every tab at once, then each column
-    // ends at the next set bit (or the line's end).
-    const bool masked = line.size() >= 16 && line.size() <= 64;
+    // Lines of 16 to 64 bytes (most) whose key is not in the first column:
+    // every tab at once, then each column ends at the next set bit (or the
+    // line's end). (The first column alone needs one find_byte.)
+    const bool masked = max_index_ > 0 && line.size() >= 16 && line.size() <= 64;
     std::uint64_t tabs = masked ? byte_mask_upto64(line.data(), line.size(), '\t') : 0;
     for (int column = 0;; ++column) {
       std::size_t tab;

@@ -4,6 +4,7 @@
 // scan itself: look at 16 bytes at a time inline (SSE2 is part of x86-64),
 // and hand long remainders to memchr.
 #include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -90,6 +91,7 @@ inline std::uint64_t byte_mask64(const char* p, char c) noexcept {
 // A line's every separator in one go: a field after the first then costs
 // no scan of its own (a short one, under 8 bytes, went byte by byte).
 inline std::uint64_t byte_mask_upto64(const char* p, std::size_t n, char c) noexcept {
+  assert(n >= 16 && n <= 64);
   std::uint64_t mask = 0;
 #if defined(__SSE2__)
   const __m128i needle = _mm_set1_epi8(c);
