@@ -1,6 +1,5 @@
 // The NATS C client behind RAII handles (cluster/nats_client.hpp).
 #include "ebb/cluster/nats_client.hpp"
-#include "ebb/cluster/nats_library.hpp"
 
 #include <cstring>
 #include <mutex>
@@ -70,7 +69,6 @@ MsgMeta msg_meta(natsMsg* m) {
 }
 
 NatsClient::NatsClient(const std::vector<std::string>& urls, const std::string& name) {
-  load_nats_library();  // a clear error when it is missing
   // The library's mutexes spin before they sleep (2,000 tries by default).
   // A node's many threads share one connection (every replica's readers,
   // the publishers, the queries), so they meet on its lock often; with
