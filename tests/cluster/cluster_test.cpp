@@ -1374,7 +1374,12 @@ TEST_F(Cluster, HistoryComesFromThePartitionsSnapshots) {
   ASSERT_EQ(call(*nodes_["a"], "POST", "/namespaces", kNamespace).status, 201);
   const auto fresh = call(*nodes_["b"], "GET", "/history?namespace=tags&item_id=item-0&from=" + std::to_string(t0) + "&to=" + std::to_string(t1 + 5));
   ASSERT_EQ(fresh.status, 200) << fresh.body;
-  EXPECT_NE(fresh.body.find(R"("points":[])"), std::string::npos) << fresh.body;
+  // (The new namespace may have been snapshotted already, empty: a point
+  // where the item has no count, which is its own history, not the old one's.)
+  for (auto point : p.parse(fresh.body)["points"].get_array()) {
+    EXPECT_TRUE(point["estimated_count"].is_null()) << fresh.body;
+    EXPECT_EQ(double(point["upper_bound"]), 0.0) << fresh.body;
+  }
 }
 
 // An event-clock namespace in a cluster: every partition checks its part
