@@ -430,30 +430,49 @@ void SegmentLog::sync() {
 }
 
 void SegmentLog::release(std::uint64_t upto) {
-  std::lock_guard lock(mu_);
-  bool removed = false;
-  while (!closed_.empty()) {
-    const std::uint64_t next_first = closed_.size() > 1 ? closed_[1]->first_lsn : current_->first_lsn;
-    if (next_first - 1 > upto) break;  // the oldest segment still holds a record after `upto`
+  // Only the files are removed under no lock: unlinking a segment and
+  // closing its descriptor frees its blocks, tens of milliseconds for a
+  // full segment on ext4, and appends (event loops holding a namespace's
+  // lock) must not wait for that. Only release() takes segments off the
+  // front of closed_ (the checkpoint's thread, one pass at a time); appends
+  // add at the back. The erase below checks it takes the segments it
+  // removed all the same.
+  std::vector<std::shared_ptr<Segment>> old;
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < closed_.size(); ++i) {
+      const std::uint64_t next_first = i + 1 < closed_.size() ? closed_[i + 1]->first_lsn : current_->first_lsn;
+      if (next_first - 1 > upto) break;  // this segment still holds a record after `upto`
+      old.push_back(closed_[i]);
+    }
+  }
+  std::size_t removed = 0;
+  std::uint64_t removed_bytes = 0;
+  for (const auto& seg : old) {
     std::error_code ec;
-    const auto size = std::filesystem::file_size(closed_.front()->path, ec);
-    std::filesystem::remove(closed_.front()->path, ec);
+    const auto size = std::filesystem::file_size(seg->path, ec);
+    const std::uint64_t bytes = ec ? 0 : size;
+    std::filesystem::remove(seg->path, ec);
     if (ec) break;  // tried again at the next checkpoint
-    {
-      std::lock_guard s(stats_mu_);
-      stats_.bytes -= std::min<std::uint64_t>(stats_.bytes, size);
-      stats_.segments = closed_.size();
-    }
-    closed_.erase(closed_.begin());
-    removed = true;
+    ++removed;
+    removed_bytes += bytes;
   }
-  if (removed) {
-    try {
-      fsync_directory(dir_);
-    } catch (const IoError&) {
-      // Best effort: a segment that comes back after a crash is skipped by LSN.
-    }
+  if (removed == 0) return;
+  {
+    std::lock_guard lock(mu_);
+    std::size_t front = 0;
+    while (front < removed && front < closed_.size() && closed_[front] == old[front]) ++front;
+    closed_.erase(closed_.begin(), closed_.begin() + static_cast<std::ptrdiff_t>(front));
+    std::lock_guard s(stats_mu_);
+    stats_.bytes -= std::min<std::uint64_t>(stats_.bytes, removed_bytes);
+    stats_.segments = closed_.size() + 1;
   }
+  try {
+    fsync_directory(dir_);
+  } catch (const IoError&) {
+    // Best effort: a segment that comes back after a crash is skipped by LSN.
+  }
+  old.clear();  // the descriptors close here, under no lock
 }
 
 LogStats SegmentLog::stats() const {

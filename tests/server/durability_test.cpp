@@ -361,6 +361,47 @@ TEST(Durability, ADamagedSoleCheckpointFallsBackToTheWholeLog) {
   std::filesystem::remove_all(dir);
 }
 
+// Segments a second checkpoint covers are removed (the first stays until
+// then), and what remains recovers every event.
+TEST(Durability, SegmentsBehindTwoCheckpointsAreRemoved) {
+  const auto dir = testing::make_temp_dir("ebb-release");
+  std::string batch = R"({"namespace":"r","events":[)";
+  for (int e = 0; e < 20; ++e) batch += std::string(e ? "," : "") + R"({"item_id":"an-item-name-of-some-length-)" + std::to_string(e) + R"("})";
+  batch += "]}";
+  const std::vector<std::string> flags = {"--checkpoint-interval", "1h", "--log-segment-bytes", "65536"};
+  auto segment_files = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  {
+    EbbServer server(dir, flags);
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"r","windows":["all"]})").status, 201);
+    for (int i = 0; i < 250; ++i) ASSERT_EQ(c.request("POST", "/events", batch).status, 204);  // 3 segments
+    EXPECT_EQ(server.stop(), 0);  // the first checkpoint: the log stays whole behind it
+  }
+  const auto before = segment_files();
+  ASSERT_GE(before.size(), 3u);
+  EXPECT_EQ(before.front(), "00000000000000000001.log");
+  {
+    EbbServer server(dir, flags);
+    HttpClient c(server.port());
+    ASSERT_EQ(c.request("POST", "/events", batch).status, 204);
+    EXPECT_EQ(server.stop(), 0);  // the second: what the first covers goes
+  }
+  const auto after = segment_files();
+  ASSERT_FALSE(after.empty());
+  EXPECT_GT(after.front(), before.front());
+  EXPECT_LT(after.size(), before.size() + 1);
+  EbbServer server(dir, flags);
+  HttpClient c(server.port());
+  EXPECT_EQ(stat(c, "r", "events"), 251 * 20);
+  EXPECT_EQ(metric(c, "ebb_wal_segments"), static_cast<double>(segment_files().size()));
+  std::filesystem::remove_all(dir);
+}
+
 // Damage before the last segment is not a torn write: the later segments
 // hold acknowledged records. Recovery refuses and says how to go on;
 // --repair-log keeps what comes before the damage.
