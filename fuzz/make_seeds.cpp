@@ -59,6 +59,12 @@ std::vector<std::string> log_records() {
   out.push_back(service::encode_admin({service::RecordType::patch, "tags", R"({"name":"tags","k":5})", ""}));
   out.push_back(service::encode_admin({service::RecordType::remove, "tags", "", ""}));
   out.push_back(service::encode_admin({service::RecordType::state, "tags", "", "a namespace's state blob"}));
+  // The compact layout the local log writes (type 7), after the
+  // others so their seed names keep their bytes.
+  for (const auto* r : {&plain, &keyed, &empty}) {
+    out.emplace_back();
+    service::encode_batch_compact(out.back(), *r);
+  }
   return out;
 }
 

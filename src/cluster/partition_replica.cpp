@@ -329,6 +329,15 @@ bool PartitionReplica::apply(const MsgMeta& meta, std::string_view payload) {
       }
       if (!pieces.empty()) {
         try {
+          // The compact batch layout is the local log's: the stream carries
+          // type 1, which every release's nodes read (one refusing what
+          // another counts would split the replicas).
+          for (const auto& piece : pieces) {
+            const auto data = msg_data(piece.get());
+            if (!data.empty() && static_cast<std::uint8_t>(data.front()) == service::kCompactBatchByte) {
+              throw FormatError("a compact batch record (type 7) belongs in a local log, not in the stream");
+            }
+          }
           if (pieces.size() == 1) {
             service_->apply_record(meta.sequence, msg_data(pieces.front().get()), &configs, commit.clocks);
           } else {

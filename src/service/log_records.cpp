@@ -1,5 +1,7 @@
 #include "ebb/service/log_records.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -21,6 +23,49 @@ void put_str(std::string& out, std::string_view s) {
   out.append(s);
 }
 
+std::size_t varint_size(std::uint64_t v) {
+  std::size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+char* put_varint(char* p, std::uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+// Writes through a pointer into a buffer sized beforehand: appending field
+// by field (four appends an event, each checking capacity) cost more than
+// the copying itself.
+struct SizedWriter {
+  char* p;
+  void raw(const void* v, std::size_t n) {
+    std::memcpy(p, v, n);
+    p += n;
+  }
+  template <typename T>
+  void fixed(T v) {
+    raw(&v, sizeof v);
+  }
+};
+
+// A compact event's head: item length << 2, then a bit for each number
+// stored (a timestamp other than the receive time, a weight other than 1;
+// compared bit for bit, so the replay gets exactly the values counted).
+constexpr std::uint64_t kOwnTime = 2, kOwnWeight = 1;
+
+std::uint64_t compact_head(const engine::Event& e, std::uint64_t received_bits) {
+  return (static_cast<std::uint64_t>(e.item.size()) << 2) | (std::bit_cast<std::uint64_t>(e.time) != received_bits ? kOwnTime : 0) |
+         (std::bit_cast<std::uint64_t>(e.weight) != std::bit_cast<std::uint64_t>(1.0) ? kOwnWeight : 0);
+}
+
 // A bounds-checked cursor whose strings are views into the payload.
 class Cursor {
  public:
@@ -40,13 +85,34 @@ class Cursor {
     pos_ += n;
     return s;
   }
+  std::string_view bytes(std::uint64_t n) {
+    need(n);
+    const auto s = in_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  // LEB128, canonical only (no redundant high bytes): a compact record
+  // re-encodes to exactly the bytes it was read from.
+  std::uint64_t varint() {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const auto b = get<std::uint8_t>();
+      if (shift == 63 && b > 1) throw FormatError("log record: a varint overflows 64 bits");
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        if (b == 0 && shift > 0) throw FormatError("log record: an overlong varint");
+        return v;
+      }
+    }
+    throw FormatError("log record: a varint overflows 64 bits");
+  }
   std::size_t remaining() const { return in_.size() - pos_; }
   void end() const {
     if (pos_ != in_.size()) throw FormatError("log record: " + std::to_string(in_.size() - pos_) + " trailing bytes");
   }
 
  private:
-  void need(std::size_t n) const {
+  void need(std::uint64_t n) const {
     if (in_.size() - pos_ < n) throw FormatError("log record: truncated");
   }
   std::string_view in_;
@@ -61,19 +127,12 @@ void encode_batch(std::string& out, const BatchRecord& r) {
     size += 8 + g.ns.size();
     for (const auto& e : g.events) size += 4 + e.item.size() + 16;
   }
-  // Sized once and written through a pointer: appending field by field
-  // (four appends an event, each checking capacity) cost more than the
-  // copying itself.
   out.resize(size);
-  char* p = out.data();
-  auto raw = [&p](const void* v, std::size_t n) {
-    std::memcpy(p, v, n);
-    p += n;
-  };
-  auto fixed = [&raw](auto v) { raw(&v, sizeof v); };
+  SizedWriter w{out.data()};
+  auto fixed = [&w](auto v) { w.fixed(v); };
   auto str = [&](std::string_view v) {
     fixed(static_cast<std::uint32_t>(v.size()));
-    raw(v.data(), v.size());
+    w.raw(v.data(), v.size());
   };
   fixed(static_cast<std::uint8_t>(RecordType::batch));
   fixed(r.received_at);
@@ -92,7 +151,46 @@ void encode_batch(std::string& out, const BatchRecord& r) {
       fixed(e.weight);
     }
   }
-  assert(p == out.data() + out.size());  // the size above is the format's
+  assert(w.p == out.data() + out.size());  // the size above is the format's
+}
+
+void encode_batch_compact(std::string& out, const BatchRecord& r) {
+  const auto received_bits = std::bit_cast<std::uint64_t>(r.received_at);
+  std::size_t size = 1 + 8 + 1 + (r.key ? varint_size(r.key->key.size()) + r.key->key.size() + 8 : 0) + varint_size(r.groups.size());
+  for (const auto& g : r.groups) {
+    size += varint_size(g.ns.size()) + g.ns.size() + varint_size(g.events.size());
+    for (const auto& e : g.events) {
+      const auto head = compact_head(e, received_bits);
+      size += varint_size(head) + e.item.size() + (head & kOwnTime ? 8 : 0) + (head & kOwnWeight ? 8 : 0);
+    }
+  }
+  out.resize(size);  // sized once, as encode_batch does
+  SizedWriter w{out.data()};
+  auto fixed = [&w](auto v) { w.fixed(v); };
+  auto str = [&](std::string_view v) {
+    w.p = put_varint(w.p, v.size());
+    w.raw(v.data(), v.size());
+  };
+  fixed(static_cast<std::uint8_t>(kCompactBatchByte));
+  fixed(r.received_at);
+  fixed(static_cast<std::uint8_t>(r.key ? 1 : 0));
+  if (r.key) {
+    str(r.key->key);
+    fixed(r.key->body_hash);
+  }
+  w.p = put_varint(w.p, r.groups.size());
+  for (const auto& g : r.groups) {
+    str(g.ns);
+    w.p = put_varint(w.p, g.events.size());
+    for (const auto& e : g.events) {
+      const auto head = compact_head(e, received_bits);
+      w.p = put_varint(w.p, head);
+      w.raw(e.item.data(), e.item.size());
+      if (head & kOwnTime) fixed(e.time);
+      if (head & kOwnWeight) fixed(e.weight);
+    }
+  }
+  assert(w.p == out.data() + out.size());
 }
 
 void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r) {
@@ -120,13 +218,63 @@ std::string encode_admin(const AdminRecord& r) {
 RecordType record_type(std::string_view payload) {
   if (payload.empty()) throw FormatError("log record: empty");
   const auto t = static_cast<std::uint8_t>(payload[0]);
+  if (t == kCompactBatchByte) return RecordType::batch;
   if (t < 1 || t > 6) throw FormatError("log record: unknown type " + std::to_string(t));
   return static_cast<RecordType>(t);
 }
 
+namespace {
+
+BatchRecord decode_compact_batch(Cursor& c) {
+  BatchRecord r;
+  r.received_at = c.get<double>();
+  const auto received_bits = std::bit_cast<std::uint64_t>(r.received_at);
+  const auto has_key = c.get<std::uint8_t>();
+  if (has_key > 1) throw FormatError("log record: bad key flag");
+  if (has_key) {
+    IdempotencyStamp k;
+    k.key = c.bytes(c.varint());
+    k.body_hash = c.get<std::uint64_t>();
+    r.key = k;
+  }
+  // Counts are checked against the bytes left (a group takes at least 2, an
+  // event 1), and the vectors grow as events are read: a count the bytes do
+  // not hold fails before it costs memory.
+  const auto groups = c.varint();
+  if (groups > c.remaining() / 2) throw FormatError("log record: claims " + std::to_string(groups) + " groups");
+  r.groups.reserve(std::min<std::uint64_t>(groups, 64));
+  for (std::uint64_t gi = 0; gi < groups; ++gi) {
+    auto& g = r.groups.emplace_back();
+    g.ns = c.bytes(c.varint());
+    const auto n = c.varint();
+    if (n > c.remaining()) throw FormatError("log record: claims " + std::to_string(n) + " events");
+    g.events.reserve(std::min<std::uint64_t>(n, 4096));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      auto& e = g.events.emplace_back();
+      const auto head = c.varint();
+      e.item = c.bytes(head >> 2);
+      e.time = r.received_at;
+      if (head & kOwnTime) {
+        e.time = c.get<double>();
+        if (std::bit_cast<std::uint64_t>(e.time) == received_bits) throw FormatError("log record: a timestamp stored that is the receive time");
+      }
+      if (head & kOwnWeight) {
+        e.weight = c.get<double>();
+        if (std::bit_cast<std::uint64_t>(e.weight) == std::bit_cast<std::uint64_t>(1.0)) throw FormatError("log record: a weight of 1 stored");
+      }
+    }
+  }
+  c.end();
+  return r;
+}
+
+}  // namespace
+
 BatchRecord decode_batch(std::string_view payload) {
   Cursor c(payload);
-  if (c.get<std::uint8_t>() != static_cast<std::uint8_t>(RecordType::batch)) throw FormatError("log record: not a batch");
+  const auto type = c.get<std::uint8_t>();
+  if (type == kCompactBatchByte) return decode_compact_batch(c);
+  if (type != static_cast<std::uint8_t>(RecordType::batch)) throw FormatError("log record: not a batch");
   BatchRecord r;
   r.received_at = c.get<double>();
   const auto has_key = c.get<std::uint8_t>();

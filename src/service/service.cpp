@@ -284,7 +284,7 @@ Commit Service::ingest(const IngestRequest& req) {
   if (req.idempotency_key) record.key = IdempotencyStamp{*req.idempotency_key, req.body_hash};
   for (const auto& t : targets) record.groups.push_back({t.entry->name, {events_of(t).begin(), events_of(t).end()}});
   thread_local std::string payload;
-  if (s.wal) encode_batch(payload, record);
+  if (s.wal) encode_batch_compact(payload, record);
 
   std::vector<std::unique_lock<std::shared_mutex>> locks;
   locks.reserve(targets.size());

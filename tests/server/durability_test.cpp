@@ -340,7 +340,7 @@ TEST(Durability, ADamagedSoleCheckpointFallsBackToTheWholeLog) {
     EbbServer server(dir, {"--checkpoint-interval", "1h", "--log-segment-bytes", "65536"});
     HttpClient c(server.port());
     ASSERT_EQ(c.request("POST", "/namespaces", R"({"name":"s","windows":["all"]})").status, 201);
-    for (int i = 0; i < 150; ++i) ASSERT_EQ(c.request("POST", "/events", batch).status, 204);  // 3 segments
+    for (int i = 0; i < 150; ++i) ASSERT_EQ(c.request("POST", "/events", batch).status, 204);  // 2 segments
     EXPECT_EQ(server.stop(), 0);  // the first checkpoint
   }
   std::filesystem::path manifest;
@@ -414,7 +414,7 @@ TEST(Durability, DamageBeforeTheLastSegmentStopsRecoveryUnlessRepairIsAsked) {
     std::string batch = R"({"namespace":"m","events":[)";
     for (int e = 0; e < 20; ++e) batch += std::string(e ? "," : "") + R"({"item_id":"an-item-name-of-some-length-)" + std::to_string(e) + R"("})";
     batch += "]}";
-    for (int i = 0; i < 150; ++i) ASSERT_EQ(c.request("POST", "/events", batch).status, 204);
+    for (int i = 0; i < 250; ++i) ASSERT_EQ(c.request("POST", "/events", batch).status, 204);  // 3 segments
     server.stop_hard();
   }
   std::vector<std::filesystem::path> segments;
@@ -436,7 +436,7 @@ TEST(Durability, DamageBeforeTheLastSegmentStopsRecoveryUnlessRepairIsAsked) {
   HttpClient c(server.port());
   EXPECT_EQ(metric(c, "ebb_wal_truncated_tails_total"), 1);
   // Byte 100 of the second segment is inside its first record (each is
-  // about 900 bytes): every record before that one is kept, the create and
+  // about 640 bytes): every record before that one is kept, the create and
   // batches of 20 events.
   const double first_cut = std::stod(segments[1].filename().string().substr(0, 20));
   EXPECT_EQ(stat(c, "m", "events"), 20 * (first_cut - 2));

@@ -8,6 +8,15 @@
 //   u8 type, then
 //   1 batch:  f64 received_at, u8 has_key, [str key, u64 body_hash],
 //             u32 groups, per group: str namespace, u32 n, n x (str item, f64 time, f64 weight)
+//   7 batch, compact (what the local log writes since type 7 was added;
+//             type 1 stays readable, and is what the cluster's messages carry):
+//             f64 received_at, u8 has_key, [vstr key, u64 body_hash],
+//             var groups, per group: vstr namespace, var n, n x event:
+//             var head = item length << 2 | 2 (own time) | 1 (own weight),
+//             item bytes, [f64 time: when not received_at], [f64 weight: when not 1]
+//             (var = LEB128, canonical; vstr = var length + bytes). An event
+//             of the usual kind (no timestamp, weight 1) is its item and one
+//             byte, against the item and 20 bytes in type 1.
 //   2 create: str config_json
 //   3 patch:  str name, str config_json (the whole new configuration)
 //   4 delete: str name
@@ -31,7 +40,11 @@
 
 namespace ebb::service {
 
+// What a record is. A batch has two layouts, told apart by the payload's
+// first byte (1, or kCompactBatchByte): record_type() says batch for both
+// and decode_batch() reads both.
 enum class RecordType : std::uint8_t { batch = 1, create = 2, patch = 3, remove = 4, distribution_incr = 5, state = 6 };
+inline constexpr std::uint8_t kCompactBatchByte = 7;
 
 struct BatchGroup {
   std::string_view ns;
@@ -66,7 +79,8 @@ struct DistributionIncrRecord {
   engine::DistributionDecay decay = engine::DistributionDecay::exact;  // likewise
 };
 
-void encode_batch(std::string& out, const BatchRecord& r);
+void encode_batch(std::string& out, const BatchRecord& r);          // type 1
+void encode_batch_compact(std::string& out, const BatchRecord& r);  // type 7
 void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r);
 std::string encode_admin(const AdminRecord& r);
 
