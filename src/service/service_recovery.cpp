@@ -348,7 +348,17 @@ RecoveryReport Service::recover() {
     try {
       s.wal = std::make_unique<storage::SegmentLog>(
           s.store->wal_dir(), s.options.log, base.start_lsn, newest_named + 1,
-          [&](std::uint64_t lsn, std::string_view payload) { replay_record(s, entries, lsn, payload, replay_errors); }, &log_report);
+          [&](std::uint64_t lsn, std::string_view payload) {
+            try {
+              replay_record(s, entries, lsn, payload, replay_errors);
+            } catch (const FormatError& e) {
+              // Its checksum held: not damage --repair-log could cut, but a
+              // record this build cannot read (a later release's, or a bug).
+              throw FormatError("record " + std::to_string(lsn) + " (in the segment whose name is the highest first LSN not above it) passed its checksum but cannot be read by this build (" +
+                                e.what() + "): written by a later release of ebb, or a bug; the log was left as it is");
+            }
+          },
+          &log_report);
     } catch (const std::exception& e) {
       throw std::runtime_error("cannot recover the write-ahead log in " + s.store->wal_dir().string() + ": " + e.what());
     }
