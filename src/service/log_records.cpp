@@ -32,15 +32,6 @@ std::size_t varint_size(std::uint64_t v) {
   return n;
 }
 
-char* put_varint(char* p, std::uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
 // Writes through a pointer into a buffer sized beforehand: appending field
 // by field (four appends an event, each checking capacity) cost more than
 // the copying itself.
@@ -53,6 +44,13 @@ struct SizedWriter {
   template <typename T>
   void fixed(T v) {
     raw(&v, sizeof v);
+  }
+  void varint(std::uint64_t v) {  // LEB128: 7 bits a byte, low first
+    while (v >= 0x80) {
+      *p++ = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<char>(v);
   }
 };
 
@@ -78,13 +76,7 @@ class Cursor {
     pos_ += sizeof v;
     return v;
   }
-  std::string_view str() {
-    const auto n = get<std::uint32_t>();
-    need(n);
-    const auto s = in_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
+  std::string_view str() { return bytes(get<std::uint32_t>()); }
   std::string_view bytes(std::uint64_t n) {
     need(n);
     const auto s = in_.substr(pos_, n);
@@ -168,7 +160,7 @@ void encode_batch_compact(std::string& out, const BatchRecord& r) {
   SizedWriter w{out.data()};
   auto fixed = [&w](auto v) { w.fixed(v); };
   auto str = [&](std::string_view v) {
-    w.p = put_varint(w.p, v.size());
+    w.varint(v.size());
     w.raw(v.data(), v.size());
   };
   fixed(static_cast<std::uint8_t>(kCompactBatchByte));
@@ -178,13 +170,13 @@ void encode_batch_compact(std::string& out, const BatchRecord& r) {
     str(r.key->key);
     fixed(r.key->body_hash);
   }
-  w.p = put_varint(w.p, r.groups.size());
+  w.varint(r.groups.size());
   for (const auto& g : r.groups) {
     str(g.ns);
-    w.p = put_varint(w.p, g.events.size());
+    w.varint(g.events.size());
     for (const auto& e : g.events) {
       const auto head = compact_head(e, received_bits);
-      w.p = put_varint(w.p, head);
+      w.varint(head);
       w.raw(e.item.data(), e.item.size());
       if (head & kOwnTime) fixed(e.time);
       if (head & kOwnWeight) fixed(e.weight);
