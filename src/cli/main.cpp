@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "allocator_tuning.hpp"
 #include "client_commands.hpp"
 #include "serve_command.hpp"
 #include "version.hpp"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
+    if (top_cmd->parsed() || serve_cmd->parsed()) ebb::cli::keep_freed_memory_for_reuse();
     if (top_cmd->parsed()) return ebb::cli::run_top(top);
     if (serve_cmd->parsed()) return ebb::cli::run_serve(serve);
     if (send_cmd->parsed()) return ebb::cli::run_send(send);
