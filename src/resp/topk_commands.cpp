@@ -179,6 +179,38 @@ bool listed(const ListCache& cache, std::string_view key, std::uint64_t hash) {
 }
 bool listed(const ListCache& cache, std::string_view key) { return listed(cache, key, hash_key(key)); }
 
+// The batch's outsiders found from the other side, when that is cheaper:
+// a batch of thousands of items (pipelined ADDs run as one) looked up one
+// by one costs more than one pass over the view's summary (a lookup each
+// missed cache: the sketch's counters had pushed the summary out of it).
+// Every key held with a score of at least `below` that was not listed is
+// an outsider if it is one of the batch's items: outsider_at(score) is
+// called for each such key. False: not done (the view cannot scan, the
+// batch is small, or `below` settles nothing); look the items up instead.
+template <typename Each>
+bool unlisted_held_in_batch(const engine::View& view, const ListCache& before, double below, std::span<const std::string_view> items,
+                            std::span<const std::uint64_t> hashes, Each&& outsider_at) {
+  // A pass costs about an eighth of a lookup a held key; past a few dozen
+  // unlisted keys above `below`, matching them against the batch costs more.
+  constexpr std::size_t kScanCostRatio = 8, kMaxUnlisted = 32;
+  if (!std::isfinite(below)) return false;
+  thread_local std::vector<HeldScore> held;
+  held.clear();
+  if (!view.held_at_least(below, items.size() * kScanCostRatio, held)) return false;
+  std::erase_if(held, [&](const HeldScore& h) { return listed(before, h.key, h.hash); });
+  if (held.size() > kMaxUnlisted) return false;
+  for (std::size_t i = 0; i < items.size() && !held.empty(); ++i) {
+    for (std::size_t j = 0; j < held.size(); ++j) {
+      if (held[j].hash != hashes[i] || held[j].key != items[i]) continue;
+      outsider_at(held[j].score);
+      held[j] = held.back();  // each key once
+      held.pop_back();
+      break;
+    }
+  }
+  return true;
+}
+
 // The list after counting `items` (hashes[i] = hash_key(items[i])) into a
 // namespace whose list was `before`: `before`'s, restamped, unless the
 // batch may have changed it (then computed anew). The list is the view's
@@ -197,12 +229,16 @@ ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::
   const double below = !std::isnan(before.lowest) && view.rescales() == before.rescales && before.list->keys.size() >= before.k
                            ? before.lowest
                            : -INFINITY;
-  std::vector<std::optional<double>> scores(items.size());
-  if (!view.held_scores(items, hashes, scores)) return list_of(ns);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (!scores[i] || *scores[i] < below || listed(before, items[i], hashes[i])) continue;
+  auto outsider_at = [&](double score) {
     outsider = true;
-    best_outsider = std::max(best_outsider, *scores[i]);
+    best_outsider = std::max(best_outsider, score);
+  };
+  if (!unlisted_held_in_batch(view, before, below, items, hashes, outsider_at)) {
+    std::vector<std::optional<double>> scores(items.size());
+    if (!view.held_scores(items, hashes, scores)) return list_of(ns);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (scores[i] && *scores[i] >= below && !listed(before, items[i], hashes[i])) outsider_at(*scores[i]);
+    }
   }
   if (outsider && before.list->keys.size() < before.k) return list_of(ns);  // room in the list
   const bool none_left = view.evictions() == before.evictions;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
@@ -182,6 +184,42 @@ TEST(AugmentedHeap, HeldEstimatesAnswerAsFindForEveryKeyAndCount) {
     }
   }
   EXPECT_EQ(held, 100u);
+}
+
+// One pass over the heap gives exactly the held keys whose estimate is at
+// least the bound, each with the estimate top() reports: bounds at, just
+// above and just below held estimates, below every one and above all.
+TEST(AugmentedHeap, HeldAtLeastGivesEveryHeldKeyFromTheBoundOn) {
+  StreamSpec spec;
+  spec.events = 20000;
+  spec.universe = 2000;
+  const std::vector<testing::ModelEvent> stream = random_stream(spec, 11);
+  CountMin sketch(CountMinShape::with_dimensions(256, 3));
+  AugmentedHeap heap(100);
+  feed(heap, sketch, stream, 11);
+  const auto held_items = heap.top(heap.capacity()).items;  // estimate descending
+  ASSERT_EQ(held_items.size(), 100u);
+  std::vector<double> bounds{-INFINITY, 0, held_items.front().estimate + 1, INFINITY};
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{37}, std::size_t{99}}) {
+    const double e = held_items[i].estimate;
+    bounds.insert(bounds.end(), {e, std::nextafter(e, INFINITY), std::nextafter(e, -INFINITY)});
+  }
+  for (const double bound : bounds) {
+    std::vector<HeldScore> out{{"left-as-it-was", 1, 2}};  // appended to, not replaced
+    heap.held_at_least(bound, out);
+    ASSERT_FALSE(out.empty());
+    EXPECT_EQ(out.front().key, "left-as-it-was");
+    std::map<std::string, double> got;
+    for (std::size_t j = 1; j < out.size(); ++j) {
+      EXPECT_EQ(out[j].hash, hash_key(out[j].key));
+      EXPECT_TRUE(got.emplace(std::string(out[j].key), out[j].score).second) << out[j].key << " twice";
+    }
+    std::map<std::string, double> want;
+    for (const auto& item : held_items) {
+      if (item.estimate >= bound) want.emplace(item.key, item.estimate);
+    }
+    EXPECT_EQ(got, want) << "bound " << bound;
+  }
 }
 
 TEST(AugmentedHeap, ColdKeySharingEveryCellWithAHotKeyIsNotReportedHot) {

@@ -204,6 +204,14 @@ void AugmentedHeap::held_estimates(const std::string_view* keys, const std::uint
   }
 }
 
+void AugmentedHeap::held_at_least(double bound, std::vector<HeldScore>& out) const {
+  for (std::uint32_t slot = 0; slot < heap_.size(); ++slot) {
+    const auto& e = heap_.at(slot);
+    if (e.value < bound) continue;  // the estimate is at most the upper bound
+    if (const double score = estimate(slot); score >= bound) out.push_back({e.key, e.hash, score});
+  }
+}
+
 CountedItem AugmentedHeap::report(std::uint32_t slot) const {
   const auto& e = heap_.at(slot);
   return {e.key, estimate(slot), std::min(e.aux, e.value), e.value};

@@ -2,7 +2,9 @@
 // What every top-K summary reports for an item: an estimate and honest
 // bounds. The true count lies in [lower, upper]; for CMS-derived upper
 // bounds that is deterministic (a CMS never under-counts).
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ebb {
@@ -23,6 +25,14 @@ struct CountedItem {
 struct RankedList {
   std::vector<CountedItem> items;
   double unlisted_upper = 0;
+};
+
+// A held key and the score a summary ranks it by, as a scan of the summary
+// gives it: the key's bytes are the summary's, valid until it next changes.
+struct HeldScore {
+  std::string_view key;
+  std::uint64_t hash = 0;
+  double score = 0;
 };
 
 // Report order: estimate descending, then key ascending (deterministic ties).
