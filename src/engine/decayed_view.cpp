@@ -217,11 +217,9 @@ bool DecayedView::held_scores(std::span<const std::string_view> items, std::span
   return true;
 }
 
-bool DecayedView::held_at_least(double bound, std::size_t max_held, std::vector<HeldScore>& out) const {
+bool DecayedView::held_at_least(double bound, std::size_t max_held, std::size_t max_found, std::vector<HeldScore>& out) const {
   const auto* h = std::get_if<AugmentedHeap>(&summary_);
-  if (!h || h->size() > max_held) return false;
-  h->held_at_least(bound, out);
-  return true;
+  return h && h->size() <= max_held && h->held_at_least(bound, max_found, out);
 }
 
 std::optional<double> DecayedView::evicted_bound() const noexcept {

@@ -150,6 +150,9 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
   std::vector<engine::Event> events;
   std::vector<std::size_t> position;  // the item each event is
   std::vector<std::uint64_t> event_hashes;
+  events.reserve(items.size());  // (a pipelined run: thousands)
+  position.reserve(items.size());
+  event_hashes.reserve(hashes.size());
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     bytes += items[i].size();

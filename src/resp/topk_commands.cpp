@@ -185,20 +185,30 @@ bool listed(const ListCache& cache, std::string_view key) { return listed(cache,
 // missed cache: the sketch's counters had pushed the summary out of it).
 // Every key held with a score of at least `below` that was not listed is
 // an outsider if it is one of the batch's items: outsider_at(score) is
-// called for each such key. False: not done (the view cannot scan, the
-// batch is small, or `below` settles nothing); look the items up instead.
+// called for each such key. False, with outsider_at not called: not done
+// (the view cannot scan, the pass would cost more than the lookups, the
+// list's lowest score is not known, or more than kMaxUnlisted keys not
+// listed score that high); look the items up instead.
 template <typename Each>
-bool unlisted_held_in_batch(const engine::View& view, const ListCache& before, double below, std::span<const std::string_view> items,
-                            std::span<const std::uint64_t> hashes, Each&& outsider_at) {
-  // A pass costs about an eighth of a lookup a held key; past a few dozen
-  // unlisted keys above `below`, matching them against the batch costs more.
-  constexpr std::size_t kScanCostRatio = 8, kMaxUnlisted = 32;
+bool outsiders_by_scan(const engine::View& view, const ListCache& before, double below, std::span<const std::string_view> items,
+                       std::span<const std::uint64_t> hashes, Each&& outsider_at) {
+  // The pass costs about an eighth of a lookup per held key, plus a probe
+  // of the list for each key it finds, the listed ones among them (counted
+  // as kListedCost steps of the pass each). Past a few dozen unlisted keys
+  // above `below`, matching them against the batch costs more.
+  constexpr std::size_t kScanCostRatio = 8, kListedCost = 2, kMaxUnlisted = 32;
   if (!std::isfinite(below)) return false;
-  thread_local std::vector<HeldScore> held;
+  const std::size_t listed_keys = before.list->keys.size();
+  const std::size_t budget = items.size() * kScanCostRatio;
+  if (budget <= kListedCost * listed_keys) return false;
+  thread_local std::vector<HeldScore> held;  // (its keys are the summary's: cleared before returning)
   held.clear();
-  if (!view.held_at_least(below, items.size() * kScanCostRatio, held)) return false;
-  std::erase_if(held, [&](const HeldScore& h) { return listed(before, h.key, h.hash); });
-  if (held.size() > kMaxUnlisted) return false;
+  const bool scanned = view.held_at_least(below, budget - kListedCost * listed_keys, listed_keys + kMaxUnlisted, held);
+  if (scanned) std::erase_if(held, [&](const HeldScore& h) { return listed(before, h.key, h.hash); });
+  if (!scanned || held.size() > kMaxUnlisted) {
+    held.clear();
+    return false;
+  }
   for (std::size_t i = 0; i < items.size() && !held.empty(); ++i) {
     for (std::size_t j = 0; j < held.size(); ++j) {
       if (held[j].hash != hashes[i] || held[j].key != items[i]) continue;
@@ -208,6 +218,7 @@ bool unlisted_held_in_batch(const engine::View& view, const ListCache& before, d
       break;
     }
   }
+  held.clear();
   return true;
 }
 
@@ -233,7 +244,7 @@ ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::
     outsider = true;
     best_outsider = std::max(best_outsider, score);
   };
-  if (!unlisted_held_in_batch(view, before, below, items, hashes, outsider_at)) {
+  if (!outsiders_by_scan(view, before, below, items, hashes, outsider_at)) {
     std::vector<std::optional<double>> scores(items.size());
     if (!view.held_scores(items, hashes, scores)) return list_of(ns);
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -549,6 +560,10 @@ void topk_ingest_run(Context& c, std::span<const Args> commands, std::vector<Bat
   std::vector<std::size_t> ends;     // of the commands counted
   std::vector<std::size_t> counted;  // their indices in `commands`
   std::vector<bool> logged;          // whether each counts anything (not only increments of 0)
+  std::size_t arguments = 0;
+  for (const auto& args : commands) arguments += args.size();
+  items.reserve(arguments);  // (more than the run has items: no reallocation)
+  weights.reserve(arguments);
   for (std::size_t j = 0; j < commands.size(); ++j) {
     if (commands[j][1] != c.args[1]) throw std::logic_error("topk_ingest_run: a run over more than one key");
     const std::size_t mark = items.size();

@@ -609,7 +609,7 @@ TEST_F(Resp, AddNamesExactlyTheItemsThatLeftTheList) {
         {"/usr/bin/python3", std::string(EBB_SOURCE_DIR) + "/tests/resp/topk_add_property.py", std::to_string(port_), seed, "prop:d:5"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_EQ(r.out, "ok\n") << r.err;
-    ASSERT_EQ(run({"DEL", "prop:a", "prop:b", "prop:c", "prop:d"}), "(integer) 4\n");
+    ASSERT_EQ(run({"DEL", "prop:a", "prop:b", "prop:c", "prop:d", "prop:h"}), "(integer) 5\n");
   }
 }
 

@@ -5,8 +5,8 @@
 // cell with a hot one, is no longer reported as hot.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -206,7 +206,7 @@ TEST(AugmentedHeap, HeldAtLeastGivesEveryHeldKeyFromTheBoundOn) {
   }
   for (const double bound : bounds) {
     std::vector<HeldScore> out{{"left-as-it-was", 1, 2}};  // appended to, not replaced
-    heap.held_at_least(bound, out);
+    ASSERT_TRUE(heap.held_at_least(bound, heap.size(), out));
     ASSERT_FALSE(out.empty());
     EXPECT_EQ(out.front().key, "left-as-it-was");
     std::map<std::string, double> got;
@@ -219,6 +219,15 @@ TEST(AugmentedHeap, HeldAtLeastGivesEveryHeldKeyFromTheBoundOn) {
       if (item.estimate >= bound) want.emplace(item.key, item.estimate);
     }
     EXPECT_EQ(got, want) << "bound " << bound;
+    // One more than allowed: cut short and said so; as many as allowed: whole.
+    if (!want.empty()) {
+      std::vector<HeldScore> cut;
+      EXPECT_FALSE(heap.held_at_least(bound, want.size() - 1, cut)) << "bound " << bound;
+      EXPECT_LT(cut.size(), want.size());
+      cut.clear();
+      EXPECT_TRUE(heap.held_at_least(bound, want.size(), cut)) << "bound " << bound;
+      EXPECT_EQ(cut.size(), want.size());
+    }
   }
 }
 

@@ -51,7 +51,7 @@ class DecayedView final : public View {
   PointAnswer point(std::string_view item, std::uint64_t hash, double now) const override;
   bool held_scores(std::span<const std::string_view> items, std::span<const std::uint64_t> hashes,
                    std::span<std::optional<double>> scores) const noexcept override;
-  bool held_at_least(double bound, std::size_t max_held, std::vector<HeldScore>& out) const override;
+  bool held_at_least(double bound, std::size_t max_held, std::size_t max_found, std::vector<HeldScore>& out) const override;
   std::uint64_t evictions() const noexcept override;
   std::optional<double> evicted_bound() const noexcept override;
   std::uint64_t rescales() const noexcept override { return rebases_; }

@@ -55,10 +55,14 @@ class View {
   }
   // The same scores for a whole batch at once: every key the view holds with
   // a score of at least `bound` appended to `out` (in no order), by one pass
-  // over its summary. False (nothing appended): the view cannot tell, or it
-  // holds more than `max_held` keys (the caller's items looked up one by one
-  // with held_scores() cost less then).
-  virtual bool held_at_least(double /*bound*/, std::size_t /*max_held*/, std::vector<HeldScore>& /*out*/) const { return false; }
+  // over its summary. False (`out` to be dropped): the view cannot tell, it
+  // holds more than `max_held` keys (the caller's items looked up one by
+  // one with held_scores() cost less then), or more than `max_found` keys
+  // score that high.
+  virtual bool held_at_least(double /*bound*/, std::size_t /*max_held*/, std::size_t /*max_found*/,
+                             std::vector<HeldScore>& /*out*/) const {
+    return false;
+  }
   // How many keys the view's summary has let go of so far: a listed key
   // can leave the list without being outranked only when this grows.
   virtual std::uint64_t evictions() const noexcept { return 0; }

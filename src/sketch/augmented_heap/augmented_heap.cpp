@@ -204,12 +204,17 @@ void AugmentedHeap::held_estimates(const std::string_view* keys, const std::uint
   }
 }
 
-void AugmentedHeap::held_at_least(double bound, std::vector<HeldScore>& out) const {
+bool AugmentedHeap::held_at_least(double bound, std::size_t max_found, std::vector<HeldScore>& out) const {
+  std::size_t found = 0;
   for (std::uint32_t slot = 0; slot < heap_.size(); ++slot) {
     const auto& e = heap_.at(slot);
     if (e.value < bound) continue;  // the estimate is at most the upper bound
-    if (const double score = estimate(slot); score >= bound) out.push_back({e.key, e.hash, score});
+    const double score = estimate(slot);
+    if (score < bound) continue;
+    if (++found > max_found) return false;
+    out.push_back({e.key, e.hash, score});
   }
+  return true;
 }
 
 CountedItem AugmentedHeap::report(std::uint32_t slot) const {

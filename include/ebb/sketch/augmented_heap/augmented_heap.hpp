@@ -95,10 +95,11 @@ class AugmentedHeap {
   // the heap out of L2 meanwhile).
   void held_estimates(const std::string_view* keys, const std::uint64_t* hashes, std::size_t n,
                       std::optional<double>* out) const noexcept;
-  // Appends every held key whose estimate is at least `bound`, in no order.
-  // One pass over the heap: cheaper than held_estimates() for a batch of
-  // more than about an eighth of capacity() keys.
-  void held_at_least(double bound, std::vector<HeldScore>& out) const;
+  // Appends every held key whose estimate is at least `bound`, in no order,
+  // by one pass over the heap (size() entries; held_estimates() looks up
+  // one key in about the time the pass takes for eight). False, and the
+  // pass cut short: more than `max_found` keys are that high.
+  bool held_at_least(double bound, std::size_t max_found, std::vector<HeldScore>& out) const;
   // Keys let go of since this heap was made or read (in memory only).
   std::uint64_t evictions() const noexcept { return evictions_; }
   // Every key not held has true count <= this.
