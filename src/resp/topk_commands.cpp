@@ -372,8 +372,12 @@ service::Commit count_and_answer(Context& c, const std::string& key, std::span<c
   }
   // Who left the list, and who came in: each leaver is named at the first
   // argument that entered, in order (RedisBloom names the item expelled by
-  // each add). Unknown (the observer failed): nothing is named. The same
-  // list (most commands): nobody left.
+  // each add). More leavers than arguments that entered (a key the batch's
+  // items pushed out of the summary, replaced in the list by one already
+  // held): the others at the first arguments left, in order, so that every
+  // leaver is named while the command has arguments to name it at. Unknown
+  // (the observer failed): nothing is named. The same list (most
+  // commands): nobody left.
   std::vector<std::string_view> expelled;
   if (observed && after.list != before.list) {
     for (const auto& k : before.list->keys) {
@@ -390,6 +394,9 @@ service::Commit count_and_answer(Context& c, const std::string& key, std::span<c
       named.push_back(item);
       answer[i] = expelled[next++];
     }
+  }
+  for (std::size_t i = 0; i < items.size() && next < expelled.size(); ++i) {
+    if (weights[i] > 0 && !answer[i]) answer[i] = expelled[next++];
   }
   std::size_t from = 0;
   for (std::size_t j = 0; j < ends.size(); ++j) {

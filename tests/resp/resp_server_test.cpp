@@ -613,6 +613,26 @@ TEST_F(Resp, AddNamesExactlyTheItemsThatLeftTheList) {
   }
 }
 
+// A command whose item takes a candidate's place without entering the list
+// can still push a listed key out: the summary (2 candidates, k = 1) lets
+// "e" go for "m", and "l", held already, now ranks first. Nobody entered
+// from the command, yet "e" left: it is named at "m" (it was not named at
+// all before the fix).
+TEST_F(Resp, AKeyPushedOutWithNoArgumentEnteringIsNamed) {
+  HttpClient http(server_->port());
+  ASSERT_EQ(http.request("POST", "/namespaces", R"({"name":"few","k":1,"candidates":2,"sketch_width":16,"sketch_depth":1})").status, 201);
+  for (const auto& [item, n] : std::vector<std::pair<std::string, std::string>>{
+           {"e", "5"}, {"e", "1"}, {"r", "1"}, {"v", "1"}, {"r", "3"}, {"d", "1"}, {"y", "1"}, {"w", "1"}, {"f", "5"}, {"l", "5"},
+           {"k", "1"}, {"n", "3"}, {"g", "1"}, {"e", "1"}, {"s", "1"}, {"o", "1"}}) {
+    ASSERT_EQ(run({"TOPK.INCRBY", "few", item, n}).substr(0, 3), "1) ") << item;
+  }
+  ASSERT_EQ(run({"TOPK.LIST", "few"}), "1) \"e\"\n");
+  EXPECT_EQ(run({"TOPK.INCRBY", "few", "m", "3"}), "1) \"e\"\n");
+  EXPECT_EQ(run({"TOPK.LIST", "few"}), "1) \"l\"\n");
+  // An increment of 0 names nothing, and nothing left.
+  EXPECT_EQ(run({"TOPK.INCRBY", "few", "m", "0", "z", "1"}), "1) (nil)\n2) (nil)\n");
+}
+
 // A window's list empties as time passes, with no command: the next ADD
 // compares with the list as it is then (empty), so it names nobody. (It
 // named "a", from the list the last ADD left, before the fix.)
