@@ -207,8 +207,7 @@ TEST(Durability, ATornLogTailIsCutAndReported) {
     ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"t","events":[{"item_id":"a","weight":4}]})").status, 204);
     server.stop_hard();
   }
-  std::filesystem::path segment;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
+  const auto segment = segment_files(dir).back();  // (the newest: the only one here)
   {
     std::ofstream out(segment, std::ios::binary | std::ios::app);
     out.write("\x30\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00torn", 16);  // a record header with half a payload
@@ -236,8 +235,7 @@ TEST(Durability, LsnsAreNeverReusedAfterALostLogTail) {
     for (int i = 0; i < 3; ++i) ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"n","events":[{"item_id":"a"}]})").status, 204);
     EXPECT_EQ(server.stop(), 0) << server.log();  // the shutdown checkpoint holds records 1-4
   }
-  std::filesystem::path segment;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
+  const auto segment = segment_files(dir).back();  // (the newest: the only one here)
   std::filesystem::resize_file(segment, std::filesystem::file_size(segment) - 5);  // record 4 torn: cut, the checkpoint holds it
   {
     EbbServer server(dir, kNoCheckpoints);
@@ -283,8 +281,7 @@ TEST(Durability, DamageTheCheckpointHoldsIsSkippedAndLaterRecordsReplay) {
     for (int i = 1; i <= 3; ++i) ASSERT_EQ(post(c, "second" + std::to_string(i), 5), 204);  // records 5-7
     server.stop_hard();
   }
-  std::filesystem::path segment;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
+  const auto segment = segment_files(dir).back();  // (the newest: the only one here)
   {
     std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
     std::uint32_t n1 = 0;
@@ -330,8 +327,7 @@ TEST(Durability, ADamagedLastRecordTheCheckpointHoldsIsCut) {
     for (int i = 0; i < 3; ++i) ASSERT_EQ(c.request("POST", "/events", R"({"namespace":"n","events":[{"item_id":"a","weight":2}]})").status, 204);
     EXPECT_EQ(server.stop(), 0);  // checkpoint of records 1-4
   }
-  std::filesystem::path segment;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "wal")) segment = e.path();
+  const auto segment = segment_files(dir).back();  // (the newest: the only one here)
   {
     std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(segment)) - 3);
