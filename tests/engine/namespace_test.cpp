@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -512,6 +514,59 @@ TEST(Namespace, AllTimeViewIsTheSketchAndAugmentedHeapFedInChunks) {
   for (std::size_t i = 0; i < want.items.size(); ++i) EXPECT_EQ(answer.items[i], want.items[i]) << i;
   EXPECT_EQ(answer.total, sketch.total() + heap.absorbed());
   EXPECT_EQ(answer.accuracy.guarantee_threshold, heap.threshold());
+}
+
+// A view's one-pass scan (RESP's TOPK.ADD asks it for a whole batch) gives
+// exactly the keys held_scores() says are held that high, with the same
+// scores, and declines when the summary holds more keys than the caller
+// will pay for, when more keys than asked for are that high, or when its
+// summary cannot tell (Space-Saving).
+TEST(Namespace, HeldAtLeastAnswersAsHeldScoresOrDeclines) {
+  testing::StreamSpec spec;
+  spec.events = 20000;
+  spec.universe = 500;
+  const auto stream = testing::random_stream(spec, 9);
+  const auto events = as_events(stream);
+  auto config = small_config();
+  config.half_lives = {60};
+  Namespace ns(config);
+  for (std::size_t begin = 0; begin < events.size(); begin += 1000) ns.apply(std::span<const Event>(events).subspan(begin, 1000));
+  const View& view = ns.view(std::nullopt);
+  std::vector<std::string> universe;
+  for (const auto& e : stream) universe.push_back(e.key);
+  std::sort(universe.begin(), universe.end());
+  universe.erase(std::unique(universe.begin(), universe.end()), universe.end());
+  std::vector<std::string_view> items(universe.begin(), universe.end());
+  std::vector<std::uint64_t> hashes;
+  for (const auto& k : universe) hashes.push_back(hash_key(k));
+  std::vector<std::optional<double>> scores(items.size());
+  ASSERT_TRUE(view.held_scores(items, hashes, scores));
+  std::vector<double> held;
+  for (const auto& s : scores) {
+    if (s) held.push_back(*s);
+  }
+  ASSERT_EQ(held.size(), config.candidates);
+  std::sort(held.begin(), held.end());
+  for (const double bound : std::vector<double>{held.front(), held[held.size() / 2], held.back(), -INFINITY}) {
+    std::map<std::string, double> want;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (scores[i] && *scores[i] >= bound) want.emplace(universe[i], *scores[i]);
+    }
+    std::vector<HeldScore> out;
+    ASSERT_TRUE(view.held_at_least(bound, config.candidates, want.size(), out));
+    std::map<std::string, double> got;
+    for (const auto& h : out) got.emplace(std::string(h.key), h.score);
+    EXPECT_EQ(got, want) << bound;
+    out.clear();
+    EXPECT_FALSE(view.held_at_least(bound, config.candidates - 1, want.size(), out)) << bound;
+    EXPECT_FALSE(view.held_at_least(bound, config.candidates, want.size() - 1, out)) << bound;
+  }
+  config.summary = SummaryKind::space_saving;
+  Namespace ss(config);
+  ss.apply(std::span<const Event>(events).first(1000));
+  std::vector<HeldScore> out;
+  EXPECT_FALSE(ss.view(std::nullopt).held_at_least(-INFINITY, 1u << 20, 1u << 20, out));
+  EXPECT_TRUE(out.empty());
 }
 
 // The list's tail is flagged when its bounds cannot tell it from what was
