@@ -705,6 +705,74 @@ TEST(Durability, ADataDirectoryWithAnExactNamespaceLoads) {
   std::filesystem::remove_all(dir);
 }
 
+// A data directory whose log holds compact batch records (type 7: an
+// event's timestamp stored only when it is not the receive time, its weight
+// only when not 1), checked in: written by
+//   create golden_c (event clock, all-time + half-life 1h, k 3) and
+//   topk:user:42 (wall clock, all-time, k 2);
+//   batch: a 2.5 at 1700000000, café (weight 1) at 1700000000, b 0.25 at 1700000005;
+//   batch with Idempotency-Key golden-key-1 across both namespaces: x, y
+//   weight 3, x into topk:user:42 (no timestamps: the receive time, not
+//   stored) and a 1 at 1700000010 into golden_c;
+//   SIGTERM (checkpoint: records 1-4, the key in the manifest); restart;
+//   batch with Idempotency-Key golden-key-2: c 4 and café 0.001 at
+//   1700000020; batch: z 0.5, x into topk:user:42; SIGKILL (records 5-6 in
+//   the log only, golden-key-2 only there).
+TEST(Durability, ADataDirectoryWithACompactLogLoads) {
+  const auto dir = testing::make_temp_dir("ebb-golden-v11");
+  std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v11", dir, std::filesystem::copy_options::recursive);
+  // The keys were received in 2026: remembered for long enough to be asked.
+  EbbServer server(dir, {"--checkpoint-interval", "1h", "--idempotency-window", "100000h"});
+  HttpClient c(server.port());
+  EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 4);
+  const std::string all_time =
+      R"({"namespace":"golden_c","window":{"start":1700000000,"end":1700000020},"as_of":1700000020,"items":[)"
+      R"({"item_id":"c","estimated_count":4,"lower_bound":4,"upper_bound":4,"rank":1},)"
+      R"({"item_id":"a","estimated_count":3.5,"lower_bound":3.5,"upper_bound":3.5,"rank":2},)"
+      R"({"item_id":"café","estimated_count":1.001,"lower_bound":1.001,"upper_bound":1.001,"rank":3}],"total":8.751,)"
+      R"("accuracy":{"type":"count_min_sketch","epsilon":4.147768903288338e-05,"confidence":0.9816843611112658,)"
+      R"("max_error":0.0003629712567267624,"guarantee_threshold":0,"candidates":1024,"undersized":false,"tail_uncertain":false,)"
+      R"("unlisted_upper_bound":0.25}})";
+  EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_c&window=all").body, all_time);
+  EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_c&half_life=1h").body,
+            R"({"namespace":"golden_c","half_life":"1h","as_of":1700000020,"items":[)"
+            R"({"item_id":"c","estimated_count":4,"lower_bound":4,"upper_bound":4,"rank":1},)"
+            R"({"item_id":"a","estimated_count":3.488467911627067,"lower_bound":3.488467911627067,"upper_bound":3.488467911627067,"rank":2},)"
+            R"({"item_id":"café","estimated_count":0.9971565872205753,"lower_bound":0.9971565872205753,"upper_bound":0.9971565872205753,"rank":3}],)"
+            R"("total":8.734903512181289,"accuracy":{"type":"count_min_sketch","epsilon":4.147768903288338e-05,"confidence":0.9816843611112658,)"
+            R"("max_error":0.00036230361161049637,"guarantee_threshold":0,"candidates":1024,"undersized":false,"tail_uncertain":false,)"
+            R"("unlisted_upper_bound":0.2492790133336473}})");
+  // Events sent without a timestamp took the receive time each record
+  // carries: an all-time window starts at its first batch's (record 4's;
+  // record 8's, replayed) and a wall clock's window ends now.
+  const auto wall = c.request("GET", "/top-k?namespace=topk%3Auser%3A42&window=all").body;
+  EXPECT_EQ(wall.substr(0, wall.find(R"(,"end":)")), R"({"namespace":"topk:user:42","window":{"start":1795951357.3572059)") << wall;
+  const auto late = c.request("GET", "/top-k?namespace=late&window=all").body;
+  EXPECT_EQ(late.substr(0, late.find(R"(,"end":)")), R"({"namespace":"late","window":{"start":1795951357.6930225)") << late;
+  EXPECT_NE(late.find(R"("items":[{"item_id":"q","estimated_count":2,"lower_bound":2,"upper_bound":2,"rank":1},)"
+                      R"({"item_id":"p","estimated_count":1,"lower_bound":1,"upper_bound":1,"rank":2}],"total":3,)"),
+            std::string::npos)
+      << late;
+  EXPECT_EQ(wall.substr(wall.find(R"("items":)")),
+            R"("items":[{"item_id":"x","estimated_count":3,"lower_bound":3,"upper_bound":3,"rank":1},)"
+            R"({"item_id":"y","estimated_count":3,"lower_bound":3,"upper_bound":3,"rank":2}],"total":6.5,)"
+            R"("accuracy":{"type":"count_min_sketch","epsilon":4.147768903288338e-05,"confidence":0.9816843611112658,)"
+            R"("max_error":0.00026960497871374194,"guarantee_threshold":0,"candidates":1024,"undersized":false,"tail_uncertain":false,)"
+            R"("unlisted_upper_bound":0.5}})");
+  // The keys: golden-key-2 known from its compact record alone, golden-key-1
+  // from the checkpoint. A retry of the first is answered and not counted
+  // again; the second with another batch is refused.
+  const std::string retry = R"({"namespace":"golden_c","events":[{"item_id":"c","timestamp":1700000020,"weight":4},)"
+                            R"({"item_id":"café","timestamp":1700000020,"weight":1e-3}]})";
+  EXPECT_EQ(c.request("POST", "/events", retry, "application/json", {{"Idempotency-Key", "golden-key-2"}}).status, 204);
+  const auto reused = c.request("POST", "/events", R"({"namespace":"golden_c","events":[{"item_id":"c","timestamp":1700000020}]})",
+                                "application/json", {{"Idempotency-Key", "golden-key-1"}});
+  EXPECT_EQ(reused.status, 422) << reused.body;
+  EXPECT_NE(reused.body.find("idempotency_key_reused"), std::string::npos) << reused.body;
+  EXPECT_EQ(c.request("GET", "/top-k?namespace=golden_c&window=all").body, all_time);
+  std::filesystem::remove_all(dir);
+}
+
 // History: the snapshot a clean stop writes survives restarts and answers
 // where the rings do not reach; after a crash, every snapshot committed
 // before it is still there.
