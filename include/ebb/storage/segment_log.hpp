@@ -82,8 +82,19 @@ class SegmentLog final : public EventLog {
     ~Segment();
   };
   void recover(std::uint64_t replay_after, std::uint64_t min_next_lsn, const ReplayFn& replay, LogRecovery& report);
+  // Creates the segment and writes its header, with no sync: it runs on an
+  // event loop at a roll, where an fdatasync waits behind whatever the disk
+  // is writing back (tens of ms under a checkpoint). Its bytes are made
+  // durable with its records (the open segment is what the sync thread and
+  // sync() flush) and its name by the directory sync they make when
+  // dir_unsynced_ says so.
   void open_new_segment(std::uint64_t first_lsn);  // mu_ held
   void sync_loop();
+  // --fsync off: starts the kernel's writeback of what was appended since
+  // the last call (sync_file_range, no wait, no durability claimed), so the
+  // log reaches the disk in small steady pieces instead of as one burst at
+  // a checkpoint's sync or the kernel's dirty expiry. Sync thread only.
+  void start_writeback(std::unique_lock<std::mutex>& lock);
   void fail(const std::string& why);  // mu_ held: the log refuses appends from now on
 
   std::filesystem::path dir_;
@@ -95,6 +106,7 @@ class SegmentLog final : public EventLog {
   std::uint64_t current_bytes_ = 0;
   std::uint64_t next_lsn_ = 1;
   std::uint64_t durable_lsn_ = 0;
+  bool dir_unsynced_ = false;  // a segment was created since the log directory was last synced
   std::string failure_;
   std::multimap<std::uint64_t, DurableCallback> waiters_;
   bool stop_ = false;
@@ -103,6 +115,8 @@ class SegmentLog final : public EventLog {
 
   mutable std::mutex stats_mu_;
   LogStats stats_;
+  std::shared_ptr<Segment> writeback_segment_;  // start_writeback's progress (sync thread only)
+  std::uint64_t writeback_offset_ = 0;
   std::thread sync_thread_;
 };
 
