@@ -81,6 +81,8 @@ SegmentLog::SegmentLog(std::filesystem::path dir, SegmentLogOptions options, std
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw IoError("cannot create log directory", dir_, ec.value());
+  dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) throw IoError("cannot open log directory", dir_, errno);
   LogRecovery local;
   const auto t0 = std::chrono::steady_clock::now();
   recover(replay_after, min_next_lsn, replay, report ? *report : local);
@@ -102,6 +104,12 @@ SegmentLog::~SegmentLog() {
     left.swap(waiters_);
   }
   for (auto& [_, cb] : left) cb("the log was closed before the record was synced");
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+int SegmentLog::sync_directory() const {
+  if (::fsync(dir_fd_) == 0) return 0;
+  return errno;
 }
 
 void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn, const ReplayFn& replay, LogRecovery& report) {
@@ -117,6 +125,7 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
                       std::to_string(replay_after) + ": records are missing");
   }
   std::uint64_t last_size = 0;
+  bool last_read = false;  // whether closed_.back() was read (and last_size is its size), not skipped
   bool cut = false;
   std::string buffer;  // one for every segment: its pages are faulted in once
   for (std::size_t s = 0; s < found.size(); ++s) {
@@ -138,6 +147,7 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
       seg->path = path;
       seg->first_lsn = first;
       closed_.push_back(seg);
+      last_read = false;
       const auto size = std::filesystem::file_size(path);
       report.bytes += size;
       stats_.bytes += size;
@@ -218,6 +228,7 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
     report.bytes += pos;
     stats_.bytes += pos;
     last_size = pos;
+    last_read = true;
   }
   // The record a checkpoint starts after is never released from the log:
   // a log that ends before it lost files (an acknowledged record after the
@@ -231,8 +242,11 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
                       "changed. Restore the wal directory, or start with --repair-log to go on from the checkpoint");
   }
   next_lsn_ = std::max(expected, min_next_lsn);
-  // The newest segment stays open for appends, unless numbering jumped.
-  if (!closed_.empty() && closed_.back()->first_lsn <= next_lsn_ && expected == next_lsn_) {
+  // The newest segment stays open for appends, unless numbering jumped or
+  // it was not read (the segment after it, before the checkpoint's start,
+  // was a torn header and went: appends need the true size of the file they
+  // go to, to cut a failed write back).
+  if (!closed_.empty() && last_read && closed_.back()->first_lsn <= next_lsn_ && expected == next_lsn_) {
     current_ = closed_.back();
     closed_.pop_back();
     current_->fd = ::open(current_->path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -244,6 +258,7 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
   }
   stats_.segments = closed_.size() + 1;
   fsync_directory(dir_);
+  names_synced_ = names_created_;
   // What was read may sit in the page cache only (a process crash under
   // --fsync off): make it durable once, for every closed segment at once.
   const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -270,7 +285,7 @@ void SegmentLog::open_new_segment(std::uint64_t first_lsn) {
     ::unlink(seg->path.c_str());
     throw;
   }
-  dir_unsynced_ = true;
+  ++names_created_;
   if (current_) closed_.push_back(std::move(current_));
   current_ = std::move(seg);
   current_bytes_ = kSegmentHeaderBytes;
@@ -376,29 +391,29 @@ void SegmentLog::sync_loop() {
     std::string error;
     if (target > durable_lsn_ && failure_.empty()) {
       auto seg = current_;  // kept alive through the fsync even if a roll closes it
-      const bool new_names = std::exchange(dir_unsynced_, false);
+      // Every record up to target lies in a segment created by now: its name
+      // is durable once a directory fsync that began after this point ends.
+      const std::uint64_t names = names_created_;
+      const bool new_names = names_synced_ < names;
       lock.unlock();
       const auto t0 = std::chrono::steady_clock::now();
       const int rc = ::fdatasync(seg->fd);
       const int err = errno;
-      // A segment a roll created is durable once its name is too.
-      std::string dir_error;
-      if (rc == 0 && new_names) {
-        try {
-          fsync_directory(dir_);
-        } catch (const IoError& e) {
-          dir_error = e.what();
-        }
-      }
+      const int dir_err = rc == 0 && new_names ? sync_directory() : 0;
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       lock.lock();
       if (rc != 0) {
         // After a failed fsync the page cache can no longer be trusted
         // (the kernel may have dropped the dirty pages): stop taking records.
         fail("fsync of log segment '" + seg->path.string() + "' failed: " + std::strerror(err));
-      } else if (!dir_error.empty()) {
-        fail("sync of the log directory failed: " + dir_error);
+      } else if (dir_err != 0) {
+        fail("fsync of the log directory '" + dir_.string() + "' failed: " + std::strerror(dir_err));
       } else {
+        if (new_names) {
+          names_synced_ = std::max(names_synced_, names);
+          std::lock_guard s(stats_mu_);
+          ++stats_.directory_syncs;
+        }
         std::lock_guard s(stats_mu_);
         ++stats_.fsyncs;
         stats_.fsync_seconds_sum += dt;
@@ -423,7 +438,9 @@ void SegmentLog::sync_loop() {
 void SegmentLog::start_writeback(std::unique_lock<std::mutex>& lock) {
   if (!current_ || !failure_.empty()) return;
   // A segment closed since the last call: the rest of it (to its end), then
-  // the open one from its start.
+  // the open one from its start. (Segments opened and closed within one
+  // interval are left to the kernel: a roll every 100 ms is not this log's
+  // load.)
   std::shared_ptr<Segment> closed;
   std::uint64_t closed_from = 0;
   if (writeback_segment_ != current_) {
@@ -434,10 +451,14 @@ void SegmentLog::start_writeback(std::unique_lock<std::mutex>& lock) {
   const std::uint64_t from = writeback_offset_, to = current_bytes_;
   writeback_offset_ = to;
   lock.unlock();
-  // Errors are not reported here: a page that fails to write is reported by
-  // the next fdatasync of the file (a checkpoint's sync), which fails the log.
+  // Errors are not reported here: with SYNC_FILE_RANGE_WRITE alone (no
+  // wait) a page that fails to write leaves its error on the file for the
+  // next fdatasync (a checkpoint's sync), which fails the log.
   if (closed) ::sync_file_range(closed->fd, static_cast<off_t>(closed_from), 0, SYNC_FILE_RANGE_WRITE);
   if (to > from) ::sync_file_range(seg->fd, static_cast<off_t>(from), static_cast<off_t>(to - from), SYNC_FILE_RANGE_WRITE);
+  // A segment release() removed meanwhile closes here, not under mu_
+  // (closing an unlinked segment frees its blocks: tens of ms).
+  closed.reset();
   lock.lock();
 }
 
@@ -453,7 +474,8 @@ void SegmentLog::sync() {
     if (!closed->synced) segments.push_back(closed);
   }
   segments.push_back(current_);
-  const bool new_names = std::exchange(dir_unsynced_, false);
+  const std::uint64_t names = names_created_;
+  const bool new_names = names_synced_ < names;
   lock.unlock();
   for (const auto& seg : segments) {
     if (::fdatasync(seg->fd) != 0) {
@@ -464,16 +486,19 @@ void SegmentLog::sync() {
     }
   }
   if (new_names) {
-    try {
-      fsync_directory(dir_);
-    } catch (const IoError& e) {
+    if (const int err = sync_directory(); err != 0) {
       lock.lock();
-      fail(std::string("sync of the log directory failed: ") + e.what());
+      fail("fsync of the log directory '" + dir_.string() + "' failed: " + std::strerror(err));
       throw LogUnavailable(failure_);
     }
   }
   lock.lock();
   for (std::size_t i = 0; i + 1 < segments.size(); ++i) segments[i]->synced = true;  // closed: for good
+  if (new_names) {
+    names_synced_ = std::max(names_synced_, names);
+    std::lock_guard s(stats_mu_);
+    ++stats_.directory_syncs;
+  }
   durable_lsn_ = std::max(durable_lsn_, target);
   lock.unlock();
   cv_.notify_all();  // waiters now covered are answered by the sync thread

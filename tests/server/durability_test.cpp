@@ -714,15 +714,19 @@ TEST(Durability, ADataDirectoryWithAnExactNamespaceLoads) {
 //   batch with Idempotency-Key golden-key-1 across both namespaces: x, y
 //   weight 3, x into topk:user:42 (no timestamps: the receive time, not
 //   stored) and a 1 at 1700000010 into golden_c;
-//   SIGTERM (checkpoint: records 1-4, the key in the manifest); restart;
-//   batch with Idempotency-Key golden-key-2: c 4 and café 0.001 at
-//   1700000020; batch: z 0.5, x into topk:user:42; SIGKILL (records 5-6 in
-//   the log only, golden-key-2 only there).
+//   SIGTERM (checkpoint: records 1-4, the creates and both batches, the
+//   key in the manifest); restart;
+//   record 5, batch with Idempotency-Key golden-key-2: c 4 and café 0.001
+//   at 1700000020; record 6, batch: z 0.5, x into topk:user:42; record 7,
+//   create late (wall clock, all-time, k 2); record 8, batch: p, q weight 2
+//   into late (no timestamps); SIGKILL (records 5-8 in the log only,
+//   golden-key-2 only there).
 TEST(Durability, ADataDirectoryWithACompactLogLoads) {
   const auto dir = testing::make_temp_dir("ebb-golden-v11");
   std::filesystem::copy(std::filesystem::path(EBB_TEST_DATA) / "golden" / "datadir-v11", dir, std::filesystem::copy_options::recursive);
-  // The keys were received in 2026: remembered for long enough to be asked.
-  EbbServer server(dir, {"--checkpoint-interval", "1h", "--idempotency-window", "100000h"});
+  // The keys were received in 2026: remembered for long enough (a century)
+  // to be asked whenever the test runs.
+  EbbServer server(dir, {"--checkpoint-interval", "1h", "--idempotency-window", "1000000h"});
   HttpClient c(server.port());
   EXPECT_EQ(metric(c, "ebb_recovery_records_replayed"), 4);
   const std::string all_time =

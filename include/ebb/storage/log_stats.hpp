@@ -17,6 +17,7 @@ struct LogStats {
   std::uint64_t records = 0;   // records appended since start
   std::uint64_t append_errors = 0;
   std::uint64_t fsyncs = 0;
+  std::uint64_t directory_syncs = 0;  // fsyncs of the log directory (a new segment's name)
   double fsync_seconds_sum = 0;
   std::array<std::uint64_t, kFsyncBuckets.size() + 1> fsync_buckets{};
   std::uint64_t group_records_sum = 0;

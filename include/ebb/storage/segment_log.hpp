@@ -86,9 +86,11 @@ class SegmentLog final : public EventLog {
   // event loop at a roll, where an fdatasync waits behind whatever the disk
   // is writing back (tens of ms under a checkpoint). Its bytes are made
   // durable with its records (the open segment is what the sync thread and
-  // sync() flush) and its name by the directory sync they make when
-  // dir_unsynced_ says so.
+  // sync() flush) and its name by the directory fsync they make first
+  // (names_created_ / names_synced_).
   void open_new_segment(std::uint64_t first_lsn);  // mu_ held
+  // fsync of the log directory: 0 or the errno. mu_ not held.
+  int sync_directory() const;
   void sync_loop();
   // --fsync off: starts the kernel's writeback of what was appended since
   // the last call (sync_file_range, no wait, no durability claimed), so the
@@ -106,7 +108,14 @@ class SegmentLog final : public EventLog {
   std::uint64_t current_bytes_ = 0;
   std::uint64_t next_lsn_ = 1;
   std::uint64_t durable_lsn_ = 0;
-  bool dir_unsynced_ = false;  // a segment was created since the log directory was last synced
+  // Segments created, and how many of those the log directory's last
+  // completed fsync covers. A sync path reads the first before its
+  // fdatasync and raises the second only once its own directory fsync has
+  // returned, so two paths syncing at once cannot vouch for each other's
+  // unfinished fsync.
+  std::uint64_t names_created_ = 0;
+  std::uint64_t names_synced_ = 0;
+  int dir_fd_ = -1;  // held open: a directory fsync cannot then fail for want of a descriptor
   std::string failure_;
   std::multimap<std::uint64_t, DurableCallback> waiters_;
   bool stop_ = false;
