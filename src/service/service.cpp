@@ -2,6 +2,7 @@
 #include "ebb/service/service.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <future>
 #include <map>
@@ -92,7 +93,18 @@ std::uint64_t Service::State::append(std::string_view payload) {
     return wal->append(payload);
   } catch (const storage::LogUnavailable& e) {
     ++persist_failures;
-    log->error("log append failed: {}", e.what());
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    std::int64_t last = append_error_logged_at.load(std::memory_order_relaxed);
+    if ((last == 0 || now - last >= 1'000'000'000) && append_error_logged_at.compare_exchange_strong(last, now)) {
+      const std::uint64_t unlogged = append_errors_unlogged.exchange(0);
+      if (unlogged == 0) {
+        log->error("log append failed: {}", e.what());
+      } else {
+        log->error("log append failed: {} ({} more failed since the last of these lines)", e.what(), unlogged);
+      }
+    } else {
+      append_errors_unlogged.fetch_add(1, std::memory_order_relaxed);
+    }
     throw unavailable(e.what());
   }
 }

@@ -189,6 +189,10 @@ struct Service::State {
   ServiceMetrics counters;  // namespaces and log filled at read
   std::string checkpoint_error;
   std::atomic<std::uint64_t> idempotent_replays{0}, persist_failures{0}, overloaded{0};
+  // A full disk fails every write: its error is logged at most once a
+  // second, with how many failed in between (the count is in /metrics).
+  std::atomic<std::int64_t> append_error_logged_at{0};  // steady clock, ns; 0: never
+  std::atomic<std::uint64_t> append_errors_unlogged{0};
   std::atomic<std::uint64_t> answer_cache_hits{0}, answer_cache_misses{0};
 
   // A background thread running `pass` every `seconds` until `stop`; a pass

@@ -962,6 +962,14 @@ TEST(Durability, AFullDiskRefusesWritesAndLosesNothingAcknowledged) {
       }
     }
     ASSERT_EQ(refused, 1);
+    // More writes while the disk is full: each is refused, and the server's
+    // log says so once a second, not once a write.
+    for (int i = 0; i < 30; ++i) ASSERT_EQ(c.request("POST", "/events", big).status, 503);
+    const std::string log = server.log();
+    std::size_t lines = 0;
+    for (std::size_t at = log.find("log append failed"); at != std::string::npos; at = log.find("log append failed", at + 1)) ++lines;
+    EXPECT_GE(lines, 1u);
+    EXPECT_LT(lines, 31u) << log;
     const double acknowledged = stat(c, "f", "total_weight");
     EXPECT_GE(metric(c, "ebb_wal_append_errors_total"), 1);
     std::filesystem::remove(filler_path);  // room again
