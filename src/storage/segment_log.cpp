@@ -85,7 +85,12 @@ SegmentLog::SegmentLog(std::filesystem::path dir, SegmentLogOptions options, std
   if (dir_fd_ < 0) throw IoError("cannot open log directory", dir_, errno);
   LogRecovery local;
   const auto t0 = std::chrono::steady_clock::now();
-  recover(replay_after, min_next_lsn, replay, report ? *report : local);
+  try {
+    recover(replay_after, min_next_lsn, replay, report ? *report : local);
+  } catch (...) {
+    ::close(dir_fd_);  // no destructor runs for a constructor that throws
+    throw;
+  }
   (report ? *report : local).seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   durable_lsn_ = next_lsn_ - 1;  // what recovery read is on disk
   sync_thread_ = std::thread([this] { sync_loop(); });
@@ -257,17 +262,11 @@ void SegmentLog::recover(std::uint64_t replay_after, std::uint64_t min_next_lsn,
     open_new_segment(next_lsn_);
   }
   stats_.segments = closed_.size() + 1;
-  fsync_directory(dir_);
+  if (const int err = sync_directory(); err != 0) throw IoError("cannot sync directory", dir_, err);
   names_synced_ = names_created_;
   // What was read may sit in the page cache only (a process crash under
   // --fsync off): make it durable once, for every closed segment at once.
-  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0 || ::syncfs(dir_fd) != 0) {
-    const int err = errno;
-    if (dir_fd >= 0) ::close(dir_fd);
-    throw IoError("cannot sync the log directory", dir_, err);
-  }
-  ::close(dir_fd);
+  if (::syncfs(dir_fd_) != 0) throw IoError("cannot sync the log directory", dir_, errno);
   for (auto& seg : closed_) seg->synced = true;
 }
 
@@ -409,11 +408,7 @@ void SegmentLog::sync_loop() {
       } else if (dir_err != 0) {
         fail("fsync of the log directory '" + dir_.string() + "' failed: " + std::strerror(dir_err));
       } else {
-        if (new_names) {
-          names_synced_ = std::max(names_synced_, names);
-          std::lock_guard s(stats_mu_);
-          ++stats_.directory_syncs;
-        }
+        if (new_names) names_durable(names);
         std::lock_guard s(stats_mu_);
         ++stats_.fsyncs;
         stats_.fsync_seconds_sum += dt;
@@ -433,6 +428,12 @@ void SegmentLog::sync_loop() {
     for (auto& cb : ready) cb(error);
     lock.lock();
   }
+}
+
+void SegmentLog::names_durable(std::uint64_t names) {
+  names_synced_ = std::max(names_synced_, names);
+  std::lock_guard s(stats_mu_);
+  ++stats_.directory_syncs;
 }
 
 void SegmentLog::start_writeback(std::unique_lock<std::mutex>& lock) {
@@ -494,11 +495,7 @@ void SegmentLog::sync() {
   }
   lock.lock();
   for (std::size_t i = 0; i + 1 < segments.size(); ++i) segments[i]->synced = true;  // closed: for good
-  if (new_names) {
-    names_synced_ = std::max(names_synced_, names);
-    std::lock_guard s(stats_mu_);
-    ++stats_.directory_syncs;
-  }
+  if (new_names) names_durable(names);
   durable_lsn_ = std::max(durable_lsn_, target);
   lock.unlock();
   cv_.notify_all();  // waiters now covered are answered by the sync thread
@@ -542,11 +539,7 @@ void SegmentLog::release(std::uint64_t upto) {
     stats_.bytes -= std::min<std::uint64_t>(stats_.bytes, removed_bytes);
     stats_.segments = closed_.size() + 1;
   }
-  try {
-    fsync_directory(dir_);
-  } catch (const IoError&) {
-    // Best effort: a segment that comes back after a crash is skipped by LSN.
-  }
+  (void)sync_directory();  // best effort: a segment that comes back after a crash is skipped by LSN
   old.clear();  // the descriptors close here, under no lock
 }
 

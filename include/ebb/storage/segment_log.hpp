@@ -91,6 +91,9 @@ class SegmentLog final : public EventLog {
   void open_new_segment(std::uint64_t first_lsn);  // mu_ held
   // fsync of the log directory: 0 or the errno. mu_ not held.
   int sync_directory() const;
+  // A directory fsync that began once `names` segments existed has
+  // returned: their names are durable. mu_ held.
+  void names_durable(std::uint64_t names);
   void sync_loop();
   // --fsync off: starts the kernel's writeback of what was appended since
   // the last call (sync_file_range, no wait, no durability claimed), so the
