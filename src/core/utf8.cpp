@@ -41,4 +41,35 @@ std::size_t utf8_valid_prefix(std::string_view s) noexcept {
   return n;
 }
 
+bool all_nonempty_ascii(std::span<const std::string_view> strings) noexcept {
+  std::uint64_t high = 0;  // the high bits seen
+  bool empty = false;
+  for (const std::string_view s : strings) {
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    std::uint64_t a = 0, b = 0;
+    if (n >= 8) {
+      // The first and last 8 bytes (overlapping when n < 16), and the
+      // middle 8 at a time.
+      std::memcpy(&a, p, 8);
+      std::memcpy(&b, p + n - 8, 8);
+      for (std::size_t i = 8; i + 8 < n; i += 8) {
+        std::uint64_t m;
+        std::memcpy(&m, p + i, 8);
+        a |= m;
+      }
+    } else if (n >= 4) {
+      std::uint32_t x, y;
+      std::memcpy(&x, p, 4);
+      std::memcpy(&y, p + n - 4, 4);
+      a = x | y;
+    } else if (n > 0) {
+      a = p[0] | p[n / 2] | p[n - 1];
+    }
+    empty |= n == 0;
+    high |= a | b;
+  }
+  return !empty && (high & 0x8080808080808080ULL) == 0;
+}
+
 }  // namespace ebb

@@ -97,6 +97,7 @@ Outcome create_key(Context& c, const std::string& key, const std::string& spec_j
 }
 
 void check_items(std::span<const std::string_view> items) {
+  if (all_nonempty_ascii(items)) return;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].empty()) refuse("ERR item " + std::to_string(i + 1) + ": must not be empty");
     if (const std::size_t valid = utf8_valid_prefix(items[i]); valid != items[i].size()) {
@@ -148,27 +149,42 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
                              std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe,
                              std::span<const std::uint64_t> hashes) {
   std::vector<engine::Event> events;
-  std::vector<std::size_t> position;  // the item each event is
-  std::vector<std::uint64_t> event_hashes;
   events.reserve(items.size());  // (a pipelined run: thousands)
-  position.reserve(items.size());
-  event_hashes.reserve(hashes.size());
   std::size_t bytes = 0;
+  bool zeros = false;  // an increment of 0: nothing to count, no event
   for (std::size_t i = 0; i < items.size(); ++i) {
     bytes += items[i].size();
-    if (weights[i] == 0) continue;  // an increment of 0: nothing to count
+    if (weights[i] == 0) {
+      zeros = true;
+      continue;
+    }
     events.push_back({items[i], c.received_at, weights[i]});
-    position.push_back(i);
-    if (!hashes.empty()) event_hashes.push_back(hashes[i]);
   }
   if (events.empty()) return {};
-  std::vector<std::string_view> namespaces(events.size(), key);
+  // The events' hashes: the items' own, unless zeros were left out.
+  std::vector<std::uint64_t> event_hashes;
+  if (zeros && !hashes.empty()) {
+    event_hashes.reserve(events.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (weights[i] != 0) event_hashes.push_back(hashes[i]);
+    }
+    hashes = event_hashes;
+  }
+  // The item event j is (for an error's words).
+  const auto position = [&](std::size_t j) {
+    if (!zeros) return j;
+    std::size_t i = 0;
+    for (std::size_t seen = 0;; ++i) {
+      if (weights[i] != 0 && seen++ == j) return i;
+    }
+  };
+  const std::string_view ns = key;
   service::IngestRequest req;
   req.events = events;
-  req.namespaces = namespaces;
+  req.namespaces = std::span(&ns, 1);  // (every event's)
   req.received_at = c.received_at;
   req.body_bytes = bytes;
-  req.hashes = event_hashes;
+  req.hashes = hashes;
   req.observe = observe;
   try {
     return c.commands.service().ingest(req);
@@ -180,10 +196,10 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
     const auto open = what.find("events["), close = what.find(']', open);
     if (open == std::string_view::npos || close == std::string_view::npos) throw;
     const auto index = parse_integer(what.substr(open + 7, close - open - 7));
-    if (!index || *index < 0 || static_cast<std::size_t>(*index) >= position.size()) throw;
+    if (!index || *index < 0 || static_cast<std::size_t>(*index) >= events.size()) throw;
     std::string_view rest = what.substr(close + 1);
     if (rest.starts_with(".item_id")) rest.remove_prefix(8);
-    refuse("ERR item " + std::to_string(position[static_cast<std::size_t>(*index)] + 1) + std::string(rest));
+    refuse("ERR item " + std::to_string(position(static_cast<std::size_t>(*index)) + 1) + std::string(rest));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "ebb/resp/protocol.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace ebb::resp {
@@ -20,6 +21,16 @@ int hex_digit(char c) {
 }
 
 }  // namespace
+
+std::size_t CommandReader::bulk_start(std::string_view data, std::size_t at) noexcept {
+  // Digits after the '$' at `at`, at most 9 (no overflow), then CRLF.
+  const std::size_t limit = std::min(data.size(), at + 1 + 9 + 2);
+  std::size_t i = at + 1, len = 0;
+  while (i < limit && data[i] >= '0' && data[i] <= '9') len = len * 10 + static_cast<std::size_t>(data[i++] - '0');
+  if (i == at + 1 || i + 1 >= limit || data[i] != '\r' || data[i + 1] != '\n') return 0;
+  bulk_length_ = len;
+  return i + 2;
+}
 
 void CommandReader::reset() {
   expected_ = -1;
@@ -60,6 +71,20 @@ CommandReader::Status CommandReader::read(std::string_view data) {
   while (static_cast<long long>(spans_.size()) < expected_) {
     if (pos_ >= data.size()) return Status::incomplete;
     if (data[pos_] != '$') return fail(std::string("expected '$', got '") + data[pos_] + "'");
+    // The usual bulk, read in one pass: "$", 1-9 digits, CRLF, the bytes,
+    // CRLF, all in the buffer and within the limits. Anything else (a sign,
+    // a longer number, a line or bulk not all there yet, a limit passed)
+    // takes the general path below, which says what is wrong.
+    if (const std::size_t start = bulk_start(data, pos_); start != 0) {
+      const std::size_t len = bulk_length_;
+      const std::size_t end = start + len;
+      if (len <= limits_.max_bulk_bytes && end + 2 <= limits_.max_command_bytes && end + 2 <= data.size() && data[end] == '\r' &&
+          data[end + 1] == '\n') {
+        spans_.emplace_back(start, len);
+        pos_ = end + 2;
+        continue;
+      }
+    }
     const std::size_t eol = data.find("\r\n", pos_);
     if (eol == std::string_view::npos) {
       if (data.size() - pos_ > 32) return fail("invalid bulk length");

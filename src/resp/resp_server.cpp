@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ebb/resp/reply.hpp"
+#include "input_buffer.hpp"
 
 namespace ebb::resp {
 
@@ -101,7 +102,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     try {
       while (!client_.quit && !broken_ && !closing_ && !blocked_ && backlog() < server_.options.max_reply_backlog) {
         reader_.set_limits(reader_limits());
-        const auto status = reader_.read(std::string_view(in_).substr(in_begin_));
+        const auto status = reader_.read(in_.unread());
         if (status == CommandReader::Status::incomplete) break;
         if (status == CommandReader::Status::error) {
           // Redis's way: the error, then the connection closes (what follows
@@ -113,7 +114,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
           broken_ = true;
           break;
         }
-        in_begin_ += reader_.consumed();
+        in_.consume(reader_.consumed());
         if (reader_.args().empty()) continue;
         if (const auto entry = Commands::batch_entry(reader_.args()); entry && run_batch(*entry)) continue;
         std::string reply;
@@ -133,11 +134,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       server_.log->error("resp: connection {} closed: {}", client_.id, e.what());
       broken_ = true;
     }
-    // Consumed bytes leave the buffer once they are half of it.
-    if (in_begin_ > 0 && in_begin_ * 2 >= in_.size()) {
-      in_.erase(0, in_begin_);
-      in_begin_ = 0;
-    }
+    if (!reading_) in_.shrink();  // (a read under way lands in the buffer as it is)
   }
 
   // Pipelined TOPK.ADD / INCRBY (the command just read, `first`): the ones
@@ -149,7 +146,8 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     // Looking ahead reads small commands only: one larger than this is
     // read by the main reader alone (never scanned twice at length).
     static constexpr std::size_t kMaxLookAheadBytes = 64u << 10;
-    if (in_begin_ >= in_.size() || in_[in_begin_] != '*') return false;  // nothing (framed) follows yet
+    const std::string_view data = in_.unread();
+    if (data.empty() || data[0] != '*') return false;  // nothing (framed) follows yet
     const std::size_t max_items = server_.commands.max_batch_items();
     std::size_t items = first.items;
     if (items >= max_items) return false;
@@ -157,8 +155,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     auto limits = reader_limits();
     limits.max_command_bytes = std::min(limits.max_command_bytes, kMaxLookAheadBytes);
     CommandReader ahead(limits);
-    const std::string_view data(in_);
-    std::size_t at = in_begin_;
+    std::size_t at = 0;
     while (run.size() < kMaxRunCommands && at < data.size() && data[at] == '*') {
       if (ahead.read(data.substr(at)) != CommandReader::Status::complete) break;
       const auto next = Commands::batch_entry(ahead.args());
@@ -168,7 +165,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       at += ahead.consumed();
     }
     if (run.size() == 1) return false;
-    in_begin_ = at;
+    in_.consume(at);
     if (server_.commands.clustered()) {
       defer(server_.commands.deferred_batch(client_, run));  // its replies in one slot: they leave together anyway
       return true;
@@ -327,10 +324,11 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     // While a command runs off the loop, the commands behind it wait in the
     // buffer: read on only while they are few (a pipeline of a million is
     // read as it is run, not held whole).
-    const bool waiting_full = blocked_ && in_.size() - in_begin_ >= server_.options.max_reply_backlog;
+    const bool waiting_full = blocked_ && in_.size() >= server_.options.max_reply_backlog;
     if (!reading_ && !waiting_full && backlog() < server_.options.max_reply_backlog) {
       reading_ = true;
-      socket_.async_read_some(net::buffer(chunk_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+      const auto space = in_.space();
+      socket_.async_read_some(net::buffer(space.data(), space.size()), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
         self->reading_ = false;
         if (ec) {
           // The client left (or shutdown closed the socket): replies still
@@ -338,7 +336,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
           self->closing_ = true;
           return self->close();
         }
-        self->in_.append(self->chunk_.data(), n);
+        self->in_.commit(n);
         self->process();
         self->pump();
       });
@@ -357,12 +355,10 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   Impl& server_;
   CommandReader reader_;
   ClientState client_;
-  std::string in_;
-  std::size_t in_begin_ = 0;
+  InputBuffer in_;
   std::string out_, sending_;
   std::deque<Pending> pending_;
   std::size_t pending_bytes_ = 0;
-  std::array<char, 64 * 1024> chunk_{};
   bool reading_ = false, writing_ = false, closing_ = false, broken_ = false, closed_ = false, blocked_ = false;
 };
 

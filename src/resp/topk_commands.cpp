@@ -384,7 +384,8 @@ service::Commit count_and_answer(Context& c, const std::string& key, std::span<c
       if (!listed(after, k)) expelled.push_back(k);
     }
   }
-  std::vector<std::optional<std::string_view>> answer(items.size());
+  // (Sized only when someone left: most batches name nobody.)
+  std::vector<std::optional<std::string_view>> answer(expelled.empty() ? 0 : items.size());
   std::vector<std::string_view> named;
   std::size_t next = 0;
   for (std::size_t i = 0; i < items.size() && next < expelled.size(); ++i) {

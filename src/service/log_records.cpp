@@ -45,6 +45,27 @@ struct SizedWriter {
   void fixed(T v) {
     raw(&v, sizeof v);
   }
+  // raw() for the usual short item: two overlapping copies of 16, 8 or 4
+  // bytes instead of a call to memcpy for a length it must dispatch on
+  // (within the n bytes at each end: nothing past either is read or written).
+  void short_raw(const char* v, std::size_t n) {
+    if (n > 32) return raw(v, n);
+    if (n > 16) {
+      std::memcpy(p, v, 16);
+      std::memcpy(p + n - 16, v + n - 16, 16);
+    } else if (n >= 8) {
+      std::memcpy(p, v, 8);
+      std::memcpy(p + n - 8, v + n - 8, 8);
+    } else if (n >= 4) {
+      std::memcpy(p, v, 4);
+      std::memcpy(p + n - 4, v + n - 4, 4);
+    } else if (n > 0) {
+      p[0] = v[0];
+      p[n / 2] = v[n / 2];
+      p[n - 1] = v[n - 1];
+    }
+    p += n;
+  }
   void varint(std::uint64_t v) {  // LEB128: 7 bits a byte, low first
     while (v >= 0x80) {
       *p++ = static_cast<char>(v | 0x80);
@@ -177,7 +198,7 @@ void encode_batch_compact(std::string& out, const BatchRecord& r) {
     for (const auto& e : g.events) {
       const auto head = compact_head(e, received_bits);
       w.varint(head);
-      w.raw(e.item.data(), e.item.size());
+      w.short_raw(e.item.data(), e.item.size());
       if (head & kOwnTime) fixed(e.time);
       if (head & kOwnWeight) fixed(e.weight);
     }

@@ -210,7 +210,9 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
 Commit Service::ingest(const IngestRequest& req) {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (req.events.size() != req.namespaces.size()) throw std::logic_error("ingest: one namespace per event");
+  if (req.events.size() != req.namespaces.size() && req.namespaces.size() != 1) {
+    throw std::logic_error("ingest: one namespace per event, or one for all");
+  }
   if (req.events.empty()) return {};
   auto at_event = [&](std::size_t i) {
     std::string at = "events[" + std::to_string(i) + "]";
@@ -263,7 +265,8 @@ Commit Service::ingest(const IngestRequest& req) {
   };
   std::vector<Target> targets;
   const std::string_view first_ns = req.namespaces.front();
-  const bool single = std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
+  const bool single =
+      req.namespaces.size() == 1 || std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
   if (single) {
     targets.push_back({s.require_known(first_ns, at_event(0) + ".namespace"), {}, {}, {}});
   } else {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <vector>
 #include <thread>
 
 #include "ebb/core/error.hpp"
@@ -678,6 +679,43 @@ TEST(JsonWriter, AnyBytesGiveValidJsonAndValidUtf8RoundTrips) {
     std::string_view parsed;
     ASSERT_EQ(parser.parse(json).get(parsed), simdjson::SUCCESS) << json;
     ASSERT_EQ(parsed, s);
+  }
+}
+
+TEST(Utf8, AllNonemptyAsciiSeesEveryByteOfEveryKey) {
+  // Every length up to 40 (the short paths, the overlapping 8-byte loads,
+  // the middle loop), a high bit at each position of one key among others,
+  // and an empty key anywhere: each is found. Each key lies in a buffer of
+  // its own length, so a load past a key's end is AddressSanitizer's.
+  for (std::size_t n = 1; n <= 40; ++n) {
+    std::vector<std::string> keys = {"a", std::string(n, 'b'), "ccccccccc"};
+    auto views = [&] { return std::vector<std::string_view>(keys.begin(), keys.end()); };
+    EXPECT_TRUE(all_nonempty_ascii(views())) << n;
+    for (std::size_t at = 0; at < n; ++at) {
+      for (const char bad : {'\x80', '\xC3', '\xFF'}) {
+        keys[1].assign(n, 'b');
+        keys[1][at] = bad;
+        EXPECT_FALSE(all_nonempty_ascii(views())) << n << " " << at;
+      }
+    }
+    keys[1].assign(n, '\x7F');  // the highest ASCII byte
+    EXPECT_TRUE(all_nonempty_ascii(views())) << n;
+    keys[1].clear();
+    EXPECT_FALSE(all_nonempty_ascii(views())) << n;
+  }
+  EXPECT_TRUE(all_nonempty_ascii({}));
+  // It agrees with the full check on random keys.
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<std::string> keys(1 + rng() % 4);
+    for (auto& k : keys) {
+      k.resize(rng() % 30);
+      for (auto& c : k) c = static_cast<char>(rng() % 100 == 0 ? 0x80 + rng() % 128 : rng() % 128);
+    }
+    const std::vector<std::string_view> views(keys.begin(), keys.end());
+    bool expected = true;
+    for (const auto& k : keys) expected = expected && !k.empty() && std::all_of(k.begin(), k.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    ASSERT_EQ(all_nonempty_ascii(views), expected) << round;
   }
 }
 

@@ -52,6 +52,56 @@ TEST(RespReader, ACommandSplitAtAnyByteReadsTheSame) {
   }
 }
 
+// A bulk's length line of plain digits is read by a quicker path than the
+// rest (a sign, ten digits or more, a missing LF): both read the same
+// lengths and refuse the same things with the same words.
+TEST(RespReader, EveryLengthSpellingReadsAsFromChars) {
+  struct Case {
+    std::string bytes;
+    Status status;
+    std::vector<std::string> args;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"*1\r\n$003\r\nabc\r\n", Status::complete, {"abc"}, ""},
+      {"*1\r\n$-0\r\n\r\n", Status::complete, {""}, ""},
+      {"*1\r\n$000000000000000003\r\nabc\r\n", Status::complete, {"abc"}, ""},  // 18 digits: the general path
+      {"*1\r\n$+3\r\nabc\r\n", Status::error, {}, "Protocol error: invalid bulk length"},
+      {"*1\r\n$3 \r\nabc\r\n", Status::error, {}, "Protocol error: invalid bulk length"},
+      {"*1\r\n$\r\n\r\n", Status::error, {}, "Protocol error: invalid bulk length"},
+      {"*1\r\n$3\rxab", Status::incomplete, {}, ""},  // no CRLF yet (as any line still arriving)
+      {"*1\r\n$3\rxabc\r\n", Status::error, {}, "Protocol error: invalid bulk length"},  // the line ends at the later CRLF
+      {"*1\r\n$3\rxabcdefghijklmnopqrstuvwxyz0123456789\r\n", Status::error, {}, "Protocol error: invalid bulk length"},
+      {"*1\r\n$123456789\r\nab", Status::error, {}, "Protocol error: invalid bulk length (123456789 bytes; the limit is 1048576)"},
+      {"*1\r\n$1234567890\r\nab", Status::error, {}, "Protocol error: invalid bulk length (1234567890 bytes; the limit is 1048576)"},
+      {"*1\r\n$99999999999999999999\r\n", Status::error, {}, "Protocol error: invalid bulk length"},  // past long long
+      {"*2\r\n$1\r\na\r\n$2\r\nb", Status::incomplete, {}, ""},
+      {"*1\r\n$1\r\nab\r\n", Status::error, {}, "Protocol error: a bulk string is longer than its stated length"},
+  };
+  for (const auto& c : cases) {
+    CommandReader r({});
+    EXPECT_EQ(r.read(c.bytes), c.status) << c.bytes;
+    if (c.status == Status::complete) {
+      EXPECT_EQ(words(r), c.args) << c.bytes;
+      EXPECT_EQ(r.consumed(), c.bytes.size()) << c.bytes;
+    }
+    if (c.status == Status::error) EXPECT_EQ(r.error(), c.error) << c.bytes;
+  }
+  // The limits hold on the quick path too: a bulk of 5 bytes against 4, a
+  // command one byte past its limit.
+  ProtocolLimits limits;
+  limits.max_bulk_bytes = 4;
+  limits.max_command_bytes = 20;
+  CommandReader r(limits);
+  EXPECT_EQ(r.read("*1\r\n$5\r\nabcde\r\n"), Status::error);
+  EXPECT_EQ(r.error(), "Protocol error: invalid bulk length (5 bytes; the limit is 4)");
+  CommandReader s(limits);
+  EXPECT_EQ(s.read("*2\r\n$1\r\na\r\n$4\r\nabcd\r\n"), Status::error);  // 21 bytes
+  EXPECT_EQ(s.error(), "Protocol error: a command of more than 20 bytes");
+  CommandReader t(limits);
+  EXPECT_EQ(t.read("*2\r\n$1\r\na\r\n$3\r\nabc\r\n"), Status::complete);  // 20 bytes: within
+}
+
 TEST(RespReader, LimitsAndMalformedFramingAreProtocolErrors) {
   ProtocolLimits limits;
   limits.max_arguments = 3;

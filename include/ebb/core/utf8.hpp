@@ -5,6 +5,7 @@
 // text must be UTF-8 (RFC 8259), and keys read from files are arbitrary
 // bytes, so whatever puts a key into JSON checks it with these.
 #include <cstddef>
+#include <span>
 #include <string_view>
 
 namespace ebb {
@@ -47,5 +48,12 @@ inline Utf8Step utf8_step(const unsigned char* p, std::size_t n) noexcept {
 // The length of the longest prefix of s that is valid UTF-8: s.size() when
 // all of it is.
 std::size_t utf8_valid_prefix(std::string_view s) noexcept;
+
+// Whether every string is non-empty and all its bytes ASCII: then each is
+// valid UTF-8. One pass over many short keys with no branch on their
+// contents (a key's bytes are or-ed together in at most a few loads), for
+// the usual batch; a false answer sends the caller to the checks above,
+// which say which key and byte.
+bool all_nonempty_ascii(std::span<const std::string_view> strings) noexcept;
 
 }  // namespace ebb

@@ -54,6 +54,11 @@ class CommandReader {
  private:
   Status fail(std::string message);
   Status read_inline(std::string_view data);
+  // Where the bytes of the bulk whose '$' is at data[at] begin, its length
+  // in bulk_length_, when its length line is plain digits (at most 9) and
+  // CRLF; 0 otherwise (the caller's general path reads it).
+  std::size_t bulk_start(std::string_view data, std::size_t at) noexcept;
+  std::size_t bulk_length_ = 0;
   void reset();
 
   ProtocolLimits limits_;

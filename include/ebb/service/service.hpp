@@ -92,7 +92,7 @@ struct Commit {
 
 struct IngestRequest {
   std::span<const engine::Event> events;
-  std::span<const std::string_view> namespaces;  // one per event
+  std::span<const std::string_view> namespaces;  // one per event, or one for every event
   std::span<const std::size_t> lines;            // optional: each event's input line, named in errors
   std::span<const std::uint64_t> hashes;         // optional: hash_key() of each event's item, when the caller has them
   double received_at = 0;                        // wall clock; also the default event time
