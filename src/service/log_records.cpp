@@ -168,9 +168,16 @@ void encode_batch(std::string& out, const BatchRecord& r) {
 }
 
 void encode_batch_compact(std::string& out, const BatchRecord& r) {
-  const auto received_bits = std::bit_cast<std::uint64_t>(r.received_at);
-  std::size_t size = 1 + 8 + 1 + (r.key ? varint_size(r.key->key.size()) + r.key->key.size() + 8 : 0) + varint_size(r.groups.size());
-  for (const auto& g : r.groups) {
+  std::vector<BatchGroupView> groups;
+  groups.reserve(r.groups.size());
+  for (const auto& g : r.groups) groups.push_back({g.ns, g.events});
+  encode_batch_compact(out, r.received_at, r.key, groups);
+}
+
+void encode_batch_compact(std::string& out, double received_at, const std::optional<IdempotencyStamp>& key, std::span<const BatchGroupView> groups) {
+  const auto received_bits = std::bit_cast<std::uint64_t>(received_at);
+  std::size_t size = 1 + 8 + 1 + (key ? varint_size(key->key.size()) + key->key.size() + 8 : 0) + varint_size(groups.size());
+  for (const auto& g : groups) {
     size += varint_size(g.ns.size()) + g.ns.size() + varint_size(g.events.size());
     for (const auto& e : g.events) {
       const auto head = compact_head(e, received_bits);
@@ -185,14 +192,14 @@ void encode_batch_compact(std::string& out, const BatchRecord& r) {
     w.raw(v.data(), v.size());
   };
   fixed(static_cast<std::uint8_t>(kCompactBatchByte));
-  fixed(r.received_at);
-  fixed(static_cast<std::uint8_t>(r.key ? 1 : 0));
-  if (r.key) {
-    str(r.key->key);
-    fixed(r.key->body_hash);
+  fixed(received_at);
+  fixed(static_cast<std::uint8_t>(key ? 1 : 0));
+  if (key) {
+    str(key->key);
+    fixed(key->body_hash);
   }
-  w.varint(r.groups.size());
-  for (const auto& g : r.groups) {
+  w.varint(groups.size());
+  for (const auto& g : groups) {
     str(g.ns);
     w.varint(g.events.size());
     for (const auto& e : g.events) {

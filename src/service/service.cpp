@@ -176,7 +176,7 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
   std::vector<EventClockCheck> clocks;
   std::uint64_t revisions = 0;  // a retry after a namespace changed is another batch
   for (const auto& t : targets) {
-    hashes.push_back(t.hashes);
+    hashes.emplace_back(t.hashes.begin(), t.hashes.end());
     configs.emplace(t.entry->name, t.entry->config_lsn);  // read under the entry's lock, which ingest holds
     revisions = mix64(revisions ^ t.entry->config_lsn);
     // An event clock: the catalog's, as the batch was checked against it,
@@ -261,19 +261,20 @@ Commit Service::ingest(const IngestRequest& req) {
     EntryPtr entry;
     std::vector<std::size_t> indices;  // empty: every event
     std::vector<engine::Event> events;
-    std::vector<std::uint64_t> hashes;  // hash_key() of each of its events
+    std::vector<std::uint64_t> own_hashes;
+    std::span<const std::uint64_t> hashes;  // hash_key() of each of its events (the request's, or own_hashes)
   };
   std::vector<Target> targets;
   const std::string_view first_ns = req.namespaces.front();
   const bool single =
       req.namespaces.size() == 1 || std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
   if (single) {
-    targets.push_back({s.require_known(first_ns, at_event(0) + ".namespace"), {}, {}, {}});
+    targets.push_back({s.require_known(first_ns, at_event(0) + ".namespace"), {}, {}, {}, {}});
   } else {
     std::map<std::string_view, std::vector<std::size_t>> groups;  // name order: a fixed lock order
     for (std::size_t i = 0; i < req.events.size(); ++i) groups[req.namespaces[i]].push_back(i);
     for (auto& [name, indices] : groups) {
-      Target t{s.require_known(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}};
+      Target t{s.require_known(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}, {}};
       t.events.reserve(t.indices.size());
       for (std::size_t i : t.indices) t.events.push_back(req.events[i]);
       targets.push_back(std::move(t));
@@ -286,20 +287,31 @@ Commit Service::ingest(const IngestRequest& req) {
   for (auto& t : targets) {
     const auto events = events_of(t);
     if (single && req.hashes.size() == req.events.size()) {
-      t.hashes.assign(req.hashes.begin(), req.hashes.end());
+      t.hashes = req.hashes;
       continue;
     }
-    t.hashes.resize(events.size());
-    for (std::size_t i = 0; i < events.size(); ++i) t.hashes[i] = hash_key(events[i].item);
+    t.own_hashes.resize(events.size());
+    for (std::size_t i = 0; i < events.size(); ++i) t.own_hashes[i] = hash_key(events[i].item);
+    t.hashes = t.own_hashes;
   }
 
-  // The record is built before any lock is taken.
-  BatchRecord record;
-  record.received_at = req.received_at;
-  if (req.idempotency_key) record.key = IdempotencyStamp{*req.idempotency_key, req.body_hash};
-  for (const auto& t : targets) record.groups.push_back({t.entry->name, {events_of(t).begin(), events_of(t).end()}});
+  // The record is built before any lock is taken (the log's from the
+  // events where they lie; the cluster's publisher takes a BatchRecord).
+  std::optional<IdempotencyStamp> stamp;
+  if (req.idempotency_key) stamp = IdempotencyStamp{*req.idempotency_key, req.body_hash};
   thread_local std::string payload;
-  if (s.wal) encode_batch_compact(payload, record);
+  if (s.wal) {
+    std::vector<BatchGroupView> groups;
+    groups.reserve(targets.size());
+    for (const auto& t : targets) groups.push_back({t.entry->name, events_of(t)});
+    encode_batch_compact(payload, req.received_at, stamp, groups);
+  }
+  BatchRecord record;
+  if (s.options.cluster) {
+    record.received_at = req.received_at;
+    record.key = stamp;
+    for (const auto& t : targets) record.groups.push_back({t.entry->name, {events_of(t).begin(), events_of(t).end()}});
+  }
 
   std::vector<std::unique_lock<std::shared_mutex>> locks;
   locks.reserve(targets.size());

@@ -51,6 +51,13 @@ struct BatchGroup {
   std::vector<engine::Event> events;  // items point into the record (or the request)
 };
 
+// A group as the encoders read it: the events where they lie (a request's,
+// not copied into a BatchRecord).
+struct BatchGroupView {
+  std::string_view ns;
+  std::span<const engine::Event> events;
+};
+
 struct IdempotencyStamp {
   std::string_view key;
   std::uint64_t body_hash = 0;
@@ -81,6 +88,8 @@ struct DistributionIncrRecord {
 
 void encode_batch(std::string& out, const BatchRecord& r);          // type 1
 void encode_batch_compact(std::string& out, const BatchRecord& r);  // type 7
+void encode_batch_compact(std::string& out, double received_at, const std::optional<IdempotencyStamp>& key,
+                          std::span<const BatchGroupView> groups);  // the same bytes
 void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r);
 std::string encode_admin(const AdminRecord& r);
 
