@@ -6,9 +6,10 @@
 // idle or chatty connection holds kMinRead), doubles while reads fill it (a
 // pipelining client: up to kMaxRead a read, so that one recv, one reply
 // write and one log record serve thousands of commands instead of one
-// 64 KiB slice each), and falls back once the client slows down and the
-// buffer is drained. A command longer than the space grows the buffer to
-// hold it (the reader's limits bound that).
+// 64 KiB slice each), and drops to what the client sends once it sends
+// little. A command longer than the space grows the buffer to hold it (the
+// reader's limits bound that); shrink() gives back a block much larger
+// than what is unread and the next read need.
 //
 // Views into unread() stay valid until the next space() or shrink(): the
 // bytes move only there. Neither may be called while a read into the last
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <string_view>
 
@@ -54,24 +56,44 @@ class InputBuffer {
       begin_ = 0;
       end_ = unread;
     }
-    return {data_.get() + end_, capacity_ - end_};
+    return {data_.get() + end_, read_};  // (a read of at most read_: the tail may be longer)
   }
 
   // `n` bytes were read into space(): a read that filled the space asked
-  // for offers twice as much next time, one of less than a quarter of it
-  // half as much.
+  // for offers twice as much next time; one of less than a quarter of it
+  // offers what fits it, doubled (a client that paused after a burst is
+  // back to a small read at once).
   void commit(std::size_t n) noexcept {
     end_ += n;
-    if (n >= read_) read_ = std::min(read_ * 2, kMaxRead);
-    else if (n < read_ / 4) read_ = std::max(read_ / 2, kMinRead);
+    if (n >= read_) {
+      read_ = std::min(read_ * 2, kMaxRead);
+    } else if (n < read_ / 4) {
+      std::size_t fit = kMinRead;
+      while (fit < 2 * n) fit *= 2;
+      read_ = fit;
+    }
   }
 
-  // Drained after a burst: gives back a block much larger than the reads
-  // now need (a connection that once pipelined does not keep its peak).
+  // Between reads (no read under way): a block more than four times what is
+  // unread and the next read need goes, the unread bytes moved to one that
+  // fits them and that read (a connection that once pipelined, or read one
+  // long command, does not keep its peak). Views into unread() move too.
   void shrink() noexcept {
-    if (begin_ != end_ || capacity_ <= 4 * read_) return;
-    data_.reset();
-    capacity_ = begin_ = end_ = 0;
+    const std::size_t unread = size();
+    if (capacity_ <= 4 * std::max(read_, unread)) return;
+    if (unread == 0) {
+      data_.reset();
+      capacity_ = begin_ = end_ = 0;
+      return;
+    }
+    const std::size_t fit = unread + read_;
+    std::unique_ptr<char[]> block(new (std::nothrow) char[fit]);
+    if (!block) return;  // (out of memory: the large block stays)
+    std::memcpy(block.get(), data_.get() + begin_, unread);
+    data_ = std::move(block);
+    capacity_ = fit;
+    begin_ = 0;
+    end_ = unread;
   }
 
  private:

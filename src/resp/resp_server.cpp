@@ -2,11 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include <array>
 #include <deque>
 #include <boost/asio.hpp>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -326,8 +326,17 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     // read as it is run, not held whole).
     const bool waiting_full = blocked_ && in_.size() >= server_.options.max_reply_backlog;
     if (!reading_ && !waiting_full && backlog() < server_.options.max_reply_backlog) {
+      std::span<char> space;
+      try {
+        space = in_.space();
+      } catch (const std::exception& e) {
+        // Out of memory for the next read: as process() does, this
+        // connection goes (the others are not its doing).
+        server_.log->error("resp: connection {} closed: {}", client_.id, e.what());
+        broken_ = true;
+        return close();
+      }
       reading_ = true;
-      const auto space = in_.space();
       socket_.async_read_some(net::buffer(space.data(), space.size()), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
         self->reading_ = false;
         if (ec) {

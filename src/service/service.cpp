@@ -262,7 +262,9 @@ Commit Service::ingest(const IngestRequest& req) {
     std::vector<std::size_t> indices;  // empty: every event
     std::vector<engine::Event> events;
     std::vector<std::uint64_t> own_hashes;
-    std::span<const std::uint64_t> hashes;  // hash_key() of each of its events (the request's, or own_hashes)
+    // hash_key() of each of its events: the request's, or own_hashes (set
+    // once `targets` is complete; a Target is never copied after that).
+    std::span<const std::uint64_t> hashes;
   };
   std::vector<Target> targets;
   const std::string_view first_ns = req.namespaces.front();

@@ -63,28 +63,39 @@ TEST(InputBuffer, TheOfferGrowsWhileReadsFillItAndFallsBackAfter) {
   // A read of between a quarter and all of the offer keeps it.
   read_into(b, std::string(InputBuffer::kMaxRead / 4, 'y'));
   EXPECT_EQ(b.read_size(), InputBuffer::kMaxRead);
-  // Short reads halve it, down to the least.
-  for (std::size_t want = InputBuffer::kMaxRead / 2; want >= InputBuffer::kMinRead; want /= 2) {
-    read_into(b, "z");
-    EXPECT_EQ(b.read_size(), want);
-  }
+  // A shorter one offers what fits it, doubled: 40 KiB -> 128 KiB, then
+  // one byte -> the least at once (a client pausing after a burst).
+  read_into(b, std::string(40u << 10, 'w'));
+  EXPECT_EQ(b.read_size(), 128u << 10);
   read_into(b, "z");
   EXPECT_EQ(b.read_size(), InputBuffer::kMinRead);
-  // Drained, the block of the burst goes; with bytes unread, it stays.
+  // Between reads, a block far larger than what is unread and the next
+  // read need is given back: with bytes unread, they move to one that fits.
+  const std::string unread(b.unread());
+  ASSERT_GT(b.capacity(), 4 * unread.size());
+  b.consume(unread.size() - 10);
   b.shrink();
-  EXPECT_GT(b.capacity(), 4 * b.read_size());  // (unread bytes: kept)
-  b.consume(b.size());
-  b.shrink();
-  EXPECT_EQ(b.capacity(), 0u);
-  EXPECT_EQ(b.unread(), "");
-  read_into(b, "after");
-  EXPECT_EQ(b.unread(), "after");
-  EXPECT_EQ(b.capacity(), InputBuffer::kMinRead);
+  EXPECT_EQ(b.unread(), unread.substr(unread.size() - 10));
+  EXPECT_EQ(b.capacity(), 10 + InputBuffer::kMinRead);
+  b.shrink();  // (already fits: nothing moves)
+  EXPECT_EQ(b.capacity(), 10 + InputBuffer::kMinRead);
+  // Drained after a burst, the block goes altogether.
+  InputBuffer c;
+  for (int i = 0; i < 5; ++i) {  // offers of 16 to 256 KiB, each filled
+    read_into(c, std::string(c.read_size(), 'x'));
+    c.consume(c.size());
+  }
+  read_into(c, "z");  // the burst ends
+  c.consume(c.size());
+  EXPECT_GT(c.capacity(), 4 * c.read_size());
+  c.shrink();
+  EXPECT_EQ(c.capacity(), 0u);
+  EXPECT_EQ(c.unread(), "");
+  read_into(c, "after");
+  EXPECT_EQ(c.unread(), "after");
+  EXPECT_EQ(c.capacity(), InputBuffer::kMinRead);
 }
 
-// The session consumes commands while a read is under way (a command run
-// off the loop finishes meanwhile): the read's bytes must land after the
-// ones left, not over the start of a buffer that looked drained.
 TEST(InputBuffer, BytesConsumedWhileAReadIsUnderWayLeaveItsSpaceWhereItWas) {
   InputBuffer b;
   read_into(b, "*1\r\n$4\r\nPING\r\n");

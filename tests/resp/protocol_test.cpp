@@ -75,6 +75,9 @@ TEST(RespReader, EveryLengthSpellingReadsAsFromChars) {
       {"*1\r\n$123456789\r\nab", Status::error, {}, "Protocol error: invalid bulk length (123456789 bytes; the limit is 1048576)"},
       {"*1\r\n$1234567890\r\nab", Status::error, {}, "Protocol error: invalid bulk length (1234567890 bytes; the limit is 1048576)"},
       {"*1\r\n$99999999999999999999\r\n", Status::error, {}, "Protocol error: invalid bulk length"},  // past long long
+      // 2^64 + 3, the bytes there: a quick path reading past 9 digits would
+      // wrap it to 3 and take "abc".
+      {"*1\r\n$18446744073709551619\r\nabc\r\n", Status::error, {}, "Protocol error: invalid bulk length"},
       {"*2\r\n$1\r\na\r\n$2\r\nb", Status::incomplete, {}, ""},
       {"*1\r\n$1\r\nab\r\n", Status::error, {}, "Protocol error: a bulk string is longer than its stated length"},
   };
@@ -85,7 +88,9 @@ TEST(RespReader, EveryLengthSpellingReadsAsFromChars) {
       EXPECT_EQ(words(r), c.args) << c.bytes;
       EXPECT_EQ(r.consumed(), c.bytes.size()) << c.bytes;
     }
-    if (c.status == Status::error) EXPECT_EQ(r.error(), c.error) << c.bytes;
+    if (c.status == Status::error) {
+      EXPECT_EQ(r.error(), c.error) << c.bytes;
+    }
   }
   // The limits hold on the quick path too: a bulk of 5 bytes against 4, a
   // command one byte past its limit.
