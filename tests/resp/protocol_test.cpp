@@ -158,5 +158,18 @@ TEST(RespReply, EachTypeInBothProtocols) {
   EXPECT_EQ(both([](ReplyWriter& r) { r.verbatim("a:1"); }), (std::pair<std::string, std::string>{"$3\r\na:1\r\n", "=7\r\ntxt:a:1\r\n"}));
 }
 
+// nulls(n) is n null()s, after what the reply holds already.
+TEST(RespReply, NullsAreThatManyNulls) {
+  for (const int protocol : {2, 3}) {
+    const std::string one = protocol == 3 ? "_\r\n" : "$-1\r\n";
+    for (const std::size_t n : {0u, 1u, 2u, 7u, 100u, 129u}) {
+      std::string got = "*9\r\n", want = got;
+      ReplyWriter(got, protocol).nulls(n);
+      for (std::size_t i = 0; i < n; ++i) want += one;
+      EXPECT_EQ(got, want) << "RESP" << protocol << ", " << n << " nulls";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ebb::resp
