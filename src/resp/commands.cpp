@@ -131,7 +131,26 @@ void require_whole(const engine::Coverage& coverage) {
 std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items) {
   engine::TopKAnswer view;
   std::vector<double> out;
-  for (const auto& a : c.commands.service().counts(key, items, std::nullopt, view)) out.push_back(a.item.upper);
+  std::vector<engine::PointAnswer> answers;
+  try {
+    answers = c.commands.service().counts(key, items, std::nullopt, view);
+  } catch (const service::ServiceError& e) {
+    // The service names item_ids[i] (HTTP's field); the client sent
+    // arguments: named as ADD's errors name them, counted from 1.
+    const std::string_view what = e.what();
+    if (what.starts_with("item_ids: ")) {
+      std::string rest(what.substr(10));
+      if (const auto ids = rest.find(" ids ("); ids != std::string::npos) rest.replace(ids, 6, " items (");
+      refuse("ERR items: " + rest);
+    }
+    const auto close = what.find(']');
+    if (!what.starts_with("item_ids[") || close == std::string_view::npos) throw;
+    const auto index = parse_integer(what.substr(9, close - 9));
+    if (!index || *index < 0) throw;
+    refuse("ERR item " + std::to_string(*index + 1) + std::string(what.substr(close + 1)));
+  }
+  out.reserve(answers.size());
+  for (const auto& a : answers) out.push_back(a.item.upper);
   return out;
 }
 

@@ -32,9 +32,24 @@ std::size_t CommandReader::bulk_start(std::string_view data, std::size_t at) noe
   return i + 2;
 }
 
+namespace {
+
+// Argument tables larger than this are given back once their command is
+// done, not kept for the next: a command of a million arguments takes 16
+// MiB in each (spans and views), which an idle connection would hold.
+constexpr std::size_t kKeptArguments = 4096;
+
+template <typename T>
+void clear_keeping_little(std::vector<T>& v) noexcept {
+  if (v.capacity() > kKeptArguments) std::vector<T>().swap(v);
+  else v.clear();
+}
+
+}  // namespace
+
 void CommandReader::reset() {
   expected_ = -1;
-  spans_.clear();
+  clear_keeping_little(spans_);
   pos_ = 0;
 }
 
@@ -45,7 +60,7 @@ CommandReader::Status CommandReader::fail(std::string message) {
 }
 
 CommandReader::Status CommandReader::read(std::string_view data) {
-  args_.clear();
+  clear_keeping_little(args_);
   consumed_ = 0;
   if (data.empty()) return Status::incomplete;
   if (expected_ < 0) {

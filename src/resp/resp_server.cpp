@@ -312,13 +312,19 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       net::async_write(socket_, net::buffer(sending_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
         self->writing_ = false;
         self->sending_.clear();
+        // A large batch of replies' buffer is not kept by the connection
+        // (it would hold its peak, up to the backlog limit, while idle).
+        if (self->sending_.capacity() > kKeptReplyBytes) std::string().swap(self->sending_);
         if (ec) return self->close();
         self->process();
         self->pump();
       });
     }
-    if (client_.quit || broken_ || closing_) {
-      if (!writing_ && out_.empty() && pending_.empty()) close();
+    if (client_.quit || broken_ || closing_ || eof_) {
+      // (After the client's end, commands held back by a backlog or an
+      // admin command still run: process() goes on until the buffer holds
+      // no complete command.)
+      if (!writing_ && out_.empty() && pending_.empty() && !blocked_) close();
       return;
     }
     // While a command runs off the loop, the commands behind it wait in the
@@ -339,9 +345,19 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       reading_ = true;
       socket_.async_read_some(net::buffer(space.data(), space.size()), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
         self->reading_ = false;
+        if (ec == net::error::eof) {
+          // The client has sent all it will (a half-close: `nc -N`, a
+          // script's shutdown(SHUT_WR)), and may still read: the commands
+          // it sent run and every reply owed goes out (one waiting for the
+          // disk included) before the connection closes, as Redis does.
+          self->in_.commit(n);
+          self->eof_ = true;
+          self->process();
+          return self->pump();
+        }
         if (ec) {
-          // The client left (or shutdown closed the socket): replies still
-          // owed have nowhere to go; their writes stand.
+          // The connection failed (or shutdown closed the socket): replies
+          // still owed have nowhere to go; their writes stand.
           self->closing_ = true;
           return self->close();
         }
@@ -360,6 +376,10 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     socket_.close(ignored);
   }
 
+  // What a connection's reply buffers keep between writes: a pipelined
+  // run's replies (~55 KiB for a 256 KiB read of TOPK.ADD x100) fit.
+  static constexpr std::size_t kKeptReplyBytes = 64u << 10;
+
   tcp::socket socket_;
   Impl& server_;
   CommandReader reader_;
@@ -369,6 +389,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   std::deque<Pending> pending_;
   std::size_t pending_bytes_ = 0;
   bool reading_ = false, writing_ = false, closing_ = false, broken_ = false, closed_ = false, blocked_ = false;
+  bool eof_ = false;  // the client sent its end: nothing more is read
 };
 
 void RespServer::Impl::accept() {

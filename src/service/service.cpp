@@ -20,6 +20,10 @@
 namespace ebb::service {
 namespace {
 
+// What a thread's log record buffer keeps between batches (a pipelined
+// Redis-protocol run of 10,000+ events is ~200 KiB).
+constexpr std::size_t kKeptRecordBytes = 4u << 20;
+
 ServiceError unavailable(const std::string& why) {
   return {ErrorKind::unavailable, "persist_failed", "the server cannot persist writes now: " + why};
 }
@@ -302,6 +306,15 @@ Commit Service::ingest(const IngestRequest& req) {
   std::optional<IdempotencyStamp> stamp;
   if (req.idempotency_key) stamp = IdempotencyStamp{*req.idempotency_key, req.body_hash};
   thread_local std::string payload;
+  // Kept for the thread's next batch unless it is large: one batch of the
+  // largest size (a 64 MiB item refused or not) would otherwise stay with
+  // every thread that ingests.
+  struct KeepLittle {
+    std::string& buffer;
+    ~KeepLittle() {
+      if (buffer.capacity() > kKeptRecordBytes) std::string().swap(buffer);
+    }
+  } const keep_little{payload};
   if (s.wal) {
     std::vector<BatchGroupView> groups;
     groups.reserve(targets.size());

@@ -137,6 +137,27 @@ TEST(RespReader, LimitsAndMalformedFramingAreProtocolErrors) {
   EXPECT_EQ(r.read("*3\r\n$4\r\nabcd\r\n$4\r\nabcd\r\n$0\r\n\r\n"), Status::complete);  // 30 bytes: within
 }
 
+// A command of many arguments leaves its tables behind once the next read
+// starts (an idle connection held 16 MiB each after a million arguments).
+TEST(RespReader, ALargeCommandsTablesAreGivenBack) {
+  CommandReader r(ProtocolLimits{});
+  std::string big = "*100001\r\n$10\r\nTOPK.QUERY\r\n";
+  for (int i = 0; i < 100000; ++i) big += "$1\r\na\r\n";
+  ASSERT_EQ(r.read(big), CommandReader::Status::complete);
+  ASSERT_EQ(r.args().size(), 100001u);
+  EXPECT_GE(r.table_bytes(), 100001 * sizeof(std::string_view));  // (its own arguments, while they are read)
+  ASSERT_EQ(r.read("*1\r\n$4\r\nPING\r\n"), CommandReader::Status::complete);
+  EXPECT_EQ(r.args(), std::vector<std::string_view>{"PING"});
+  EXPECT_LE(r.table_bytes(), 2 * 4096 * sizeof(std::pair<std::size_t, std::size_t>));
+  // Commands of up to 4096 arguments keep theirs for the next.
+  std::string mid = "*4000\r\n$8\r\nTOPK.ADD\r\n";
+  for (int i = 1; i < 4000; ++i) mid += "$1\r\nb\r\n";
+  ASSERT_EQ(r.read(mid), CommandReader::Status::complete);
+  const std::size_t kept = r.table_bytes();
+  ASSERT_EQ(r.read("*1\r\n$4\r\nPING\r\n"), CommandReader::Status::complete);
+  EXPECT_EQ(r.table_bytes(), kept);
+}
+
 TEST(RespReply, EachTypeInBothProtocols) {
   auto both = [](auto write) {
     std::string two, three;

@@ -111,6 +111,8 @@ TEST_F(Resp, BadArgumentsGetRedisBloomsErrorsAndChangeNothing) {
       {{"TOPK.ADD", "t", "a", ""}, "(error) ERR item 2: must not be empty\n"},
       {{"TOPK.ADD", "t", "a", "b\xff"}, "(error) ERR item 2: must be UTF-8 text (byte 1 is not)\n"},
       {{"TOPK.INCRBY", "t", "a", "0", "b", "1", std::string(1025, 'x'), "1"}, "(error) ERR item 3: is 1025 bytes, longer than the limit of 1024\n"},
+      {{"TOPK.COUNT", "t", "a", std::string(1025, 'x')}, "(error) ERR item 2: must be 1 to 1024 bytes\n"},
+      {{"TOPK.COUNT", "t", ""}, "(error) ERR item 1: must be 1 to 1024 bytes\n"},
       {{"TOPK.RESERVE", "k\xff", "3"}, "(error) ERR name: must be UTF-8 text (byte 1 is not)\n"},
       {{"TOPK.RESERVE", "a\tb", "3"}, "(error) ERR name: must not hold control characters (byte 1 starts one)\n"},
       {{"TOPK.INFO", "nokey"}, "(error) TopK: key does not exist\n"},
@@ -150,6 +152,7 @@ TEST_F(Resp, CmsCommandsAnswerAsRedisBloomDoes) {
       {{"CMS.INITBYDIM", "d", "10", "0"}, "(error) CMS: invalid depth\n"},
       {{"CMS.INITBYDIM", "d", "10"}, "(error) ERR wrong number of arguments for 'cms.initbydim' command\n"},
       {{"CMS.INITBYDIM", "d", "10", "40"}, "(error) ERR sketch_depth: must be in [1, 32] (got 40)\n"},
+      {{"CMS.QUERY", "c", "a", "b", std::string(1025, 'x')}, "(error) ERR item 3: must be 1 to 1024 bytes\n"},
       {{"CMS.INITBYPROB", "d", "0", "0.01"}, "(error) CMS: invalid overestimation value\n"},
       {{"CMS.INITBYPROB", "d", "1", "0.01"}, "(error) CMS: invalid overestimation value\n"},
       {{"CMS.INITBYPROB", "d", "0.01", "0"}, "(error) CMS: invalid prob value\n"},
@@ -376,6 +379,34 @@ TEST_F(Resp, PipelinesInlineCommandsAndFramingErrors) {
   EXPECT_EQ(c.read_until_close(), "-ERR Protocol error: expected '$', got '#'\r\n");
   EXPECT_TRUE(c.eof());
   EXPECT_EQ(run({"TOPK.COUNT", "p", "zz"}), "1) (integer) 0\n");
+}
+
+// A client that sends its commands and then its end (a half-close) still
+// gets every reply: the writes' (which wait for the disk, --fsync batch
+// being the default), an admin command's (run off the event loop), and
+// those of commands held back behind it; then the server closes.
+TEST_F(Resp, AClientThatHalfClosesGetsEveryReply) {
+  RawConnection c(port_);
+  std::string batch = command({"TOPK.RESERVE", "h", "3"});
+  std::string expected = "+OK\r\n";
+  for (int i = 0; i < 500; ++i) {
+    batch += command({"TOPK.ADD", "h", "w"});
+    expected += "*1\r\n$-1\r\n";
+  }
+  batch += command({"TOPK.COUNT", "h", "w"}) + command({"DEL", "h"}) + command({"PING"});
+  expected += "*1\r\n:500\r\n:1\r\n+PONG\r\n";
+  ASSERT_TRUE(c.send(batch));
+  c.finish_sending();
+  EXPECT_EQ(c.read_until_close(), expected);
+  EXPECT_TRUE(c.eof());
+  // A write alone, its reply owed until its record is durable.
+  ASSERT_EQ(run({"TOPK.RESERVE", "h", "3"}), "OK\n");
+  RawConnection d(port_);
+  ASSERT_TRUE(d.send(command({"TOPK.ADD", "h", "v", "v"})));
+  d.finish_sending();
+  EXPECT_EQ(d.read_until_close(), "*2\r\n$-1\r\n$-1\r\n");
+  EXPECT_TRUE(d.eof());
+  EXPECT_EQ(run({"TOPK.COUNT", "h", "v"}), "1) (integer) 2\n");
 }
 
 // Pipelined TOPK.ADD / INCRBY on one key count as one batch: each command

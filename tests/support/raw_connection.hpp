@@ -39,6 +39,9 @@ class RawConnection {
     }
     return true;
   }
+  // Half-closes: the server reads the end of what was sent (as after
+  // `nc -N` or a script's shutdown(SHUT_WR)), and this side can still read.
+  void finish_sending() { ::shutdown(fd_, SHUT_WR); }
   bool readable(int timeout_ms) const {
     pollfd p{fd_, POLLIN, 0};
     return ::poll(&p, 1, timeout_ms) > 0;

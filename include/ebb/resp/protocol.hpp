@@ -50,6 +50,11 @@ class CommandReader {
   const std::vector<std::string_view>& args() const noexcept { return args_; }
   std::size_t consumed() const noexcept { return consumed_; }
   const std::string& error() const noexcept { return error_; }
+  // The bytes its argument tables hold (kept between commands up to 4096
+  // arguments' worth; a larger command's are given back once it is done).
+  std::size_t table_bytes() const noexcept {
+    return args_.capacity() * sizeof(std::string_view) + spans_.capacity() * sizeof(std::pair<std::size_t, std::size_t>);
+  }
 
  private:
   Status fail(std::string message);
