@@ -96,8 +96,10 @@ Outcome incrby(Context& c) {
   check_items(views);
   require_cms(c, key);
   std::vector<double> after;
+  bool applied = false;  // (single node: the observer saw the batch counted)
   service::Commit commit = ingest_items(c, key, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
     if (!counted) return;
+    applied = true;
     for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
   });
   // No counts from the observer (every increment 0, it failed, or cluster
@@ -109,12 +111,19 @@ Outcome incrby(Context& c) {
       if (const auto error = c.commands.wait_published(commit); !error.empty()) refuse("ERR " + error);
       commit = {};
     }
+    // Once something is counted, no error may read as a refusal: a client
+    // must not send the increments again.
+    const auto counted_but = [](std::string_view why) {
+      refuse("ERR the increments are counted, but their counts cannot be read now: " + std::string(why));
+    };
     try {
       after = upper_counts(c, key, items);
+    } catch (const CommandError& e) {
+      if (!published && !applied) throw;
+      counted_but(std::string_view(e.text).starts_with("ERR ") ? std::string_view(e.text).substr(4) : std::string_view(e.text));
     } catch (const std::exception& e) {
-      // (Not a refusal: a client must not send the increments again.)
-      if (published) refuse(std::string("ERR the increments are counted, but their counts cannot be read now: ") + e.what());
-      throw;
+      if (!published && !applied) throw;
+      counted_but(e.what());
     }
   }
   std::unordered_map<std::string_view, double> later;  // what the pairs after this one added to its item

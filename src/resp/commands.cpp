@@ -128,6 +128,19 @@ void require_whole(const engine::Coverage& coverage) {
   if (coverage.partial()) throw service::partitions_missing(coverage.missing, "the answer would leave its keys out (try again)");
 }
 
+namespace {
+
+// The service's refusal of one of a command's items (its element
+// `position` among the items, 0-based), in RESP's words: "ERR item 3: must
+// be 1 to 1024 bytes", counted from 1 as ADD's own checks count.
+[[noreturn]] void refuse_item(const service::ErrorElement& element, std::size_t position) {
+  std::string text = "ERR item " + std::to_string(position + 1) + ": ";
+  if (!element.field.empty() && element.field != "item_id") text += element.field + ": ";
+  refuse(text + element.problem);
+}
+
+}  // namespace
+
 std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items) {
   engine::TopKAnswer view;
   std::vector<double> out;
@@ -135,19 +148,11 @@ std::vector<double> upper_counts(Context& c, const std::string& key, std::span<c
   try {
     answers = c.commands.service().counts(key, items, std::nullopt, view);
   } catch (const service::ServiceError& e) {
-    // The service names item_ids[i] (HTTP's field); the client sent
-    // arguments: named as ADD's errors name them, counted from 1.
-    const std::string_view what = e.what();
-    if (what.starts_with("item_ids: ")) {
-      std::string rest(what.substr(10));
-      if (const auto ids = rest.find(" ids ("); ids != std::string::npos) rest.replace(ids, 6, " items (");
-      refuse("ERR items: " + rest);
+    if (e.element()) refuse_item(*e.element(), e.element()->index);
+    if (e.code() == "batch_too_large") {
+      refuse("ERR items: more than " + std::to_string(c.commands.service().limits().max_batch_events) + " items (--max-batch-events)");
     }
-    const auto close = what.find(']');
-    if (!what.starts_with("item_ids[") || close == std::string_view::npos) throw;
-    const auto index = parse_integer(what.substr(9, close - 9));
-    if (!index || *index < 0) throw;
-    refuse("ERR item " + std::to_string(*index + 1) + std::string(what.substr(close + 1)));
+    throw;
   }
   out.reserve(answers.size());
   for (const auto& a : answers) out.push_back(a.item.upper);
@@ -197,6 +202,22 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
       if (weights[i] != 0 && seen++ == j) return i;
     }
   };
+  // An increment of 0 is no event, so the service's checks would not see
+  // its item: every item is checked first, as it would be counted, so that
+  // a command is refused whole before any of it counts (a CMS.INCRBY reads
+  // every item's count after counting: a bad one there would refuse what
+  // was counted).
+  if (zeros) {
+    const std::size_t limit = c.commands.service().limits().max_batch_events;
+    if (items.size() > limit) refuse("ERR events: more than " + std::to_string(limit) + " events in one batch (--max-batch-events)");
+    try {
+      c.commands.service().check_event_items(key, items);
+    } catch (const service::ServiceError& e) {
+      if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
+      if (e.element()) refuse_item(*e.element(), e.element()->index);
+      throw;
+    }
+  }
   const std::string_view ns = key;
   service::IngestRequest req;
   req.events = events;
@@ -211,14 +232,8 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
     if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
     // The service names events[i]; the client sent items (zero increments
     // were not events): name the item.
-    const std::string_view what = e.what();
-    const auto open = what.find("events["), close = what.find(']', open);
-    if (open == std::string_view::npos || close == std::string_view::npos) throw;
-    const auto index = parse_integer(what.substr(open + 7, close - open - 7));
-    if (!index || *index < 0 || static_cast<std::size_t>(*index) >= events.size()) throw;
-    std::string_view rest = what.substr(close + 1);
-    if (rest.starts_with(".item_id")) rest.remove_prefix(8);
-    refuse("ERR item " + std::to_string(position(static_cast<std::size_t>(*index)) + 1) + std::string(rest));
+    if (e.element() && e.element()->index < events.size()) refuse_item(*e.element(), position(e.element()->index));
+    throw;
   }
 }
 

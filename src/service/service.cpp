@@ -337,7 +337,7 @@ Commit Service::ingest(const IngestRequest& req) {
       t.entry->ns.stage(events_of(t), t.hashes, req.received_at);
     } catch (const BatchError& e) {
       const std::size_t index = t.indices.empty() ? e.index() : t.indices[e.index()];
-      throw invalid("invalid_event", at_event(index) + "." + e.field() + ": " + e.message());
+      throw ServiceError(ErrorKind::invalid, "invalid_event", at_event(index) + "." + e.field() + ": " + e.message(), {index, e.field(), e.message()});
     }
   }
   if (s.options.cluster) return Commit{publish_to_cluster(s, record, targets, req)};
@@ -709,6 +709,19 @@ engine::TrendingAnswer Service::trending(const std::string& name, std::optional<
   return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count, since); });
 }
 
+void Service::check_event_items(const std::string& name, std::span<const std::string_view> items) const {
+  if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  auto e = s_->options.cluster ? s_->require_known(name, "namespace") : s_->require(name, "namespace");
+  std::shared_lock lock(e->mu);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    // (A valid weight and time: only the item can be wrong.)
+    if (const auto problem = engine::check_event(engine::Event{items[i], 0, 1}, e->ns.config())) {
+      throw ServiceError(ErrorKind::invalid, "invalid_event", "events[" + std::to_string(i) + "]." + problem->field + ": " + problem->message,
+                         {i, problem->field, problem->message});
+    }
+  }
+}
+
 std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::span<const std::string> items,
                                                  const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
                                                  std::optional<double> as_of) const {
@@ -723,12 +736,7 @@ std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::s
   answers.reserve(items.size());
   {
     std::shared_lock lock(e->mu);
-    const auto max_bytes = e->ns.config().max_item_bytes;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (items[i].empty() || items[i].size() > max_bytes) {
-        throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
-      }
-    }
+    service::check_item_ids(e->ns.config(), items);
     if (!as_of) {
       // One "now" for every item (and one reading of an exact view).
       answers = on_query([&] { return e->ns.counts(items, view); });

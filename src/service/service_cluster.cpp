@@ -153,12 +153,7 @@ std::vector<engine::PointAnswer> counts(const Service::State& s, const std::stri
   auto e = s.require_known(name, "namespace");
   {
     std::shared_lock lock(e->mu);
-    const auto max_bytes = e->ns.config().max_item_bytes;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (items[i].empty() || items[i].size() > max_bytes) {
-        throw invalid("invalid_field", "item_ids[" + std::to_string(i) + "]: must be 1 to " + std::to_string(max_bytes) + " bytes");
-      }
-    }
+    check_item_ids(e->ns.config(), items);
     on_query([&] { return e->ns.top(view, 1); });
     if (as_of) on_query([&] { return e->ns.top_at(view, 1, *as_of); });
   }

@@ -252,6 +252,20 @@ struct Service::State {
 // before it is logged: ServiceError invalid "invalid_field" naming the field.
 NamespaceSpec checked_patch(const NamespaceEntry& e, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
 
+// A point query's ids, checked before any is read: ServiceError invalid
+// "item_ids[i]: must be 1 to <max_item_bytes> bytes" (element i). The
+// caller holds the entry's lock.
+template <typename Id>
+void check_item_ids(const engine::NamespaceConfig& config, std::span<const Id> items) {
+  const auto max_bytes = config.max_item_bytes;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty() || items[i].size() > max_bytes) {
+      const std::string problem = "must be 1 to " + std::to_string(max_bytes) + " bytes";
+      throw ServiceError(ErrorKind::invalid, "invalid_field", "item_ids[" + std::to_string(i) + "]: " + problem, {i, "", problem});
+    }
+  }
+}
+
 // An unknown view or a bad k / item / time is the caller's mistake: 400
 // naming it.
 template <typename F>

@@ -111,6 +111,8 @@ TEST_F(Resp, BadArgumentsGetRedisBloomsErrorsAndChangeNothing) {
       {{"TOPK.ADD", "t", "a", ""}, "(error) ERR item 2: must not be empty\n"},
       {{"TOPK.ADD", "t", "a", "b\xff"}, "(error) ERR item 2: must be UTF-8 text (byte 1 is not)\n"},
       {{"TOPK.INCRBY", "t", "a", "0", "b", "1", std::string(1025, 'x'), "1"}, "(error) ERR item 3: is 1025 bytes, longer than the limit of 1024\n"},
+      // (An increment of 0 counts nothing, but its item is checked as one that counts.)
+      {{"TOPK.INCRBY", "t", "a", "1", std::string(1025, 'x'), "0"}, "(error) ERR item 2: is 1025 bytes, longer than the limit of 1024\n"},
       {{"TOPK.COUNT", "t", "a", std::string(1025, 'x')}, "(error) ERR item 2: must be 1 to 1024 bytes\n"},
       {{"TOPK.COUNT", "t", ""}, "(error) ERR item 1: must be 1 to 1024 bytes\n"},
       {{"TOPK.RESERVE", "k\xff", "3"}, "(error) ERR name: must be UTF-8 text (byte 1 is not)\n"},
@@ -162,6 +164,8 @@ TEST_F(Resp, CmsCommandsAnswerAsRedisBloomDoes) {
       {{"CMS.INCRBY", "c", "a", "1", "b", "10000000000000000"}, "(error) CMS: INCRBY overflow\n"},
       {{"CMS.INCRBY", "c", "a", "5", "b"}, "(error) ERR wrong number of arguments for 'cms.incrby' command\n"},
       {{"CMS.INCRBY", "nokey", "a", "1"}, "(error) CMS: key does not exist\n"},
+      // Refused whole, before a count is read back (it would refuse what was counted).
+      {{"CMS.INCRBY", "c", "a", "1", std::string(1025, 'x'), "0"}, "(error) ERR item 2: is 1025 bytes, longer than the limit of 1024\n"},
       {{"CMS.QUERY", "nokey", "a"}, "(error) CMS: key does not exist\n"},
       {{"CMS.INFO", "nokey"}, "(error) CMS: key does not exist\n"},
   };
@@ -497,6 +501,26 @@ TEST(RespLimits, ArgumentsAndBulkLengthAreEnforced) {
     EXPECT_EQ(c.read_bytes(want.size()), want);
     EXPECT_EQ(batches(server.port(), "l"), before + 3);
   }
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// An increment of 0 is no event, yet its pair counts towards the limit on
+// a command's items and its item is checked: the command is refused whole.
+TEST(RespLimits, IncrementsOfZeroCountTowardsTheLimits) {
+  const auto dir = testing::make_temp_dir("ebb-resp");
+  EbbServer server(dir, {"--resp-port", "0", "--max-batch-events", "2"});
+  const auto port = server.resp_port();
+  ASSERT_EQ(cli(port, {"TOPK.RESERVE", "t", "2"}), "OK\n");
+  ASSERT_EQ(cli(port, {"CMS.INITBYDIM", "c", "8", "2"}), "OK\n");
+  const std::string too_many = "(error) ERR events: more than 2 events in one batch (--max-batch-events)\n";
+  EXPECT_EQ(cli(port, {"TOPK.INCRBY", "t", "a", "1", "b", "0", "c", "0"}), too_many);
+  EXPECT_EQ(cli(port, {"CMS.INCRBY", "c", "a", "1", "b", "0", "c", "0"}), too_many);
+  EXPECT_EQ(cli(port, {"CMS.QUERY", "c", "a", "b", "c"}), "(error) ERR items: more than 2 items (--max-batch-events)\n");
+  // Nothing was counted.
+  EXPECT_EQ(cli(port, {"TOPK.LIST", "t"}), "(empty array)\n");
+  EXPECT_EQ(cli(port, {"CMS.QUERY", "c", "a", "b"}), "1) (integer) 0\n2) (integer) 0\n");
+  EXPECT_EQ(cli(port, {"CMS.INCRBY", "c", "a", "1", "b", "0"}), "1) (integer) 1\n2) (integer) 0\n");
   EXPECT_EQ(server.stop(), 0);
   std::filesystem::remove_all(dir);
 }
