@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "ebb/core/buffer_reuse.hpp"
+
 namespace ebb::resp {
 namespace {
 
@@ -39,17 +41,11 @@ namespace {
 // MiB in each (spans and views), which an idle connection would hold.
 constexpr std::size_t kKeptArguments = 4096;
 
-template <typename T>
-void clear_keeping_little(std::vector<T>& v) noexcept {
-  if (v.capacity() > kKeptArguments) std::vector<T>().swap(v);
-  else v.clear();
-}
-
 }  // namespace
 
 void CommandReader::reset() {
   expected_ = -1;
-  clear_keeping_little(spans_);
+  clear_keeping_at_most(spans_, kKeptArguments);
   pos_ = 0;
 }
 
@@ -60,7 +56,8 @@ CommandReader::Status CommandReader::fail(std::string message) {
 }
 
 CommandReader::Status CommandReader::read(std::string_view data) {
-  clear_keeping_little(args_);
+  clear_keeping_at_most(args_, kKeptArguments);
+  clear_keeping_at_most(inline_words_, kKeptArguments);  // (args_ pointed into them)
   consumed_ = 0;
   if (data.empty()) return Status::incomplete;
   if (expected_ < 0) {
@@ -139,7 +136,6 @@ CommandReader::Status CommandReader::read_inline(std::string_view data) {
   if (eol > limits_.max_inline_bytes) return fail("too big inline request");
   std::string_view line = data.substr(0, eol);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  inline_words_.clear();
   std::size_t i = 0;
   while (true) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "ebb/core/buffer_reuse.hpp"
 #include "ebb/resp/reply.hpp"
 #include "input_buffer.hpp"
 
@@ -311,10 +312,9 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
       out_.clear();
       net::async_write(socket_, net::buffer(sending_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
         self->writing_ = false;
-        self->sending_.clear();
         // A large batch of replies' buffer is not kept by the connection
         // (it would hold its peak, up to the backlog limit, while idle).
-        if (self->sending_.capacity() > kKeptReplyBytes) std::string().swap(self->sending_);
+        clear_keeping_at_most(self->sending_, kKeptReplyBytes);
         if (ec) return self->close();
         self->process();
         self->pump();
@@ -349,7 +349,9 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
           // The client has sent all it will (a half-close: `nc -N`, a
           // script's shutdown(SHUT_WR)), and may still read: the commands
           // it sent run and every reply owed goes out (one waiting for the
-          // disk included) before the connection closes, as Redis does.
+          // disk included) before the connection closes. (Redis frees the
+          // client at the zero read, but has written its replies by then:
+          // the same answers.)
           self->in_.commit(n);
           self->eof_ = true;
           self->process();

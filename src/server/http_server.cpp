@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "ebb/core/buffer_reuse.hpp"
 #include "ebb/core/clock.hpp"
 #include "ebb/core/duration.hpp"
 #include "ebb/server/metrics.hpp"
@@ -586,7 +587,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
     net::async_write(stream_, net::buffer(sending_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->clear_due();
       // A large answer's buffer is not kept by the connection.
-      if (self->sending_.capacity() > kIdleBufferBytes) std::string().swap(self->sending_);
+      clear_keeping_at_most(self->sending_, kIdleBufferBytes);
       if (ec) {
         self->flushing_ = false;
         self->after_flush_ = nullptr;

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "ebb/core/buffer_reuse.hpp"
 #include "ebb/core/clock.hpp"
 #include "ebb/core/error.hpp"
 #include "ebb/core/hash.hpp"
@@ -311,9 +312,7 @@ Commit Service::ingest(const IngestRequest& req) {
   // every thread that ingests.
   struct KeepLittle {
     std::string& buffer;
-    ~KeepLittle() {
-      if (buffer.capacity() > kKeptRecordBytes) std::string().swap(buffer);
-    }
+    ~KeepLittle() { clear_keeping_at_most(buffer, kKeptRecordBytes); }
   } const keep_little{payload};
   if (s.wal) {
     std::vector<BatchGroupView> groups;

@@ -156,6 +156,14 @@ TEST(RespReader, ALargeCommandsTablesAreGivenBack) {
   const std::size_t kept = r.table_bytes();
   ASSERT_EQ(r.read("*1\r\n$4\r\nPING\r\n"), CommandReader::Status::complete);
   EXPECT_EQ(r.table_bytes(), kept);
+  // An inline command's words too.
+  std::string words = "TOPK.QUERY";
+  for (int i = 0; i < 30000; ++i) words += " a";
+  ASSERT_EQ(r.read(words + "\r\n"), CommandReader::Status::complete);
+  ASSERT_EQ(r.args().size(), 30001u);
+  EXPECT_GE(r.table_bytes(), 30001 * sizeof(std::string));
+  ASSERT_EQ(r.read("*1\r\n$4\r\nPING\r\n"), CommandReader::Status::complete);
+  EXPECT_LE(r.table_bytes(), kept);
 }
 
 TEST(RespReply, EachTypeInBothProtocols) {

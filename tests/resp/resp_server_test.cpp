@@ -411,6 +411,34 @@ TEST_F(Resp, AClientThatHalfClosesGetsEveryReply) {
   EXPECT_EQ(d.read_until_close(), "*2\r\n$-1\r\n$-1\r\n");
   EXPECT_TRUE(d.eof());
   EXPECT_EQ(run({"TOPK.COUNT", "h", "v"}), "1) (integer) 2\n");
+  // A command the end cuts short is not run; the ones before it are.
+  RawConnection e(port_);
+  ASSERT_TRUE(e.send(command({"TOPK.ADD", "h", "u"}) + "*3\r\n$8\r\nTOPK.ADD\r\n$1\r\nh\r\n$1\r\nu"));
+  e.finish_sending();
+  EXPECT_EQ(e.read_until_close(), "*1\r\n$-1\r\n");
+  EXPECT_TRUE(e.eof());
+  EXPECT_EQ(run({"TOPK.COUNT", "h", "u"}), "1) (integer) 1\n");
+  // Commands held back behind replies the client has not taken (past the
+  // 4 MiB backlog, reading stops) still run after its end. (Sent from a
+  // thread: the server reads no further until this side reads.)
+  RawConnection f(port_);
+  const std::string value((1u << 20) - 64, 'x');
+  std::string echoes, replies;
+  for (int i = 0; i < 12; ++i) {
+    echoes += command({"ECHO", value});
+    replies += "$" + std::to_string(value.size()) + "\r\n" + value + "\r\n";
+  }
+  echoes += command({"PING"});
+  replies += "+PONG\r\n";
+  std::thread sender([&] {
+    (void)f.send(echoes);
+    f.finish_sending();
+  });
+  const std::string got = f.read_until_close();
+  sender.join();
+  EXPECT_EQ(got.size(), replies.size());
+  EXPECT_TRUE(got == replies);
+  EXPECT_TRUE(f.eof());
 }
 
 // Pipelined TOPK.ADD / INCRBY on one key count as one batch: each command

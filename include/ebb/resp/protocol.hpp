@@ -53,7 +53,8 @@ class CommandReader {
   // The bytes its argument tables hold (kept between commands up to 4096
   // arguments' worth; a larger command's are given back once it is done).
   std::size_t table_bytes() const noexcept {
-    return args_.capacity() * sizeof(std::string_view) + spans_.capacity() * sizeof(std::pair<std::size_t, std::size_t>);
+    return args_.capacity() * sizeof(std::string_view) + spans_.capacity() * sizeof(std::pair<std::size_t, std::size_t>) +
+           inline_words_.capacity() * sizeof(std::string);
   }
 
  private:
