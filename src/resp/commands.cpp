@@ -132,11 +132,12 @@ namespace {
 
 // The service's refusal of one of a command's items (its element
 // `position` among the items, 0-based), in RESP's words: "ERR item 3: must
-// be 1 to 1024 bytes", counted from 1 as ADD's own checks count.
+// be 1 to 1024 bytes", "ERR item 2.timestamp: ...", counted from 1 as ADD's
+// own checks count.
 [[noreturn]] void refuse_item(const service::ErrorElement& element, std::size_t position) {
-  std::string text = "ERR item " + std::to_string(position + 1) + ": ";
-  if (!element.field.empty() && element.field != "item_id") text += element.field + ": ";
-  refuse(text + element.problem);
+  std::string text = "ERR item " + std::to_string(position + 1);
+  if (!element.field.empty() && element.field != "item_id") text += "." + element.field;
+  refuse(text + ": " + element.problem);
 }
 
 }  // namespace
@@ -184,6 +185,20 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
     }
     events.push_back({items[i], c.received_at, weights[i]});
   }
+  // An increment of 0 is no event, so the service's checks would not see
+  // its item: every item is checked first, as it would be counted, so that
+  // a command is refused whole before any of it counts (a CMS.INCRBY reads
+  // every item's count after counting: a bad one there would refuse what
+  // was counted).
+  if (zeros) {
+    try {
+      c.commands.service().check_event_items(key, items);
+    } catch (const service::ServiceError& e) {
+      if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
+      if (e.element()) refuse_item(*e.element(), e.element()->index);
+      throw;
+    }
+  }
   if (events.empty()) return {};
   // The events' hashes: the items' own, unless zeros were left out.
   std::vector<std::uint64_t> event_hashes;
@@ -202,22 +217,6 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
       if (weights[i] != 0 && seen++ == j) return i;
     }
   };
-  // An increment of 0 is no event, so the service's checks would not see
-  // its item: every item is checked first, as it would be counted, so that
-  // a command is refused whole before any of it counts (a CMS.INCRBY reads
-  // every item's count after counting: a bad one there would refuse what
-  // was counted).
-  if (zeros) {
-    const std::size_t limit = c.commands.service().limits().max_batch_events;
-    if (items.size() > limit) refuse("ERR events: more than " + std::to_string(limit) + " events in one batch (--max-batch-events)");
-    try {
-      c.commands.service().check_event_items(key, items);
-    } catch (const service::ServiceError& e) {
-      if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
-      if (e.element()) refuse_item(*e.element(), e.element()->index);
-      throw;
-    }
-  }
   const std::string_view ns = key;
   service::IngestRequest req;
   req.events = events;

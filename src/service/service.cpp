@@ -212,6 +212,18 @@ std::uint64_t publish_to_cluster(Service::State& s, const BatchRecord& record, c
 
 }  // namespace
 
+namespace {
+
+// ServiceError too_large past --max-batch-events.
+void check_batch_size(const Service::State& s, std::size_t events) {
+  if (events > s.options.limits.max_batch_events) {
+    throw ServiceError(ErrorKind::too_large, "batch_too_large",
+                       "events: more than " + std::to_string(s.options.limits.max_batch_events) + " events in one batch (--max-batch-events)");
+  }
+}
+
+}  // namespace
+
 Commit Service::ingest(const IngestRequest& req) {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
@@ -224,10 +236,7 @@ Commit Service::ingest(const IngestRequest& req) {
     if (i < req.lines.size()) at += " (line " + std::to_string(req.lines[i]) + ")";
     return at;
   };
-  if (req.events.size() > s.options.limits.max_batch_events) {
-    throw ServiceError(ErrorKind::too_large, "batch_too_large",
-                       "events: more than " + std::to_string(s.options.limits.max_batch_events) + " events in one batch (--max-batch-events)");
-  }
+  check_batch_size(s, req.events.size());
   s.refuse_when_overloaded("batches");
   if (req.idempotency_key && (req.idempotency_key->empty() || req.idempotency_key->size() > s.options.limits.max_idempotency_key_bytes)) {
     throw invalid("bad_idempotency_key", "Idempotency-Key: must be 1 to " + std::to_string(s.options.limits.max_idempotency_key_bytes) + " bytes");
@@ -312,7 +321,7 @@ Commit Service::ingest(const IngestRequest& req) {
   // every thread that ingests.
   struct KeepLittle {
     std::string& buffer;
-    ~KeepLittle() { clear_keeping_at_most(buffer, kKeptRecordBytes); }
+    ~KeepLittle() { release_beyond(buffer, kKeptRecordBytes); }  // (not cleared: the next record's resize() fills only its growth)
   } const keep_little{payload};
   if (s.wal) {
     std::vector<BatchGroupView> groups;
@@ -710,6 +719,7 @@ engine::TrendingAnswer Service::trending(const std::string& name, std::optional<
 
 void Service::check_event_items(const std::string& name, std::span<const std::string_view> items) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
+  check_batch_size(*s_, items.size());
   auto e = s_->options.cluster ? s_->require_known(name, "namespace") : s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -255,8 +255,7 @@ NamespaceSpec checked_patch(const NamespaceEntry& e, const std::function<Namespa
 // A point query's ids, checked before any is read: ServiceError invalid
 // "item_ids[i]: must be 1 to <max_item_bytes> bytes" (element i). The
 // caller holds the entry's lock.
-template <typename Id>
-void check_item_ids(const engine::NamespaceConfig& config, std::span<const Id> items) {
+inline void check_item_ids(const engine::NamespaceConfig& config, std::span<const std::string> items) {
   const auto max_bytes = config.max_item_bytes;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].empty() || items[i].size() > max_bytes) {

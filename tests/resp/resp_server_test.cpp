@@ -113,6 +113,7 @@ TEST_F(Resp, BadArgumentsGetRedisBloomsErrorsAndChangeNothing) {
       {{"TOPK.INCRBY", "t", "a", "0", "b", "1", std::string(1025, 'x'), "1"}, "(error) ERR item 3: is 1025 bytes, longer than the limit of 1024\n"},
       // (An increment of 0 counts nothing, but its item is checked as one that counts.)
       {{"TOPK.INCRBY", "t", "a", "1", std::string(1025, 'x'), "0"}, "(error) ERR item 2: is 1025 bytes, longer than the limit of 1024\n"},
+      {{"TOPK.INCRBY", "t", std::string(1025, 'x'), "0"}, "(error) ERR item 1: is 1025 bytes, longer than the limit of 1024\n"},
       {{"TOPK.COUNT", "t", "a", std::string(1025, 'x')}, "(error) ERR item 2: must be 1 to 1024 bytes\n"},
       {{"TOPK.COUNT", "t", ""}, "(error) ERR item 1: must be 1 to 1024 bytes\n"},
       {{"TOPK.RESERVE", "k\xff", "3"}, "(error) ERR name: must be UTF-8 text (byte 1 is not)\n"},
@@ -166,6 +167,7 @@ TEST_F(Resp, CmsCommandsAnswerAsRedisBloomDoes) {
       {{"CMS.INCRBY", "nokey", "a", "1"}, "(error) CMS: key does not exist\n"},
       // Refused whole, before a count is read back (it would refuse what was counted).
       {{"CMS.INCRBY", "c", "a", "1", std::string(1025, 'x'), "0"}, "(error) ERR item 2: is 1025 bytes, longer than the limit of 1024\n"},
+      {{"CMS.INCRBY", "c", "a", "0", std::string(1025, 'x'), "0"}, "(error) ERR item 2: is 1025 bytes, longer than the limit of 1024\n"},
       {{"CMS.QUERY", "nokey", "a"}, "(error) CMS: key does not exist\n"},
       {{"CMS.INFO", "nokey"}, "(error) CMS: key does not exist\n"},
   };
@@ -544,6 +546,8 @@ TEST(RespLimits, IncrementsOfZeroCountTowardsTheLimits) {
   const std::string too_many = "(error) ERR events: more than 2 events in one batch (--max-batch-events)\n";
   EXPECT_EQ(cli(port, {"TOPK.INCRBY", "t", "a", "1", "b", "0", "c", "0"}), too_many);
   EXPECT_EQ(cli(port, {"CMS.INCRBY", "c", "a", "1", "b", "0", "c", "0"}), too_many);
+  EXPECT_EQ(cli(port, {"TOPK.INCRBY", "t", "a", "0", "b", "0", "c", "0"}), too_many);  // (no event at all)
+  EXPECT_EQ(cli(port, {"CMS.INCRBY", "c", "a", "0", "b", "0", "c", "0"}), too_many);
   EXPECT_EQ(cli(port, {"CMS.QUERY", "c", "a", "b", "c"}), "(error) ERR items: more than 2 items (--max-batch-events)\n");
   // Nothing was counted.
   EXPECT_EQ(cli(port, {"TOPK.LIST", "t"}), "(empty array)\n");

@@ -16,4 +16,12 @@ void clear_keeping_at_most(Buffer& buffer, std::size_t max_kept) noexcept {
   else buffer.clear();
 }
 
+// Gives `buffer`'s memory back when its capacity passed `max_kept`
+// elements, else leaves it as it is, contents and size too (a buffer
+// resized to about its last size next time is then not filled again).
+template <typename Buffer>
+void release_beyond(Buffer& buffer, std::size_t max_kept) noexcept {
+  if (buffer.capacity() > max_kept) Buffer().swap(buffer);
+}
+
 }  // namespace ebb

@@ -283,7 +283,7 @@ class Service {
   engine::TrendingAnswer trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
                                   std::optional<std::size_t> k, double min_count, std::optional<double> since = std::nullopt) const;
   // Throws what ingest() would refuse of these items as its events' item_id
-  // (empty, over the namespace's max_item_bytes: element i), counting
+  // (too many, one empty or over the namespace's max_item_bytes: element i), counting
   // nothing: a front end's check of every item of a command before any is
   // counted (an increment of 0 is no event, so ingest() never sees its item).
   void check_event_items(const std::string& name, std::span<const std::string_view> items) const;

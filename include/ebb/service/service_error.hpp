@@ -26,7 +26,7 @@ int http_status(ErrorKind kind) noexcept;
 
 // The element of a request's list an error is about (events[3].weight,
 // item_ids[0]), for a front end that names it in its own words (RESP's
-// "item 4", counted from 1 over the command's arguments).
+// "item 4", counted from 1 among the command's items).
 struct ErrorElement {
   std::size_t index = 0;  // in the list the service was given
   std::string field;      // within the element ("weight"); "" for the element itself
