@@ -97,7 +97,7 @@ Outcome incrby(Context& c) {
   require_cms(c, key);
   std::vector<double> after;
   bool applied = false;  // (single node: the observer saw the batch counted)
-  service::Commit commit = ingest_items(c, key, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
+  service::Commit commit = ingest_items(c, key, RedisKey::Type::cms, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
     if (!counted) return;
     applied = true;
     for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);

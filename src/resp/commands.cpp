@@ -170,8 +170,8 @@ service::RedisKey requested_shape(const service::NamespaceSpec& spec) {
   return r;
 }
 
-service::Commit ingest_items(Context& c, const std::string& key, std::span<const std::string_view> items, std::span<const double> weights,
-                             std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe,
+service::Commit ingest_items(Context& c, const std::string& key, service::RedisKey::Type type, std::span<const std::string_view> items,
+                             std::span<const double> weights, std::string_view no_key, const std::function<void(const engine::Namespace&, bool)>& observe,
                              std::span<const std::uint64_t> hashes) {
   std::vector<engine::Event> events;
   events.reserve(items.size());  // (a pipelined run: thousands)
@@ -225,10 +225,12 @@ service::Commit ingest_items(Context& c, const std::string& key, std::span<const
   req.body_bytes = bytes;
   req.hashes = hashes;
   req.observe = observe;
+  req.redis_type = type;
   try {
     return c.commands.service().ingest(req);
   } catch (const service::ServiceError& e) {
     if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
+    if (e.code() == "wrong_type") refuse(std::string(kWrongType));
     // The service names events[i]; the client sent items (zero increments
     // were not events): name the item.
     if (e.element() && e.element()->index < events.size()) refuse_item(*e.element(), position(e.element()->index));

@@ -326,7 +326,7 @@ service::Commit count_and_answer(Context& c, const std::string& key, std::span<c
       read_before = cluster_list(c, key);
     } catch (const service::ServiceError&) {
     }
-    commit = ingest_items(c, key, items, weights, kTopKNoKey, nullptr, hashes);
+    commit = ingest_items(c, key, service::RedisKey::Type::topk, items, weights, kTopKNoKey, nullptr, hashes);
     done = true;
     if (const auto error = c.commands.wait_published(commit); !error.empty()) {
       for (std::size_t j = 0; j < ends.size(); ++j) reply_for(j).error("ERR " + error);
@@ -347,7 +347,7 @@ service::Commit count_and_answer(Context& c, const std::string& key, std::span<c
     // one TOPK.ADD left last time when nothing else was counted since; after,
     // the same list unless the batch may have changed it.
     auto& caches = c.commands.list_caches();
-    commit = ingest_items(c, key, items, weights, kTopKNoKey, [&](const engine::Namespace& ns, bool counted) {
+    commit = ingest_items(c, key, service::RedisKey::Type::topk, items, weights, kTopKNoKey, [&](const engine::Namespace& ns, bool counted) {
         if (!counted) {
           // (A window's list also changes as time passes, with no batch:
           // its list before is read now, never the one left last time.)

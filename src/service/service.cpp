@@ -341,6 +341,9 @@ Commit Service::ingest(const IngestRequest& req) {
   for (auto& t : targets) locks.emplace_back(t.entry->mu);
   for (auto& t : targets) {
     if (t.entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + t.entry->name + "' was deleted");
+    if (req.redis_type && t.entry->spec.redis && t.entry->spec.redis->type != *req.redis_type) {
+      throw ServiceError(ErrorKind::conflict, "wrong_type", "namespace '" + t.entry->name + "' is a Redis key of another type");
+    }
     try {
       t.entry->ns.stage(events_of(t), t.hashes, req.received_at);
     } catch (const BatchError& e) {

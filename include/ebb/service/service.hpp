@@ -107,6 +107,12 @@ struct IngestRequest {
   // stop a logged batch from being counted, so an observer that fails must
   // leave its own answer marked as unknown.
   std::function<void(const engine::Namespace&, bool counted)> observe;
+  // RESP: the type of Redis key the command is for, checked under the
+  // namespace's lock with the rest of the batch, so that a key deleted and
+  // made again as the other type since the command's own check (DEL, then
+  // CMS.INITBYDIM) is not counted into: ServiceError conflict "wrong_type".
+  // (A namespace made over HTTP answers either.)
+  std::optional<RedisKey::Type> redis_type;
 };
 
 struct NamespaceInfo {
