@@ -186,10 +186,11 @@ Outcome merge(Context& c) {
   auto& service = c.commands.service();
   return {{}, deferred_reply(c.reply.protocol(), [&service, destination, sources = std::move(sources), weights = std::move(weights)](ReplyWriter& reply) {
             try {
-              service.merge(destination, sources, weights);
+              service.merge(destination, sources, weights, RedisKey::Type::cms);
             } catch (const service::ServiceError& e) {
               if (e.code() == "sum_overflow") refuse("CMS: MERGE overflow");
               if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));  // deleted meanwhile
+              if (e.code() == "wrong_type") refuse(std::string(kWrongType));              // made again as a top-K meanwhile
               throw;
             }
             reply.simple("OK");

@@ -105,8 +105,9 @@ long long whole_count(double upper);
 void check_items(std::span<const std::string_view> items);
 // Counts items (with their weights; 0: not counted) into the key through
 // the service, while it is a key of `type` (else WRONGTYPE, checked with
-// the batch: the key may have been made again since require_key()), `observe` seeing the namespace before and after (see
-// IngestRequest); errors name the item. Commit: wait for it before the reply.
+// the batch: the key may have been made again since require_key()),
+// `observe` seeing the namespace before and after (see IngestRequest);
+// errors name the item. Commit: wait for it before the reply.
 // `no_key` is the reply when the key is gone (deleted meanwhile). `hashes`:
 // hash_key() of each item when the caller has them (empty: the service's job).
 service::Commit ingest_items(Context& c, const std::string& key, service::RedisKey::Type type, std::span<const std::string_view> items,

@@ -192,9 +192,10 @@ service::Commit ingest_items(Context& c, const std::string& key, service::RedisK
   // was counted).
   if (zeros) {
     try {
-      c.commands.service().check_event_items(key, items);
+      c.commands.service().check_event_items(key, items, type);
     } catch (const service::ServiceError& e) {
       if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
+      if (e.code() == "wrong_type") refuse(std::string(kWrongType));
       if (e.element()) refuse_item(*e.element(), e.element()->index);
       throw;
     }

@@ -222,6 +222,20 @@ void check_batch_size(const Service::State& s, std::size_t events) {
   }
 }
 
+// Where event i is, as errors name it: "events[i]", with its input line
+// when the caller knows it ("events[3] (line 5)").
+std::string at_event(std::size_t i, std::span<const std::size_t> lines) {
+  std::string at = "events[" + std::to_string(i) + "]";
+  if (i < lines.size()) at += " (line " + std::to_string(lines[i]) + ")";
+  return at;
+}
+
+// ServiceError invalid "invalid_event": event i's field and what is wrong
+// with it, as text and as the error's element (RESP names the item).
+ServiceError invalid_event(std::size_t i, std::span<const std::size_t> lines, const std::string& field, const std::string& problem) {
+  return {ErrorKind::invalid, "invalid_event", at_event(i, lines) + "." + field + ": " + problem, {i, field, problem}};
+}
+
 }  // namespace
 
 Commit Service::ingest(const IngestRequest& req) {
@@ -231,11 +245,6 @@ Commit Service::ingest(const IngestRequest& req) {
     throw std::logic_error("ingest: one namespace per event, or one for all");
   }
   if (req.events.empty()) return {};
-  auto at_event = [&](std::size_t i) {
-    std::string at = "events[" + std::to_string(i) + "]";
-    if (i < req.lines.size()) at += " (line " + std::to_string(req.lines[i]) + ")";
-    return at;
-  };
   check_batch_size(s, req.events.size());
   s.refuse_when_overloaded("batches");
   if (req.idempotency_key && (req.idempotency_key->empty() || req.idempotency_key->size() > s.options.limits.max_idempotency_key_bytes)) {
@@ -285,12 +294,12 @@ Commit Service::ingest(const IngestRequest& req) {
   const bool single =
       req.namespaces.size() == 1 || std::all_of(req.namespaces.begin(), req.namespaces.end(), [&](std::string_view n) { return n == first_ns; });
   if (single) {
-    targets.push_back({s.require_known(first_ns, at_event(0) + ".namespace"), {}, {}, {}, {}});
+    targets.push_back({s.require_known(first_ns, at_event(0, req.lines) + ".namespace"), {}, {}, {}, {}});
   } else {
     std::map<std::string_view, std::vector<std::size_t>> groups;  // name order: a fixed lock order
     for (std::size_t i = 0; i < req.events.size(); ++i) groups[req.namespaces[i]].push_back(i);
     for (auto& [name, indices] : groups) {
-      Target t{s.require_known(name, at_event(indices.front()) + ".namespace"), std::move(indices), {}, {}, {}};
+      Target t{s.require_known(name, at_event(indices.front(), req.lines) + ".namespace"), std::move(indices), {}, {}, {}};
       t.events.reserve(t.indices.size());
       for (std::size_t i : t.indices) t.events.push_back(req.events[i]);
       targets.push_back(std::move(t));
@@ -340,15 +349,15 @@ Commit Service::ingest(const IngestRequest& req) {
   locks.reserve(targets.size());
   for (auto& t : targets) locks.emplace_back(t.entry->mu);
   for (auto& t : targets) {
-    if (t.entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + t.entry->name + "' was deleted");
+    if (t.entry->deleted) throw deleted_namespace(t.entry->name);
     if (req.redis_type && t.entry->spec.redis && t.entry->spec.redis->type != *req.redis_type) {
-      throw ServiceError(ErrorKind::conflict, "wrong_type", "namespace '" + t.entry->name + "' is a Redis key of another type");
+      throw wrong_type(t.entry->name);
     }
     try {
       t.entry->ns.stage(events_of(t), t.hashes, req.received_at);
     } catch (const BatchError& e) {
       const std::size_t index = t.indices.empty() ? e.index() : t.indices[e.index()];
-      throw ServiceError(ErrorKind::invalid, "invalid_event", at_event(index) + "." + e.field() + ": " + e.message(), {index, e.field(), e.message()});
+      throw invalid_event(index, req.lines, e.field(), e.message());
     }
   }
   if (s.options.cluster) return Commit{publish_to_cluster(s, record, targets, req)};
@@ -720,16 +729,17 @@ engine::TrendingAnswer Service::trending(const std::string& name, std::optional<
   return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count, since); });
 }
 
-void Service::check_event_items(const std::string& name, std::span<const std::string_view> items) const {
+void Service::check_event_items(const std::string& name, std::span<const std::string_view> items, std::optional<RedisKey::Type> redis_type) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   check_batch_size(*s_, items.size());
   auto e = s_->options.cluster ? s_->require_known(name, "namespace") : s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
+  if (e->deleted) throw deleted_namespace(e->name);
+  if (redis_type && e->spec.redis && e->spec.redis->type != *redis_type) throw wrong_type(e->name);
   for (std::size_t i = 0; i < items.size(); ++i) {
     // (A valid weight and time: only the item can be wrong.)
     if (const auto problem = engine::check_event(engine::Event{items[i], 0, 1}, e->ns.config())) {
-      throw ServiceError(ErrorKind::invalid, "invalid_event", "events[" + std::to_string(i) + "]." + problem->field + ": " + problem->message,
-                         {i, problem->field, problem->message});
+      throw invalid_event(i, {}, problem->field, problem->message);
     }
   }
 }

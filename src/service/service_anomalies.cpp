@@ -120,7 +120,7 @@ Reads read_local(const Service::State& s, const NamespaceEntry& e, const Anomaly
   Reads out;
   if (!r.as_of) {
     std::shared_lock lock(e.mu);
-    if (e.deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + e.name + "' was deleted");
+    if (e.deleted) throw deleted_namespace(e.name);
     out.current = on_query([&] { return e.ns.top(window, current_depth); });
     if (r.baseline) {
       out.baseline = on_query([&] { return e.ns.top(view, baseline_depth); });

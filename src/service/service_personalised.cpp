@@ -67,7 +67,7 @@ engine::PersonalisedAnswer Service::personalised(const std::string& name, const 
   } else {
     // One lock: the checks, the list and the user's items see one state.
     std::shared_lock lock(e->mu);
-    if (e->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "namespace '" + name + "' was deleted");
+    if (e->deleted) throw deleted_namespace(name);
     check_request(*s_, e->ns.config().max_item_bytes, alpha, user_items);
     want = on_query([&] { return e->ns.checked_k(k); });
     global = on_query([&] { return e->ns.top(view, depth_for(want)); });

@@ -247,6 +247,18 @@ struct Service::State {
   void wait(std::uint64_t lsn);
 };
 
+// A namespace found, then deleted before its lock was taken: not_found.
+inline ServiceError deleted_namespace(const std::string& name) {
+  return {ErrorKind::not_found, "namespace_not_found", "namespace '" + name + "' was deleted"};
+}
+
+// A RESP command met a namespace that is a Redis key of the other type
+// (deleted and made again since the command checked it): conflict
+// "wrong_type", RESP's WRONGTYPE.
+inline ServiceError wrong_type(const std::string& name) {
+  return {ErrorKind::conflict, "wrong_type", "namespace '" + name + "' is a Redis key of another type"};
+}
+
 // A patch's new configuration (`edit` of the entry's spec, the caller
 // holding the entry's lock), checked whole as the engine will take it
 // before it is logged: ServiceError invalid "invalid_field" naming the field.

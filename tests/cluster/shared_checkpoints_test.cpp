@@ -5,8 +5,6 @@
 // a data directory's checkpoint, copied out and into another directory,
 // is what a service there recovers.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/null_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -19,6 +17,7 @@
 #include "ebb/service/service.hpp"
 #include "ebb/storage/file_io.hpp"
 #include "support/ebb_server.hpp"
+#include "support/quiet_logger.hpp"
 
 namespace ebb::cluster {
 namespace {
@@ -133,7 +132,7 @@ service::ServiceOptions external(const std::filesystem::path& dir) {
 // or lack a state they name are refused before anything is written.
 TEST(SharedCheckpoints, ACopiedCheckpointRecoversTheSameState) {
   const auto from = testing::make_temp_dir("ebb-ckpt-from"), to = testing::make_temp_dir("ebb-ckpt-to");
-  const auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+  const auto log = testing::quiet_logger();
   {
     service::Service s(external(from), log);
     s.recover();
@@ -190,7 +189,7 @@ TEST(SharedCheckpoints, ACopiedCheckpointRecoversTheSameState) {
 // same namespaces, revisions, clocks and keys: commits checked against
 // those revisions count in it alike, a retry of a remembered key is known.
 TEST(CatalogSnapshots, ALoadedCatalogHoldsWhatTheTakenOneHeld) {
-  const auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+  const auto log = testing::quiet_logger();
   service::ServiceOptions o;
   o.external_log = true;
   o.history_interval = 0;

@@ -3,8 +3,6 @@
 // new service on the directory resumes there, and the namespaces keep the
 // configuration revisions commits are checked against.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/null_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 
@@ -12,11 +10,10 @@
 #include "ebb/service/namespace_spec.hpp"
 #include "ebb/service/service.hpp"
 #include "support/ebb_server.hpp"
+#include "support/quiet_logger.hpp"
 
 namespace ebb::service {
 namespace {
-
-std::shared_ptr<spdlog::logger> quiet() { return std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()); }
 
 ServiceOptions external(const std::filesystem::path& dir) {
   ServiceOptions o;
@@ -75,7 +72,7 @@ TEST(ExternalLog, ACheckpointResumesAtItsPositionWithTheConfigurationRevisions) 
   const auto dir = testing::make_temp_dir("ebb-external-log");
   const char* config = R"({"name":"tags","windows":["all"],"k":5})";
   {
-    Service s(external(dir), quiet());
+    Service s(external(dir), testing::quiet_logger());
     EXPECT_EQ(s.recover().log_position, 0u);  // nothing yet: read the log from its start
     ASSERT_TRUE(s.apply_record(3, create_record(config)));
     ASSERT_TRUE(s.apply_record(5, patch_record("tags", R"({"name":"tags","windows":["all"],"k":7})")));
@@ -89,7 +86,7 @@ TEST(ExternalLog, ACheckpointResumesAtItsPositionWithTheConfigurationRevisions) 
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "wal"));  // the log is elsewhere
   {
-    Service s(external(dir), quiet());
+    Service s(external(dir), testing::quiet_logger());
     EXPECT_EQ(s.recover().log_position, 9u);
     EXPECT_EQ(count(s, "a"), 2);
     EXPECT_EQ(count(s, "b"), 1);
@@ -109,7 +106,7 @@ TEST(ExternalLog, ACheckpointResumesAtItsPositionWithTheConfigurationRevisions) 
   // its start disagree), not chosen as the newest at every start.
   std::filesystem::copy_file(dir / "checkpoints" / "00000000000000000009.manifest", dir / "checkpoints" / "99999999999999999999.manifest");
   {
-    Service s(external(dir), quiet());
+    Service s(external(dir), testing::quiet_logger());
     EXPECT_EQ(s.recover().log_position, 12u);
     EXPECT_EQ(count(s, "a"), 6);
   }
@@ -123,7 +120,7 @@ TEST(ExternalLog, ACheckpointResumesAtItsPositionWithTheConfigurationRevisions) 
 TEST(ExternalLog, AMergeSumsThisPartsCountsAtItsPosition) {
   const auto dir = testing::make_temp_dir("ebb-external-merge");
   {
-    Service s(external(dir), quiet());
+    Service s(external(dir), testing::quiet_logger());
     (void)s.recover();
     ASSERT_TRUE(s.apply_record(1, create_record(R"({"name":"src","windows":["all"],"k":5})")));
     ASSERT_TRUE(s.apply_record(2, create_record(R"({"name":"dst","windows":["all"],"k":5})")));
@@ -153,7 +150,7 @@ TEST(ExternalLog, AMergeSumsThisPartsCountsAtItsPosition) {
     EXPECT_EQ(s.checkpoint_at(7), 2u);
   }
   {
-    Service s(external(dir), quiet());
+    Service s(external(dir), testing::quiet_logger());
     EXPECT_EQ(s.recover().log_position, 7u);
     EXPECT_EQ(count(s, "a", "dst"), 5);
     EXPECT_EQ(count(s, "c", "dst"), 4);
@@ -166,7 +163,7 @@ TEST(ExternalLog, AMergeSumsThisPartsCountsAtItsPosition) {
 // namespace; an event clock moves only with a batch that counts.
 TEST(ExternalLog, ABatchWithAChangedNamespaceCountsInNone) {
   const auto dir = testing::make_temp_dir("ebb-external-all-or-nothing");
-  Service s(external(dir), quiet());
+  Service s(external(dir), testing::quiet_logger());
   (void)s.recover();
   ASSERT_TRUE(s.apply_record(1, create_record(R"({"name":"tags","windows":["all"],"k":5})")));
   ASSERT_TRUE(s.apply_record(2, create_record(R"({"name":"ev","windows":["all"],"k":5,"clock":"event"})")));
@@ -202,7 +199,7 @@ TEST(ExternalLog, HistoryOfANamespaceCreatedAfterTheCheckpointSurvivesARestart) 
     ASSERT_TRUE(s.apply_record(3, batch_record("tags", {{"a", 2}}), nullptr));
   };
   {
-    Service s(options, quiet());
+    Service s(options, testing::quiet_logger());
     (void)s.recover();
     ASSERT_TRUE(s.apply_record(1, create_record(R"({"name":"early","windows":["all"],"k":5})")));
     EXPECT_EQ(s.checkpoint_at(1), 1u);
@@ -212,7 +209,7 @@ TEST(ExternalLog, HistoryOfANamespaceCreatedAfterTheCheckpointSurvivesARestart) 
     EXPECT_EQ(s.history("tags", "a", std::nullopt, 0, 2e9, 100).points.size(), 1u);
   }
   {
-    Service s(options, quiet());
+    Service s(options, testing::quiet_logger());
     EXPECT_EQ(s.recover().log_position, 1u);
     replay(s);
     s.start_history();  // caught up: only now is history swept
@@ -237,9 +234,9 @@ TEST(ExternalLog, HistoryOfANamespaceCreatedAfterTheCheckpointSurvivesARestart) 
 
 TEST(ExternalLog, TwoServicesCannotShareADirectory) {
   const auto dir = testing::make_temp_dir("ebb-external-lock");
-  Service a(external(dir), quiet());
+  Service a(external(dir), testing::quiet_logger());
   (void)a.recover();
-  Service b(external(dir), quiet());
+  Service b(external(dir), testing::quiet_logger());
   try {
     (void)b.recover();
     ADD_FAILURE() << "a second service recovered from a directory in use";

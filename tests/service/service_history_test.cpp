@@ -1,11 +1,10 @@
 // The service's history thread belongs to the service: destroyed without a
 // shutdown (an error path), it stops and joins like the checkpoint thread.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/null_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "ebb/service/service.hpp"
 #include "support/ebb_server.hpp"
+#include "support/quiet_logger.hpp"
 
 namespace ebb::service {
 namespace {
@@ -16,7 +15,7 @@ TEST(ServiceHistory, AServiceDestroyedWithoutAShutdownStopsItsHistoryThread) {
     ServiceOptions o;
     o.data_dir = dir;
     o.history_interval = 0.01;
-    Service service(o, std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>()));
+    Service service(o, testing::quiet_logger());
     (void)service.recover();
     service.start_checkpoints();
     service.start_history();

@@ -236,7 +236,11 @@ class Service {
   // weights as every partition counted them (unavailable
   // "partition_unavailable" when one does not answer; "namespace_changed"
   // when a namespace changed before the record: nothing merged).
-  void merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights);
+  // `redis_type` (RESP): every namespace must be a Redis key of that type,
+  // or made over HTTP, as it is locked (conflict "wrong_type"; nothing
+  // merged), as IngestRequest::redis_type for writes.
+  void merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
+             std::optional<RedisKey::Type> redis_type = std::nullopt);
   NamespaceInfo describe(const std::string& name) const;
   // The namespace's configuration alone (no stats: in cluster mode, no
   // question to the partitions). ServiceError not_found.
@@ -289,10 +293,13 @@ class Service {
   engine::TrendingAnswer trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
                                   std::optional<std::size_t> k, double min_count, std::optional<double> since = std::nullopt) const;
   // Throws what ingest() would refuse of these items as its events' item_id
-  // (too many, one empty or over the namespace's max_item_bytes: element i), counting
-  // nothing: a front end's check of every item of a command before any is
-  // counted (an increment of 0 is no event, so ingest() never sees its item).
-  void check_event_items(const std::string& name, std::span<const std::string_view> items) const;
+  // (too many, one empty or over the namespace's max_item_bytes: element
+  // i; a Redis key of another type than `redis_type`: "wrong_type"),
+  // counting nothing: a front end's check of every item of a command
+  // before any is counted (an increment of 0 is no event, so ingest()
+  // never sees its item).
+  void check_event_items(const std::string& name, std::span<const std::string_view> items,
+                         std::optional<RedisKey::Type> redis_type = std::nullopt) const;
   // Many items under one lock, in request order; `view_answer` gets the
   // view and accuracy block they share.
   // With `as_of`, as they were then (see top_at()).
