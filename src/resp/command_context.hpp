@@ -127,8 +127,11 @@ double duration_argument(Args args, std::size_t at);
 // (RESP has no field to say that a partition is missing from a list):
 // ServiceError unavailable "partition_unavailable" naming the missing ones.
 void require_whole(const engine::Coverage& coverage);
-// Each item's count in the key's first view: its upper bound.
-std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items);
+// Each item's count in the key's first view: its upper bound, read while
+// the key is one of `type` (else WRONGTYPE: it may have been made again
+// since require_key()).
+std::vector<double> upper_counts(Context& c, const std::string& key, service::RedisKey::Type type,
+                                 std::span<const std::string> items);
 // What RESERVE / INITBY* were given, as TOPK.INFO / CMS.INFO echo it; a
 // namespace made over HTTP: its own k, width and depth, decay 1.
 service::RedisKey requested_shape(const service::NamespaceSpec& spec);

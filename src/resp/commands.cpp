@@ -142,13 +142,15 @@ namespace {
 
 }  // namespace
 
-std::vector<double> upper_counts(Context& c, const std::string& key, std::span<const std::string> items) {
+std::vector<double> upper_counts(Context& c, const std::string& key, service::RedisKey::Type type,
+                                 std::span<const std::string> items) {
   engine::TopKAnswer view;
   std::vector<double> out;
   std::vector<engine::PointAnswer> answers;
   try {
-    answers = c.commands.service().counts(key, items, std::nullopt, view);
+    answers = c.commands.service().counts(key, items, std::nullopt, view, std::nullopt, type);
   } catch (const service::ServiceError& e) {
+    if (e.code() == "wrong_type") refuse(std::string(kWrongType));
     if (e.element()) refuse_item(*e.element(), e.element()->index);
     if (e.code() == "batch_too_large") {
       refuse("ERR items: more than " + std::to_string(c.commands.service().limits().max_batch_events) + " items (--max-batch-events)");

@@ -232,7 +232,8 @@ std::string at_event(std::size_t i, std::span<const std::size_t> lines) {
 
 // ServiceError invalid "invalid_event": event i's field and what is wrong
 // with it, as text and as the error's element (RESP names the item).
-ServiceError invalid_event(std::size_t i, std::span<const std::size_t> lines, const std::string& field, const std::string& problem) {
+ServiceError invalid_event(std::size_t i, std::span<const std::size_t> lines, const std::string& field,
+                           const std::string& problem) {
   return {ErrorKind::invalid, "invalid_event", at_event(i, lines) + "." + field + ": " + problem, {i, field, problem}};
 }
 
@@ -350,9 +351,7 @@ Commit Service::ingest(const IngestRequest& req) {
   for (auto& t : targets) locks.emplace_back(t.entry->mu);
   for (auto& t : targets) {
     if (t.entry->deleted) throw deleted_namespace(t.entry->name);
-    if (req.redis_type && t.entry->spec.redis && t.entry->spec.redis->type != *req.redis_type) {
-      throw wrong_type(t.entry->name);
-    }
+    require_redis_type(*t.entry, req.redis_type);
     try {
       t.entry->ns.stage(events_of(t), t.hashes, req.received_at);
     } catch (const BatchError& e) {
@@ -729,13 +728,14 @@ engine::TrendingAnswer Service::trending(const std::string& name, std::optional<
   return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count, since); });
 }
 
-void Service::check_event_items(const std::string& name, std::span<const std::string_view> items, std::optional<RedisKey::Type> redis_type) const {
+void Service::check_event_items(const std::string& name, std::span<const std::string_view> items,
+                                std::optional<RedisKey::Type> redis_type) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   check_batch_size(*s_, items.size());
   auto e = s_->options.cluster ? s_->require_known(name, "namespace") : s_->require(name, "namespace");
   std::shared_lock lock(e->mu);
   if (e->deleted) throw deleted_namespace(e->name);
-  if (redis_type && e->spec.redis && e->spec.redis->type != *redis_type) throw wrong_type(e->name);
+  require_redis_type(*e, redis_type);
   for (std::size_t i = 0; i < items.size(); ++i) {
     // (A valid weight and time: only the item can be wrong.)
     if (const auto problem = engine::check_event(engine::Event{items[i], 0, 1}, e->ns.config())) {
@@ -746,18 +746,19 @@ void Service::check_event_items(const std::string& name, std::span<const std::st
 
 std::vector<engine::PointAnswer> Service::counts(const std::string& name, std::span<const std::string> items,
                                                  const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
-                                                 std::optional<double> as_of) const {
+                                                 std::optional<double> as_of, std::optional<RedisKey::Type> redis_type) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   if (items.size() > s_->options.limits.max_batch_events) {
     throw ServiceError(ErrorKind::too_large, "batch_too_large",
                        "item_ids: more than " + std::to_string(s_->options.limits.max_batch_events) + " ids (--max-batch-events)");
   }
-  if (s_->options.cluster) return cluster_mode::counts(*s_, name, items, view, view_answer, as_of);
+  if (s_->options.cluster) return cluster_mode::counts(*s_, name, items, view, view_answer, as_of, redis_type);
   auto e = s_->require(name, "namespace");
   std::vector<engine::PointAnswer> answers;
   answers.reserve(items.size());
   {
     std::shared_lock lock(e->mu);
+    require_redis_type(*e, redis_type);
     service::check_item_ids(e->ns.config(), items);
     if (!as_of) {
       // One "now" for every item (and one reading of an exact view).

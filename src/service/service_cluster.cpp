@@ -149,10 +149,11 @@ engine::TopKAnswer top(const Service::State& s, const std::string& name, const s
 
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
                                         const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
-                                        std::optional<double> as_of) {
+                                        std::optional<double> as_of, std::optional<RedisKey::Type> redis_type) {
   auto e = s.require_known(name, "namespace");
   {
     std::shared_lock lock(e->mu);
+    require_redis_type(*e, redis_type);  // (as this node's catalog has it)
     check_item_ids(e->ns.config(), items);
     on_query([&] { return e->ns.top(view, 1); });
     if (as_of) on_query([&] { return e->ns.top_at(view, 1, *as_of); });

@@ -15,7 +15,8 @@ engine::TopKAnswer top(const Service::State& s, const std::string& name, const s
                        std::optional<std::size_t> k, std::optional<double> as_of = std::nullopt);
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
                                         const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
-                                        std::optional<double> as_of = std::nullopt);
+                                        std::optional<double> as_of = std::nullopt,
+                                        std::optional<RedisKey::Type> redis_type = std::nullopt);
 // Adds `from`'s missing partitions to `into`'s (ascending, once).
 void add_missing(engine::Coverage& into, const engine::Coverage& from);
 // counts() for a read that goes on without some partitions: when one does

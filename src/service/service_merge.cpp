@@ -28,7 +28,6 @@ struct MergeLocks {
   std::vector<std::unique_lock<std::shared_mutex>> writing;
   std::vector<std::shared_lock<std::shared_mutex>> reading;
   std::string missing;  // a namespace that is not there, or deleted ("": none)
-  std::string retyped;  // a Redis key of another type than the merge is for ("": none)
 
   NamespaceEntry& entry(std::string_view name) const { return *involved.at(name); }
   std::vector<const engine::Namespace*> namespaces(std::span<const std::string> names) const {
@@ -39,14 +38,14 @@ struct MergeLocks {
 };
 
 // `lookup(name, field)`: the entry, or null (then `missing` names it), or
-// it throws (the caller's error for an unknown name). `type`: the Redis key
-// type every namespace must have (one made over HTTP has none and passes),
-// read under the locks: a CMS.MERGE checks its keys' types as it parses,
-// and another connection may delete a key and make it again as a top-K
-// before the merge runs.
+// it throws (the caller's error for an unknown name). `redis_type`: the
+// Redis key type every namespace must have (one made over HTTP has none
+// and passes; else wrong_type), read under the locks: a CMS.MERGE checks
+// its keys' types as it parses, and another connection may delete a key
+// and make it again as a top-K before the merge runs.
 template <typename Lookup>
 MergeLocks lock_merge(const std::string& destination, std::span<const std::string> sources, bool write_destination,
-                      std::optional<RedisKey::Type> type, Lookup&& lookup) {
+                      std::optional<RedisKey::Type> redis_type, Lookup&& lookup) {
   MergeLocks m;
   auto add = [&](const std::string& name, const std::string& field) {
     if (m.involved.contains(name)) return true;
@@ -69,18 +68,9 @@ MergeLocks lock_merge(const std::string& destination, std::span<const std::strin
       m.missing = entry->name;
       break;
     }
-    if (type && entry->spec.redis && entry->spec.redis->type != *type) {
-      m.retyped = entry->name;
-      break;
-    }
+    require_redis_type(*entry, redis_type);
   }
   return m;
-}
-
-// What a merge cannot go on from, found as its namespaces were locked.
-void require_all_there(const MergeLocks& m) {
-  if (!m.missing.empty()) throw deleted_namespace(m.missing);
-  if (!m.retyped.empty()) throw wrong_type(m.retyped);
 }
 
 // The engine's refusals of a sum, as the service's.
@@ -99,8 +89,8 @@ auto summing(Work&& work) {
 // the sources' weights as every partition counted them, as a single node
 // checks, then published as a record that every partition applies to its
 // own part (Service::apply_merge) if no namespace changed meanwhile.
-void merge_in_cluster(Service::State& s, const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
-                      std::optional<RedisKey::Type> type) {
+void merge_in_cluster(Service::State& s, const std::string& destination, std::span<const std::string> sources,
+                      std::span<const double> weights, std::optional<RedisKey::Type> redis_type) {
   ClusterLink& link = *s.options.cluster;
   if (const std::string down = link.failure(); !down.empty()) {
     throw ServiceError(ErrorKind::unavailable, "cluster_unreachable", down + "; nothing was merged, retry");
@@ -109,10 +99,10 @@ void merge_in_cluster(Service::State& s, const std::string& destination, std::sp
   // configurations, and the revisions every partition will check again.
   Service::ConfigRevisions configs;
   auto check = [&](std::span<const double> totals) {
-    const auto m = lock_merge(destination, sources, false, type, [&](const std::string& name, const std::string& field) {
+    const auto m = lock_merge(destination, sources, false, redis_type, [&](const std::string& name, const std::string& field) {
       return s.require_known(name, field);  // (created on another node a moment ago)
     });
-    require_all_there(m);
+    if (!m.missing.empty()) throw deleted_namespace(m.missing);
     summing([&] { m.entry(destination).ns.check_summable(m.namespaces(sources), weights, totals); });
     configs.clear();
     for (const auto& [name, e] : m.involved) configs.emplace(name, e->config_lsn);
@@ -154,13 +144,14 @@ void merge_in_cluster(Service::State& s, const std::string& destination, std::sp
 }  // namespace
 
 void Service::merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
-                    std::optional<RedisKey::Type> type) {
+                    std::optional<RedisKey::Type> redis_type) {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   if (sources.size() != weights.size()) throw std::logic_error("merge: one weight per source");
-  if (s.options.cluster) return merge_in_cluster(s, destination, sources, weights, type);
-  auto m = lock_merge(destination, sources, true, type, [&](const std::string& name, const std::string& field) { return s.require(name, field); });
-  require_all_there(m);
+  if (s.options.cluster) return merge_in_cluster(s, destination, sources, weights, redis_type);
+  auto m = lock_merge(destination, sources, true, redis_type,
+                      [&](const std::string& name, const std::string& field) { return s.require(name, field); });
+  if (!m.missing.empty()) throw deleted_namespace(m.missing);
   NamespaceEntry& dest = m.entry(destination);
   // Built aside (what can fail, fails here and changes nothing), logged,
   // then adopted: the log never holds a merge the namespace did not take.
@@ -194,7 +185,8 @@ bool Service::apply_merge(std::uint64_t lsn, const std::string& destination, std
     s.log->warn("record {}: a namespace of the merge into '{}' changed since the merge was checked; nothing was merged", lsn, destination);
     return false;
   }
-  auto m = lock_merge(destination, sources, true, std::nullopt, [&](const std::string& name, const std::string&) { return s.find(name); });
+  auto m = lock_merge(destination, sources, true, std::nullopt,
+                      [&](const std::string& name, const std::string&) { return s.find(name); });
   if (!m.missing.empty()) {
     s.log->warn("record {}: the merge into '{}' names namespace '{}', which is not here; nothing was merged", lsn, destination, m.missing);
     return false;

@@ -259,6 +259,12 @@ inline ServiceError wrong_type(const std::string& name) {
   return {ErrorKind::conflict, "wrong_type", "namespace '" + name + "' is a Redis key of another type"};
 }
 
+// That the entry (its lock held) answers commands for Redis keys of
+// `type` (none: HTTP's, which answer any), else wrong_type.
+inline void require_redis_type(const NamespaceEntry& e, std::optional<RedisKey::Type> type) {
+  if (type && e.spec.redis && e.spec.redis->type != *type) throw wrong_type(e.name);
+}
+
 // A patch's new configuration (`edit` of the entry's spec, the caller
 // holding the entry's lock), checked whole as the engine will take it
 // before it is logged: ServiceError invalid "invalid_field" naming the field.

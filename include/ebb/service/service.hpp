@@ -302,10 +302,13 @@ class Service {
                          std::optional<RedisKey::Type> redis_type = std::nullopt) const;
   // Many items under one lock, in request order; `view_answer` gets the
   // view and accuracy block they share.
-  // With `as_of`, as they were then (see top_at()).
+  // With `as_of`, as they were then (see top_at()). `redis_type` (RESP):
+  // the namespace must be a Redis key of that type, or made over HTTP, as
+  // it is read ("wrong_type"), as IngestRequest::redis_type for writes.
   std::vector<engine::PointAnswer> counts(const std::string& name, std::span<const std::string> items,
                                           const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
-                                          std::optional<double> as_of = std::nullopt) const;
+                                          std::optional<double> as_of = std::nullopt,
+                                          std::optional<RedisKey::Type> redis_type = std::nullopt) const;
   // The answers as they were at `as_of` (seconds since the epoch, at most
   // now): from the view's own memory while it reaches that far (a window's
   // bucket rings; source "memory", exact to the stated granularity).
