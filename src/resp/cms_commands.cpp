@@ -30,7 +30,7 @@ RedisKey cms_shape(Context& c, const std::string& key) {
   try {
     spec = c.commands.service().spec(key);
   } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));
+    refuse_key_error(e, kNoKey);
     throw;
   }
   if (spec.redis && spec.redis->type != RedisKey::Type::cms) refuse(std::string(kWrongType));
@@ -117,7 +117,7 @@ Outcome incrby(Context& c) {
       refuse("ERR the increments are counted, but their counts cannot be read now: " + std::string(why));
     };
     try {
-      after = upper_counts(c, key, RedisKey::Type::cms, items);
+      after = upper_counts(c, key, RedisKey::Type::cms, kNoKey, items);
     } catch (const CommandError& e) {
       if (!published && !applied) throw;
       counted_but(std::string_view(e.text).starts_with("ERR ") ? std::string_view(e.text).substr(4) : std::string_view(e.text));
@@ -142,7 +142,7 @@ Outcome query(Context& c) {
   const std::string key(c.args[1]);
   require_cms(c, key);
   const std::vector<std::string> items(c.args.begin() + 2, c.args.end());
-  const auto counts = upper_counts(c, key, RedisKey::Type::cms, items);
+  const auto counts = upper_counts(c, key, RedisKey::Type::cms, kNoKey, items);
   c.reply.array(counts.size());
   for (const double upper : counts) c.reply.integer(whole_count(upper));
   return {};
@@ -189,8 +189,7 @@ Outcome merge(Context& c) {
               service.merge(destination, sources, weights, RedisKey::Type::cms);
             } catch (const service::ServiceError& e) {
               if (e.code() == "sum_overflow") refuse("CMS: MERGE overflow");
-              if (e.kind() == service::ErrorKind::not_found) refuse(std::string(kNoKey));  // deleted meanwhile
-              if (e.code() == "wrong_type") refuse(std::string(kWrongType));  // made again as a top-K meanwhile
+              refuse_key_error(e, kNoKey);  // deleted, or made again as a top-K, meanwhile
               throw;
             }
             reply.simple("OK");

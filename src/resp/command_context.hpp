@@ -127,11 +127,15 @@ double duration_argument(Args args, std::size_t at);
 // (RESP has no field to say that a partition is missing from a list):
 // ServiceError unavailable "partition_unavailable" naming the missing ones.
 void require_whole(const engine::Coverage& coverage);
+// A service refusal about the key itself, in RedisBloom's words: missing
+// (deleted since require_key()) is `no_key`, made again as the other type
+// is WRONGTYPE; any other error returns, for the caller to map or rethrow.
+void refuse_key_error(const service::ServiceError& e, std::string_view no_key);
 // Each item's count in the key's first view: its upper bound, read while
 // the key is one of `type` (else WRONGTYPE: it may have been made again
-// since require_key()).
+// since require_key(); deleted since: `no_key`).
 std::vector<double> upper_counts(Context& c, const std::string& key, service::RedisKey::Type type,
-                                 std::span<const std::string> items);
+                                 std::string_view no_key, std::span<const std::string> items);
 // What RESERVE / INITBY* were given, as TOPK.INFO / CMS.INFO echo it; a
 // namespace made over HTTP: its own k, width and depth, decay 1.
 service::RedisKey requested_shape(const service::NamespaceSpec& spec);

@@ -106,12 +106,17 @@ void check_items(std::span<const std::string_view> items) {
   }
 }
 
+void refuse_key_error(const service::ServiceError& e, std::string_view no_key) {
+  if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
+  if (e.code() == "wrong_type") refuse(std::string(kWrongType));
+}
+
 void require_key(Context& c, const std::string& key, service::RedisKey::Type type, std::string_view no_key) {
   try {
     const auto r = c.commands.service().redis_key(key);
     if (r && r->type != type) refuse(std::string(kWrongType));
   } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
+    refuse_key_error(e, no_key);
     throw;
   }
 }
@@ -143,14 +148,14 @@ namespace {
 }  // namespace
 
 std::vector<double> upper_counts(Context& c, const std::string& key, service::RedisKey::Type type,
-                                 std::span<const std::string> items) {
+                                 std::string_view no_key, std::span<const std::string> items) {
   engine::TopKAnswer view;
   std::vector<double> out;
   std::vector<engine::PointAnswer> answers;
   try {
     answers = c.commands.service().counts(key, items, std::nullopt, view, std::nullopt, type);
   } catch (const service::ServiceError& e) {
-    if (e.code() == "wrong_type") refuse(std::string(kWrongType));
+    refuse_key_error(e, no_key);
     if (e.element()) refuse_item(*e.element(), e.element()->index);
     if (e.code() == "batch_too_large") {
       refuse("ERR items: more than " + std::to_string(c.commands.service().limits().max_batch_events) + " items (--max-batch-events)");
@@ -196,8 +201,7 @@ service::Commit ingest_items(Context& c, const std::string& key, service::RedisK
     try {
       c.commands.service().check_event_items(key, items, type);
     } catch (const service::ServiceError& e) {
-      if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
-      if (e.code() == "wrong_type") refuse(std::string(kWrongType));
+      refuse_key_error(e, no_key);
       if (e.element()) refuse_item(*e.element(), e.element()->index);
       throw;
     }
@@ -232,8 +236,7 @@ service::Commit ingest_items(Context& c, const std::string& key, service::RedisK
   try {
     return c.commands.service().ingest(req);
   } catch (const service::ServiceError& e) {
-    if (e.kind() == service::ErrorKind::not_found) refuse(std::string(no_key));
-    if (e.code() == "wrong_type") refuse(std::string(kWrongType));
+    refuse_key_error(e, no_key);
     // The service names events[i]; the client sent items (zero increments
     // were not events): name the item.
     if (e.element() && e.element()->index < events.size()) refuse_item(*e.element(), position(e.element()->index));

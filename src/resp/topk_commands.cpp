@@ -464,7 +464,7 @@ Outcome count(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
   const std::vector<std::string> items(c.args.begin() + 2, c.args.end());
-  const auto counts = upper_counts(c, key, RedisKey::Type::topk, items);
+  const auto counts = upper_counts(c, key, RedisKey::Type::topk, kTopKNoKey, items);
   c.reply.array(counts.size());
   for (const double upper : counts) c.reply.integer(whole_count(upper));
   return {};

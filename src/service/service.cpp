@@ -532,25 +532,33 @@ void Service::remove(const std::string& name) {
   // mark_history_pending); a delete that fails unmarks it.
   const bool history = s.history != nullptr;
   if (history) mark_history_pending(s, name);
+  const auto missing = [&] { return ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'"); };
   EntryPtr gone;
   try {
-    std::unique_lock map_lock(s.map_mu);
-    auto it = s.entries.find(name);
-    if (it == s.entries.end()) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
-    EntryPtr entry = it->second;
+    gone = s.find(name);
+    if (!gone) throw missing();
     // Logged and marked deleted under its own lock: a batch that found
     // this namespace earlier then sees it deleted instead of logging after
     // the delete (where a replay would give it to a new namespace of the
-    // same name).
-    std::unique_lock ns_lock(entry->mu);
+    // same name). Not under the map's lock: the entry's may be held for a
+    // while (a merge into it), and every lookup of every namespace takes
+    // the map's.
+    std::unique_lock ns_lock(gone->mu);
+    if (gone->deleted) throw missing();  // (another delete came first)
     lsn = s.append(encode_admin({RecordType::remove, name, {}, {}}));
-    entry->deleted = true;
-    s.entries.erase(it);
-    s.reserved -= entry->reserved_bytes;
-    gone = entry;
+    gone->deleted = true;
   } catch (...) {
     if (history) unmark_history_pending(s, name);
     throw;
+  }
+  {
+    // Out of the map only now, after its delete is logged: until then a
+    // create of the name is refused (it exists), so the log still orders a
+    // name's deletes and creates as the map does. Meanwhile readers and
+    // checkpoints that find it see it deleted.
+    std::unique_lock map_lock(s.map_mu);
+    if (auto it = s.entries.find(name); it != s.entries.end() && it->second == gone) s.entries.erase(it);
+    s.reserved -= gone->reserved_bytes;
   }
   {
     // Its hot-key streams end.
