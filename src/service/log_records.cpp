@@ -23,16 +23,7 @@ void put_str(std::string& out, std::string_view s) {
   out.append(s);
 }
 
-std::size_t varint_size(std::uint64_t v) {
-  std::size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-// Writes through a pointer into a buffer sized beforehand: appending field
+// Writes through a pointer into a buffer with room made beforehand: appending field
 // by field (four appends an event, each checking capacity) cost more than
 // the copying itself.
 struct SizedWriter {
@@ -175,22 +166,32 @@ void encode_batch_compact(std::string& out, const BatchRecord& r) {
 }
 
 void encode_batch_compact(std::string& out, double received_at, const std::optional<IdempotencyStamp>& key, std::span<const BatchGroupView> groups) {
+  out.resize(encode_batch_compact_at_front(out, received_at, key, groups).size());
+}
+
+std::string_view encode_batch_compact_at_front(std::string& buffer, double received_at, const std::optional<IdempotencyStamp>& key,
+                                               std::span<const BatchGroupView> groups) {
+  // One pass, into room made as it goes (at most a varint of 10 bytes per
+  // length or count, and both numbers per event): sizing the record first
+  // took a second pass over every event, a fifth of the encoding's time.
   const auto received_bits = std::bit_cast<std::uint64_t>(received_at);
-  std::size_t size = 1 + 8 + 1 + (key ? varint_size(key->key.size()) + key->key.size() + 8 : 0) + varint_size(groups.size());
-  for (const auto& g : groups) {
-    size += varint_size(g.ns.size()) + g.ns.size() + varint_size(g.events.size());
-    for (const auto& e : g.events) {
-      const auto head = compact_head(e, received_bits);
-      size += varint_size(head) + e.item.size() + (head & kOwnTime ? 8 : 0) + (head & kOwnWeight ? 8 : 0);
-    }
-  }
-  out.resize(size);  // sized once, as encode_batch does
-  SizedWriter w{out.data()};
+  constexpr std::size_t kMaxVarint = 10;
+  SizedWriter w{buffer.data()};
+  char* end = buffer.data() + buffer.size();
+  auto room = [&](std::size_t need) {
+    if (static_cast<std::size_t>(end - w.p) >= need) [[likely]]
+      return;
+    const auto used = static_cast<std::size_t>(w.p - buffer.data());
+    buffer.resize(std::max(buffer.size() * 2, used + need));
+    w.p = buffer.data() + used;
+    end = buffer.data() + buffer.size();
+  };
   auto fixed = [&w](auto v) { w.fixed(v); };
   auto str = [&](std::string_view v) {
     w.varint(v.size());
     w.raw(v.data(), v.size());
   };
+  room(1 + 8 + 1 + (key ? kMaxVarint + key->key.size() + 8 : 0) + kMaxVarint);
   fixed(static_cast<std::uint8_t>(kCompactBatchByte));
   fixed(received_at);
   fixed(static_cast<std::uint8_t>(key ? 1 : 0));
@@ -200,9 +201,11 @@ void encode_batch_compact(std::string& out, double received_at, const std::optio
   }
   w.varint(groups.size());
   for (const auto& g : groups) {
+    room(2 * kMaxVarint + g.ns.size());
     str(g.ns);
     w.varint(g.events.size());
     for (const auto& e : g.events) {
+      room(kMaxVarint + e.item.size() + 16);
       const auto head = compact_head(e, received_bits);
       w.varint(head);
       w.short_raw(e.item.data(), e.item.size());
@@ -210,7 +213,7 @@ void encode_batch_compact(std::string& out, double received_at, const std::optio
       if (head & kOwnWeight) fixed(e.weight);
     }
   }
-  assert(w.p == out.data() + out.size());
+  return {buffer.data(), static_cast<std::size_t>(w.p - buffer.data())};
 }
 
 void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r) {

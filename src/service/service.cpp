@@ -333,11 +333,12 @@ Commit Service::ingest(const IngestRequest& req) {
     std::string& buffer;
     ~KeepLittle() { release_beyond(buffer, kKeptRecordBytes); }  // (not cleared: the next record's resize() fills only its growth)
   } const keep_little{payload};
+  std::string_view record_bytes;  // (the front of payload)
   if (s.wal) {
     std::vector<BatchGroupView> groups;
     groups.reserve(targets.size());
     for (const auto& t : targets) groups.push_back({t.entry->name, events_of(t)});
-    encode_batch_compact(payload, req.received_at, stamp, groups);
+    record_bytes = encode_batch_compact_at_front(payload, req.received_at, stamp, groups);
   }
   BatchRecord record;
   if (s.options.cluster) {
@@ -378,7 +379,7 @@ Commit Service::ingest(const IngestRequest& req) {
       key_lock = std::unique_lock(s.keys.mutex());
       if (auto seen = s.keys.find(*req.idempotency_key, req.received_at)) return replay_of(*seen);
     }
-    lsn = s.wal ? s.append(payload) : 0;
+    lsn = s.wal ? s.append(record_bytes) : 0;
     if (req.idempotency_key) s.keys.insert(*req.idempotency_key, req.body_hash, lsn, req.received_at);
   }
   for (auto& t : targets) {

@@ -172,6 +172,25 @@ TEST(BatchLogRecord, ItemsOfEveryShortLengthKeepTheirBytes) {
   expect_same(decode_batch(compact), r);
 }
 
+// The service writes each record at the front of one reused buffer: a
+// record shorter than the one before is its own bytes (not the stale tail),
+// and one longer than the buffer grows it, mid-group included.
+TEST(BatchLogRecord, ARecordAtTheFrontOfAReusedBufferIsTheSameBytes) {
+  const std::string golden = read_golden("batch-record-compact-v1.bin");
+  const BatchRecord r = decode_batch(golden);
+  std::vector<BatchGroupView> views;
+  for (const auto& g : r.groups) views.push_back({g.ns, g.events});
+  std::string buffer;
+  EXPECT_EQ(encode_batch_compact_at_front(buffer, r.received_at, r.key, views), golden);  // grown from nothing
+  buffer.assign(golden.size() * 3, 'x');
+  EXPECT_EQ(encode_batch_compact_at_front(buffer, r.received_at, r.key, views), golden);  // a longer stale buffer
+  EXPECT_EQ(buffer.size(), golden.size() * 3);
+  for (std::size_t kept = 1; kept < golden.size(); kept += 7) {
+    buffer.assign(kept, 'x');
+    EXPECT_EQ(encode_batch_compact_at_front(buffer, r.received_at, r.key, views), golden) << kept << " bytes to start with";
+  }
+}
+
 TEST(BatchLogRecord, EveryTruncationIsRefused) {
   const std::string compact = read_golden("batch-record-compact-v1.bin");
   ASSERT_FALSE(compact.empty());

@@ -90,6 +90,12 @@ void encode_batch(std::string& out, const BatchRecord& r);          // type 1
 void encode_batch_compact(std::string& out, const BatchRecord& r);  // type 7
 void encode_batch_compact(std::string& out, double received_at, const std::optional<IdempotencyStamp>& key,
                           std::span<const BatchGroupView> groups);  // the same bytes
+// The same record, written at the front of `buffer`, whose size only grows
+// (a buffer reused record after record is not filled again for each) and
+// is not the record's: the record is the view returned, valid until the
+// buffer changes.
+std::string_view encode_batch_compact_at_front(std::string& buffer, double received_at, const std::optional<IdempotencyStamp>& key,
+                                               std::span<const BatchGroupView> groups);
 void encode_distribution_incr(std::string& out, const DistributionIncrRecord& r);
 std::string encode_admin(const AdminRecord& r);
 
