@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,21 @@ using simdjson::dom::element;
   throw bad_request("invalid_event", at + "." + field + ": " + why);
 }
 
+// The fields an event object may hold, told apart by length first: with a
+// constant length the compare is a load or two, not a call to memcmp for
+// every member of every event (2.5% of the server's CPU under HTTP ingest).
+enum class EventField { item_id, ns, timestamp, weight, other };
+EventField event_field(std::string_view key) noexcept {
+  switch (key.size()) {
+    case 7: return std::memcmp(key.data(), "item_id", 7) == 0 ? EventField::item_id : EventField::other;
+    case 9:
+      if (std::memcmp(key.data(), "namespace", 9) == 0) return EventField::ns;
+      return std::memcmp(key.data(), "timestamp", 9) == 0 ? EventField::timestamp : EventField::other;
+    case 6: return std::memcmp(key.data(), "weight", 6) == 0 ? EventField::weight : EventField::other;
+    default: return EventField::other;
+  }
+}
+
 // One event object. Strings point into the parser's document (JSON) or are
 // copied into the arena (NDJSON, whose lines reuse the parser).
 void read_event(element obj, std::size_t index, std::string_view default_ns, double received_at, ParsedBatch& out, std::size_t line = 0) {
@@ -31,22 +47,28 @@ void read_event(element obj, std::size_t index, std::string_view default_ns, dou
   bool has_item = false;
   const simdjson::dom::object members = obj.get_object().value_unsafe();
   for (auto [key, value] : members) {
-    if (key == "item_id") {
-      if (!value.is_string()) bad_event(at(), "item_id", "must be a string");
-      ev.item = value.get_string().value_unsafe();
-      has_item = true;
-    } else if (key == "namespace") {
-      if (!value.is_string()) bad_event(at(), "namespace", "must be a string");
-      ns = value.get_string().value_unsafe();
-    } else if (key == "timestamp") {
-      if (value.is_null()) continue;  // the receive time
-      if (!value.is_number()) bad_event(at(), "timestamp", "must be a number of Unix seconds");
-      ev.time = value.get_double().value_unsafe();
-    } else if (key == "weight") {
-      if (!value.is_number()) bad_event(at(), "weight", "must be a number");
-      ev.weight = value.get_double().value_unsafe();
+    switch (event_field(key)) {
+      case EventField::item_id:
+        if (!value.is_string()) bad_event(at(), "item_id", "must be a string");
+        ev.item = value.get_string().value_unsafe();
+        has_item = true;
+        break;
+      case EventField::ns:
+        if (!value.is_string()) bad_event(at(), "namespace", "must be a string");
+        ns = value.get_string().value_unsafe();
+        break;
+      case EventField::timestamp:
+        if (value.is_null()) break;  // the receive time
+        if (!value.is_number()) bad_event(at(), "timestamp", "must be a number of Unix seconds");
+        ev.time = value.get_double().value_unsafe();
+        break;
+      case EventField::weight:
+        if (!value.is_number()) bad_event(at(), "weight", "must be a number");
+        ev.weight = value.get_double().value_unsafe();
+        break;
+      case EventField::other:  // metadata: the producer's business, ignored
+        break;
     }
-    // Other fields (metadata) are the producer's business: ignored.
   }
   if (!has_item) bad_event(at(), "item_id", "is required");
   if (ns.empty()) bad_event(at(), "namespace", "is required (per event, as \"namespace\" at the top level, or ?namespace=)");
