@@ -4,7 +4,9 @@
 #
 #  a. server ingest of the same events (Zipf --skew over 1M keys, default
 #     0.8): `ebb serve --fsync off`, HTTP JSON 1000-event batches over 4
-#     connections (bench/http_load ingest), against RedisBloom TOPK.ADD with
+#     connections (bench/http_load ingest), on its default two event loops
+#     and on one (--threads 1, as Redis and ebb's RESP run one), against
+#     RedisBloom TOPK.ADD with
 #     100 items a command and CMS.INCRBY with 100 item/increment pairs a
 #     command, through `redis-cli --pipe` (Redis without persistence).
 #     Single-item TOPK.ADD through redis-benchmark -P 32 (4 connections,
@@ -128,12 +130,20 @@ echo "machine: $(nproc) cores, load average $(load_avg) at start; CLK_TCK $tck"
 echo "ebb: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?') ($build); events: $events, Zipf $skew over 1M keys"
 
 # --- servers ---------------------------------------------------------------
-port="" server=""
+port="" server="" port1="" server1=""
 start_ebb() {
   start_server "$tmp/ebb-data" --fsync off --log-level warn --resp-port 0
   curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
   # The same TOPK.ADD commands as RedisBloom's, to ebb's Redis protocol (issue 12).
   redis-cli -p "$resp_port" TOPK.RESERVE hotr 100 65536 4 0.9 >/dev/null
+  # HTTP on one event loop (--threads 1), as Redis runs its commands on
+  # one thread (and ebb's RESP on one loop by default): the default two
+  # loops take turns at the one namespace's lock, at a cost in CPU.
+  local p=$port s=$server rp=$resp_port
+  start_server "$tmp/ebb-data-1" --fsync off --log-level warn --threads 1
+  curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
+  port1=$port server1=$server
+  port=$p server=$s resp_port=$rp
 }
 rport="" rserver=""
 start_redis() {
@@ -208,9 +218,10 @@ if [[ $sections == *a* ]]; then
   echo
   echo "== a. server ingest: $events events, Zipf $skew over 1M keys (median of $runs, interleaved)"
   "$load" ingest --port "$port" --namespace hot --events "$events" --skew "$skew" --connections 4 >/dev/null 2>&1  # warm-up
+  "$load" ingest --port "$port1" --namespace hot --events "$events" --skew "$skew" --connections 4 >/dev/null 2>&1
   pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
   if ((have_redis)); then for v in topk topkd cms; do pipe_resp "$tmp/$v.resp"; done; fi
-  : >"$tmp/a.ebb"; : >"$tmp/a.ebbresp"; : >"$tmp/a.topk"; : >"$tmp/a.topkd"; : >"$tmp/a.cms"; : >"$tmp/a.ebb1"; : >"$tmp/a.topk1"
+  : >"$tmp/a.ebb"; : >"$tmp/a.ebbt1"; : >"$tmp/a.ebbresp"; : >"$tmp/a.topk"; : >"$tmp/a.topkd"; : >"$tmp/a.cms"; : >"$tmp/a.ebb1"; : >"$tmp/a.topk1"
   : >"$tmp/a.ebbnop"; : >"$tmp/a.redisnop"
   for r in $(seq "$runs"); do
     c0=$(cpu_snap "$server")
@@ -221,6 +232,14 @@ if [[ $sections == *a* ]]; then
     secs=$(grep -o '[0-9.]* s,' <<<"$out" | cut -d' ' -f1)
     echo "$secs $cpu" >>"$tmp/a.ebb"
     line="run $r: ebb $(calc %.2f "$events / $secs / 1e6") M/s wall, $(calc %.2f "$events / $cpu / 1e6") M/CPU-s"
+    c0=$(cpu_snap "$server1")
+    out=$("$load" ingest --port "$port1" --namespace hot --events "$events" --skew "$skew" --connections 4 2>/dev/null)
+    c1=$(cpu_snap "$server1")
+    cpu=$(cpu_used "$c0" "$c1")
+    grep -q ' 0 failed' <<<"$out" || { echo "ebb --threads 1 ingest failed: $out" >&2; exit 1; }
+    secs=$(grep -o '[0-9.]* s,' <<<"$out" | cut -d' ' -f1)
+    echo "$secs $cpu" >>"$tmp/a.ebbt1"
+    line+="; ebb --threads 1 $(calc %.2f "$events / $secs / 1e6") M/s wall, $(calc %.2f "$events / $cpu / 1e6") M/CPU-s"
     pipe_resp "$tmp/ebbtopk.resp" "$resp_port" "$server"
     echo "$p_secs $p_cpu" >>"$tmp/a.ebbresp"
     line+="; ebb RESP $(calc %.2f "$events / $p_secs / 1e6") M/s, $(calc %.2f "$events / $p_cpu / 1e6") M/CPU-s"
@@ -259,6 +278,8 @@ if [[ $sections == *a* ]]; then
   row "a. server ingest, $events events, Zipf $skew over 1M keys (median of $runs)"
   row "$(printf '   %-52s %12s %16s %14s' 'server, client' 'M events/s' 'M ev/server-CPU-s' 'server CPU-s')"
   row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'ebb serve --fsync off, HTTP JSON 1000/batch, 4 conns' "$ebb_w" "$ebb_c" "$ebb_s")"
+  read -r ebb1_w ebb1_c ebb1_s <<<"$(a_stats "$tmp/a.ebbt1")"
+  row "$(printf '   %-52s %12.2f %16.2f %14.3f' '  the same, --threads 1 (one event loop, as Redis)' "$ebb1_w" "$ebb1_c" "$ebb1_s")"
   read -r er_w er_c er_s <<<"$(a_stats "$tmp/a.ebbresp")"
   row "$(printf '   %-52s %12.2f %16.2f %14.3f' 'ebb --resp-port TOPK.ADD x100 (hotr), redis-cli --pipe' "$er_w" "$er_c" "$er_s")"
   read -r e1_w e1_c e1_s <<<"$(a_stats "$tmp/a.ebb1" "$single")"
@@ -273,6 +294,8 @@ if [[ $sections == *a* ]]; then
     done
     row "$(printf '   ebb / TOPK.ADD (65536x4): %.2fx wall, %.2fx per server CPU-second (goals: 1.5x, 2x)' \
       "$(calc %.4f "$ebb_w / ${a_w[topk]}")" "$(calc %.4f "$ebb_c / ${a_c[topk]}")")"
+    row "$(printf '     --threads 1 / TOPK.ADD: %.2fx wall, %.2fx per server CPU-second' \
+      "$(calc %.4f "$ebb1_w / ${a_w[topk]}")" "$(calc %.4f "$ebb1_c / ${a_c[topk]}")")"
     row "$(printf '   ebb RESP / TOPK.ADD:      %.2fx wall, %.2fx per server CPU-second (issue 12 goal: 3x per CPU-second)' \
       "$(calc %.4f "$er_w / ${a_w[topk]}")" "$(calc %.4f "$er_c / ${a_c[topk]}")")"
     read -r t1_w t1_c t1_s <<<"$(a_stats "$tmp/a.topk1" "$single")"
