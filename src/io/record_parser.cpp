@@ -80,7 +80,7 @@ class DelimitedParser final : public RecordParser {
 
   ParseStatus parse(std::string_view line, Record& out, std::string& error) override {
     if (line.empty()) return ParseStatus::skipped;
-    if (sep_ == '\t' && !need_header_) return parse_tsv(line, out, error);
+    if (sep_ == '\t' && !need_header_) return key_only() ? parse_tsv_key(line, out, error) : parse_tsv(line, out, error);
     if (!split(line, error)) return ParseStatus::malformed;
     if (need_header_) {
       resolve_header();
@@ -108,7 +108,13 @@ class DelimitedParser final : public RecordParser {
 
   std::size_t parse_lines(std::span<const Line> lines, ParsedLine* out, std::string& error) override {
     if (sep_ != '\t' || need_header_) return RecordParser::parse_lines(lines, out, error);
-    // TSV once the columns are known: parse_tsv() inline, line after line.
+    // TSV once the columns are known: parse_tsv() inline, line after line
+    // (parse_tsv_key() when the key is all a line gives: `ebb top` untimed).
+    if (key_only()) {
+      return parse_each(lines, out, error, [this](std::string_view line, Record& record, std::string& e) {
+        return line.empty() ? ParseStatus::skipped : parse_tsv_key(line, record, e);
+      });
+    }
     return parse_each(lines, out, error, [this](std::string_view line, Record& record, std::string& e) {
       return line.empty() ? ParseStatus::skipped : parse_tsv(line, record, e);
     });
@@ -153,6 +159,38 @@ class DelimitedParser final : public RecordParser {
       out.time = t;
     }
     if (weight_.index >= 0) return read_weight(weight, out.weight, error);
+    return ParseStatus::record;
+  }
+
+  // Once the header (if any) is resolved.
+  bool key_only() const noexcept { return time_.index < 0 && weight_.index < 0; }
+
+  // parse_tsv() for a key column alone: the key starts after its column's
+  // tab and ends at the next one, with no other column to look out for on
+  // the way (the generic walk kept three fields and spilled them).
+  [[gnu::always_inline]] ParseStatus parse_tsv_key(std::string_view line, Record& out, std::string& error) const {
+    const int column = key_.index;
+    std::size_t start = 0, end;
+    if (column > 0 && line.size() >= 16 && line.size() <= 64) {
+      std::uint64_t tabs = byte_mask_upto64(line.data(), line.size(), '\t');
+      for (int c = 0; c < column; ++c) {
+        if (tabs == 0) [[unlikely]] return too_few_columns(c + 1, error);
+        start = static_cast<std::size_t>(__builtin_ctzll(tabs)) + 1;
+        tabs &= tabs - 1;
+      }
+      end = tabs != 0 ? static_cast<std::size_t>(__builtin_ctzll(tabs)) : line.size();
+    } else {
+      for (int c = 0;; ++c) {
+        end = start + find_byte(line.data() + start, line.size() - start, '\t');
+        if (c == column) break;
+        if (end == line.size()) [[unlikely]] return too_few_columns(c + 1, error);
+        start = end + 1;
+      }
+    }
+    out.key = std::string_view(line.data() + start, end - start);
+    out.time.reset();
+    out.weight = 1;
+    if (out.key.empty()) [[unlikely]] return empty_key(error);
     return ParseStatus::record;
   }
 

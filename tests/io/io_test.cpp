@@ -214,6 +214,14 @@ TEST(RecordParser, TsvColumnsAreTheSameAtEveryLineLength) {
         }
         const auto r = parse_one(*p, line);
         const std::string where = "n=" + std::to_string(n) + " layout=" + std::to_string(layout) + " key=" + std::to_string(key_column);
+        // A block of lines (`ebb top`'s path) reads the line the same way.
+        const Line block[] = {{line, false}};
+        ParsedLine parsed;
+        std::string block_error;
+        ASSERT_EQ(p->parse_lines(block, &parsed, block_error), 1u) << where;
+        EXPECT_EQ(parsed.status, r.status) << where;
+        EXPECT_EQ(block_error, r.error) << where;
+        if (r.status == ParseStatus::record) EXPECT_EQ(parsed.record.key, r.rec.key) << where;
         if (static_cast<int>(fields.size()) < key_column) {
           ASSERT_EQ(r.status, ParseStatus::malformed) << where;
           EXPECT_EQ(r.error, "has " + std::to_string(fields.size()) + " columns, needs " + std::to_string(key_column)) << where;
