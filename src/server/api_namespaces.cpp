@@ -34,9 +34,12 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
       return r;
     });
   });
-  // (Cluster mode: the stats are the partitions', a question to each.)
+  // Off the event loop: the stats are read under each namespace's lock,
+  // which a merge into it holds for as long as the merge takes (the loop's
+  // other connections, health probes included, would wait it out). Cluster
+  // mode: the stats are the partitions', a question to each.
   router.add("GET", "/namespaces", "/namespaces", Router::Access::read, [&ctx](const Request&, const std::string&) {
-    return off_loop_in_cluster(ctx, [&ctx] {
+    return run_off_loop(ctx, [&ctx] {
       std::string body = "{\"namespaces\":[";
       bool first = true;
       for (const auto& info : ctx.service.list()) {
@@ -49,7 +52,7 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
     });
   });
   router.add("GET", "/namespaces/{name}", "/namespaces/{name}", Router::Access::read, [&ctx](const Request&, const std::string& name) {
-    return off_loop_in_cluster(ctx, [&ctx, name] {
+    return run_off_loop(ctx, [&ctx, name] {  // (as the list)
       const auto info = ctx.service.describe(name);
       return json_response(200, service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes, info.coverage));
     });

@@ -21,8 +21,12 @@ void add_ops_routes(Router& router, ApiContext& ctx) {
     w.end_object();
     return json_response(200, w.take());
   }, false);
+  // Off the event loop: the figures are read under every namespace's lock
+  // (a merge holds its destination's for as long as it takes).
   router.add("GET", "/metrics", "/metrics", Router::Access::read, [&ctx](const Request&, const std::string&) {
-    return text_response(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(ctx.service.metrics()));
+    return run_off_loop(ctx, [&ctx] {
+      return text_response(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(ctx.service.metrics()));
+    });
   }, false);
 }
 
