@@ -200,7 +200,7 @@ Outcome merge(Context& c) {
 Outcome info(Context& c) {
   const std::string key(c.args[1]);
   require_cms(c, key);
-  const auto described = c.commands.service().describe(key);
+  const auto described = keyed(kNoKey, [&] { return c.commands.service().describe(key); });
   require_whole(described.coverage);
   const auto& config = described.spec.config;
   const RedisKey r = requested_shape(described.spec);

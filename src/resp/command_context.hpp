@@ -131,6 +131,17 @@ void require_whole(const engine::Coverage& coverage);
 // (deleted since require_key()) is `no_key`, made again as the other type
 // is WRONGTYPE; any other error returns, for the caller to map or rethrow.
 void refuse_key_error(const service::ServiceError& e, std::string_view no_key);
+// call() (a read of the key after require_key()), with refuse_key_error()'s
+// words for a key deleted or made again meanwhile.
+template <typename Call>
+auto keyed(std::string_view no_key, Call&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const service::ServiceError& e) {
+    refuse_key_error(e, no_key);
+    throw;
+  }
+}
 // Each item's count in the key's first view: its upper bound, read while
 // the key is one of `type` (else WRONGTYPE: it may have been made again
 // since require_key(); deleted since: `no_key`).

@@ -1,5 +1,7 @@
 // Keys are namespaces: DEL, EXISTS, TYPE, DBSIZE.
 #include <array>
+#include <set>
+#include <string_view>
 #include <vector>
 
 #include "command_context.hpp"
@@ -11,9 +13,14 @@ using service::Access;
 
 // One key at a time, each durable before the next, off the event loop (as
 // Redis, not atomic across keys: a failure past the first leaves the
-// earlier ones deleted).
+// earlier ones deleted). A key named twice is deleted once: a create from
+// another connection between the two would otherwise count twice.
 Outcome del(Context& c) {
-  std::vector<std::string> keys(c.args.begin() + 1, c.args.end());
+  std::vector<std::string> keys;
+  std::set<std::string_view> named;
+  for (std::size_t i = 1; i < c.args.size(); ++i) {
+    if (named.insert(c.args[i]).second) keys.emplace_back(c.args[i]);
+  }
   auto& service = c.commands.service();
   return {{}, deferred_reply(c.reply.protocol(), [&service, keys = std::move(keys)](ReplyWriter& reply) {
             long long removed = 0;

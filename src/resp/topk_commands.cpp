@@ -271,7 +271,7 @@ ListCache list_after(const engine::Namespace& ns, const ListCache& before, std::
 // shared by the QUERY commands meanwhile (the service's answer cache):
 // each key as its length (4 bytes) and bytes.
 std::shared_ptr<const std::string> list_keys(Context& c, const std::string& key) {
-  return c.commands.service().top_rendered(key, std::nullopt, std::nullopt, "resp:keys", [](const engine::TopKAnswer& a) {
+  return keyed(kTopKNoKey, [&] { return c.commands.service().top_rendered(key, std::nullopt, std::nullopt, "resp:keys", [](const engine::TopKAnswer& a) {
     require_whole(a.coverage);
     std::string out;
     for (const auto& item : a.items) {
@@ -280,7 +280,7 @@ std::shared_ptr<const std::string> list_keys(Context& c, const std::string& key)
       out += item.key;
     }
     return out;
-  });
+  }); });
 }
 
 // Each key of such a rendering, in list order.
@@ -489,7 +489,7 @@ Outcome list(Context& c) {
   require_topk(c, key);
   const int protocol = c.reply.protocol();
   const std::string format = "resp" + std::to_string(protocol) + ":list:" + (with_count ? "c" : "") + (with_bounds ? "b" : "");
-  const auto rendered = c.commands.service().top_rendered(key, view, std::nullopt, format, [&](const engine::TopKAnswer& a) {
+  const auto rendered = keyed(kTopKNoKey, [&] { return c.commands.service().top_rendered(key, view, std::nullopt, format, [&](const engine::TopKAnswer& a) {
     require_whole(a.coverage);
     std::string out;
     ReplyWriter r(out, protocol);
@@ -505,7 +505,7 @@ Outcome list(Context& c) {
       }
     }
     return out;
-  });
+  }); });
   c.reply.raw(*rendered);
   return {};
 }
@@ -515,7 +515,7 @@ Outcome list(Context& c) {
 Outcome info(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
-  const auto described = c.commands.service().describe(key);
+  const auto described = keyed(kTopKNoKey, [&] { return c.commands.service().describe(key); });
   require_whole(described.coverage);
   const auto& config = described.spec.config;
   const RedisKey r = requested_shape(described.spec);
