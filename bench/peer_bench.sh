@@ -139,11 +139,11 @@ start_ebb() {
   # HTTP on one event loop (--threads 1), as Redis runs its commands on
   # one thread (and ebb's RESP on one loop by default): the default two
   # loops take turns at the one namespace's lock, at a cost in CPU.
-  local p=$port s=$server rp=$resp_port
+  local p=$port s=$server rp=$resp_port log=$server_log
   start_server "$tmp/ebb-data-1" --fsync off --log-level warn --threads 1
   curl -sf -X POST "localhost:$port/namespaces" -d '{"name":"hot","half_lives":["5m"],"k":100}' >/dev/null
   port1=$port server1=$server
-  port=$p server=$s resp_port=$rp
+  port=$p server=$s resp_port=$rp server_log=$log
 }
 rport="" rserver=""
 start_redis() {
@@ -459,8 +459,10 @@ fi
 
 # The servers are stopped before c, which has the machine to itself.
 if ((need_servers)); then
-  kill -TERM "$server"
-  wait "$server" || true
+  for s in "$server" "$server1"; do
+    kill -TERM "$s"
+    wait "$s" || true
+  done
   if ((have_redis)); then redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true; wait "$rserver" 2>/dev/null || true; fi
 fi
 

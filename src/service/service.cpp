@@ -445,12 +445,15 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
     std::uint64_t lsn = 0;
     {
       std::unique_lock lock(s.map_mu);
-      if (s.entries.contains(name)) throw exists();
-      if (s.entries.size() >= s.options.limits.max_namespaces) throw over_limit();  // concurrent creates
+      // A namespace deleted but not yet out of the map (remove() erases it
+      // after logging its delete, which is then before this create) is
+      // replaced; remove() leaves the new one in place.
+      if (auto it = s.entries.find(name); it != s.entries.end() && !it->second->deleted) throw exists();
+      if (s.live_entries() >= s.options.limits.max_namespaces) throw over_limit();  // concurrent creates
       lsn = s.append(payload);  // under the map lock: the log orders creates and deletes of a name as the map does
       entry->applied_lsn = lsn;
       entry->config_lsn = lsn;
-      s.entries.emplace(name, entry);
+      s.entries.insert_or_assign(name, entry);
       inserted = true;
     }
     s.wait(lsn);
@@ -547,19 +550,19 @@ void Service::remove(const std::string& name) {
     std::unique_lock ns_lock(gone->mu);
     if (gone->deleted) throw missing();  // (another delete came first)
     lsn = s.append(encode_admin({RecordType::remove, name, {}, {}}));
-    gone->deleted = true;
+    gone->deleted = true;  // from now on lookups do not find it, and a create of the name may replace it
+    s.reserved -= gone->reserved_bytes;  // (a patch changes reserved_bytes under this lock, and refuses a deleted namespace)
   } catch (...) {
     if (history) unmark_history_pending(s, name);
     throw;
   }
   {
-    // Out of the map only now, after its delete is logged: until then a
-    // create of the name is refused (it exists), so the log still orders a
-    // name's deletes and creates as the map does. Meanwhile readers and
-    // checkpoints that find it see it deleted.
+    // Out of the map only now, under its lock. Since the delete was logged
+    // and marked, lookups (find, all_entries) pass over it, and a create of
+    // the name may have replaced it already (its create logged after this
+    // delete): that one stays.
     std::unique_lock map_lock(s.map_mu);
     if (auto it = s.entries.find(name); it != s.entries.end() && it->second == gone) s.entries.erase(it);
-    s.reserved -= gone->reserved_bytes;
   }
   {
     // Its hot-key streams end.
@@ -677,7 +680,7 @@ std::vector<Service::CatalogEntry> Service::catalog_entries() const {
 
 std::size_t Service::size() const {
   std::shared_lock lock(s_->map_mu);
-  return s_->entries.size();
+  return s_->live_entries();
 }
 
 Service::Rendered Service::top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,

@@ -1,6 +1,7 @@
 #pragma once
 // The service's private state, shared by service.cpp (ingest, queries,
 // admin), service_recovery.cpp and service_checkpoint.cpp.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -40,7 +41,10 @@ struct NamespaceEntry {
   // which of two creates of one name holds; a checkpoint's restore gives
   // its start instead, and nothing asks it there).
   const std::uint64_t created_lsn;
-  bool deleted = false;       // set by remove(): a request that found it before sees 404
+  // Set by remove() under `mu` (exclusively) once its delete is logged: a
+  // request that found it before sees 404. Read without `mu` by lookups:
+  // until remove() erases it from the map it is there but not found.
+  std::atomic<bool> deleted{false};
   std::uint64_t reserved_bytes;  // of the budget (--max-memory); changes with a patch
   std::atomic<std::uint64_t> ingest_bytes{0};
   // Bumped with every batch counted and every patch, under the exclusive
@@ -207,10 +211,15 @@ struct Service::State {
     for (std::size_t i = 0; i < kDistributionShards; ++i) distribution_shards.push_back(std::make_unique<DistributionShard>(options.distributions));
   }
 
+  // The namespace of this name, not deleted (nullptr: none).
   EntryPtr find(std::string_view name) const {
     std::shared_lock lock(map_mu);
     auto it = entries.find(name);
-    return it == entries.end() ? nullptr : it->second;
+    return it == entries.end() || it->second->deleted ? nullptr : it->second;
+  }
+  // Namespaces in the map not deleted (the caller holds map_mu).
+  std::size_t live_entries() const {
+    return static_cast<std::size_t>(std::count_if(entries.begin(), entries.end(), [](const auto& kv) { return !kv.second->deleted; }));
   }
   EntryPtr require(std::string_view name, const std::string& field) const;
   // find(), but in cluster mode a namespace created on another node a
@@ -225,12 +234,15 @@ struct Service::State {
   // moment ago is waited for (the catalog catches up with the log) before
   // the name is called unknown. Not on the catalog's applying thread.
   EntryPtr require_known(std::string_view name, const std::string& field) const;
-  // Every namespace now (the map lock held only to copy the pointers).
+  // Every namespace now, not deleted (the map lock held only to copy the
+  // pointers; one may be deleted after, which its lock then shows).
   std::vector<EntryPtr> all_entries() const {
     std::shared_lock lock(map_mu);
     std::vector<EntryPtr> out;
     out.reserve(entries.size());
-    for (const auto& [_, e] : entries) out.push_back(e);
+    for (const auto& [_, e] : entries) {
+      if (!e->deleted) out.push_back(e);
+    }
     return out;
   }
   // Memory a namespace of this configuration plans to hold (the budget's unit).
