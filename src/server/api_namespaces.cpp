@@ -5,10 +5,11 @@
 
 namespace ebb::server {
 
-Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) {
+namespace {
+Response run_on(const std::function<void(std::function<void()>)>& runner, std::function<Response()> work, ErrorFormat format) {
   Response r;
-  r.deferred = [&ctx, work = std::move(work), format](Response::Send send) mutable {
-    ctx.run_blocking([work = std::move(work), send = std::move(send), format]() mutable {
+  r.deferred = [&runner, work = std::move(work), format](Response::Send send) mutable {
+    runner([work = std::move(work), send = std::move(send), format]() mutable {
       Response answer = respond(work, format);
       if (!answer.deferred) return send(std::move(answer));
       auto later = std::move(answer.deferred);  // (a write's answer waits for its log)
@@ -16,6 +17,13 @@ Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorForm
     });
   };
   return r;
+}
+}  // namespace
+
+Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) { return run_on(ctx.run_blocking, std::move(work), format); }
+
+Response run_stats_read(ApiContext& ctx, std::function<Response()> work) {
+  return run_on(ctx.run_stats_reads ? ctx.run_stats_reads : ctx.run_blocking, std::move(work), error_response);
 }
 
 Response off_loop_in_cluster(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) {
@@ -39,7 +47,7 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
   // other connections, health probes included, would wait it out). Cluster
   // mode: the stats are the partitions', a question to each.
   router.add("GET", "/namespaces", "/namespaces", Router::Access::read, [&ctx](const Request&, const std::string&) {
-    return run_off_loop(ctx, [&ctx] {
+    return run_stats_read(ctx, [&ctx] {
       std::string body = "{\"namespaces\":[";
       bool first = true;
       for (const auto& info : ctx.service.list()) {
@@ -52,7 +60,7 @@ void add_namespace_routes(Router& router, ApiContext& ctx) {
     });
   });
   router.add("GET", "/namespaces/{name}", "/namespaces/{name}", Router::Access::read, [&ctx](const Request&, const std::string& name) {
-    return run_off_loop(ctx, [&ctx, name] {  // (as the list)
+    return run_stats_read(ctx, [&ctx, name] {  // (as the list)
       const auto info = ctx.service.describe(name);
       return json_response(200, service::write_namespace_with_stats(info.spec, info.stats, info.ingest_bytes, info.coverage));
     });

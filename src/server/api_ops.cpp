@@ -24,7 +24,7 @@ void add_ops_routes(Router& router, ApiContext& ctx) {
   // Off the event loop: the figures are read under every namespace's lock
   // (a merge holds its destination's for as long as it takes).
   router.add("GET", "/metrics", "/metrics", Router::Access::read, [&ctx](const Request&, const std::string&) {
-    return run_off_loop(ctx, [&ctx] {
+    return run_stats_read(ctx, [&ctx] {
       return text_response(200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(ctx.service.metrics()));
     });
   }, false);

@@ -550,8 +550,11 @@ void Service::remove(const std::string& name) {
     std::unique_lock ns_lock(gone->mu);
     if (gone->deleted) throw missing();  // (another delete came first)
     lsn = s.append(encode_admin({RecordType::remove, name, {}, {}}));
+    // Its memory back first: a create of the name that sees the mark below
+    // may reserve at once. (A patch changes reserved_bytes under this
+    // lock, and refuses a deleted namespace.)
+    s.reserved -= gone->reserved_bytes;
     gone->deleted = true;  // from now on lookups do not find it, and a create of the name may replace it
-    s.reserved -= gone->reserved_bytes;  // (a patch changes reserved_bytes under this lock, and refuses a deleted namespace)
   } catch (...) {
     if (history) unmark_history_pending(s, name);
     throw;

@@ -73,7 +73,7 @@ NamespaceSpec create(Service::State& s, NamespaceSpec spec) {
   if (s.find(name)) throw exists(name);
   {
     std::shared_lock lock(s.map_mu);
-    if (s.entries.size() >= s.options.limits.max_namespaces) {
+    if (s.live_entries() >= s.options.limits.max_namespaces) {
       throw invalid("namespace_limit",
                     "name: the cluster holds its limit of " + std::to_string(s.options.limits.max_namespaces) + " namespaces (--max-namespaces)");
     }

@@ -20,6 +20,11 @@ struct ApiContext {
   std::function<void(std::function<void()>)> run_blocking;
   // Who may write (and read, with --auth-reads); empty = everything open.
   const service::AccessTokens& tokens;
+  // Runs reads of every namespace's stats off the event loop, apart from
+  // the admin operations (a stats read waits out a merge into a namespace
+  // it reads; an admin operation should not wait behind it). Empty:
+  // run_blocking.
+  std::function<void(std::function<void()>)> run_stats_reads = {};
 };
 
 // The refusal (401 with WWW-Authenticate) of a request without an accepted
@@ -55,6 +60,9 @@ inline void add_api_routes(Router& router, ApiContext& ctx) {
 // Runs `work` with ctx.run_blocking and answers with what it returns (its
 // errors in `format`; an answer deferred in turn is awaited there too).
 Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format = error_response);
+// run_off_loop() on ctx.run_stats_reads: the namespaces' stats (list,
+// describe, metrics), read under each namespace's lock.
+Response run_stats_read(ApiContext& ctx, std::function<Response()> work);
 // Cluster mode: a question waits on the network (the partitions' owners,
 // JetStream), which must not hold up the event loop's other connections,
 // so `work` runs off the loop there; on a single node, in place.
