@@ -26,13 +26,7 @@ void require_cms(Context& c, const std::string& key) { require_key(c, key, Redis
 // A CMS key's width and depth as created (a namespace made over HTTP: its
 // own), in one lookup; RedisBloom's errors when it is missing or a top-K.
 RedisKey cms_shape(Context& c, const std::string& key) {
-  service::NamespaceSpec spec;
-  try {
-    spec = c.commands.service().spec(key);
-  } catch (const service::ServiceError& e) {
-    refuse_key_error(e, kNoKey);
-    throw;
-  }
+  const service::NamespaceSpec spec = keyed(kNoKey, [&] { return c.commands.service().spec(key); });
   if (spec.redis && spec.redis->type != RedisKey::Type::cms) refuse(std::string(kWrongType));
   return requested_shape(spec);
 }

@@ -112,13 +112,8 @@ void refuse_key_error(const service::ServiceError& e, std::string_view no_key) {
 }
 
 void require_key(Context& c, const std::string& key, service::RedisKey::Type type, std::string_view no_key) {
-  try {
-    const auto r = c.commands.service().redis_key(key);
-    if (r && r->type != type) refuse(std::string(kWrongType));
-  } catch (const service::ServiceError& e) {
-    refuse_key_error(e, no_key);
-    throw;
-  }
+  const auto r = keyed(no_key, [&] { return c.commands.service().redis_key(key); });
+  if (r && r->type != type) refuse(std::string(kWrongType));
 }
 
 double duration_argument(Args args, std::size_t at) {

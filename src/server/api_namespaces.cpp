@@ -23,7 +23,7 @@ Response run_on(const std::function<void(std::function<void()>)>& runner, std::f
 Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) { return run_on(ctx.run_blocking, std::move(work), format); }
 
 Response run_stats_read(ApiContext& ctx, std::function<Response()> work) {
-  return run_on(ctx.run_stats_reads ? ctx.run_stats_reads : ctx.run_blocking, std::move(work), error_response);
+  return run_on(ctx.run_stats_reads, std::move(work), error_response);
 }
 
 Response off_loop_in_cluster(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) {

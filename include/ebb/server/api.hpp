@@ -22,9 +22,8 @@ struct ApiContext {
   const service::AccessTokens& tokens;
   // Runs reads of every namespace's stats off the event loop, apart from
   // the admin operations (a stats read waits out a merge into a namespace
-  // it reads; an admin operation should not wait behind it). Empty:
-  // run_blocking.
-  std::function<void(std::function<void()>)> run_stats_reads = {};
+  // it reads; an admin operation should not wait behind it).
+  std::function<void(std::function<void()>)> run_stats_reads;
 };
 
 // The refusal (401 with WWW-Authenticate) of a request without an accepted
