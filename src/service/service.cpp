@@ -535,7 +535,7 @@ void Service::remove(const std::string& name) {
   // Its history is marked to go before the delete is logged (see
   // mark_history_pending); a delete that fails unmarks it.
   const bool history = s.history != nullptr;
-  if (history) mark_history_pending(s, name);
+  const std::uint64_t history_mark = history ? mark_history_pending(s, name) : 0;
   const auto missing = [&] { return ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'"); };
   EntryPtr gone;
   try {
@@ -556,7 +556,7 @@ void Service::remove(const std::string& name) {
     s.reserved -= gone->reserved_bytes;
     gone->deleted = true;  // from now on lookups do not find it, and a create of the name may replace it
   } catch (...) {
-    if (history) unmark_history_pending(s, name);
+    if (history) unmark_history_pending(s, name, history_mark);
     throw;
   }
   {
@@ -578,7 +578,7 @@ void Service::remove(const std::string& name) {
   s.wait(lsn);
   // Its history goes too: a new namespace of the same name starts afresh
   // (if the database refuses now, the history thread retries).
-  if (history) drop_history(s, name);
+  if (history) drop_history(s, name, history_mark);
 }
 
 std::optional<RedisKey> Service::redis_key(const std::string& name) const {

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
+#include <vector>
 
 #include "ebb/core/clock.hpp"
 #include "ebb/core/duration.hpp"
@@ -220,7 +222,7 @@ void save_pending(Service::State& s) {
   std::string lines;
   {
     std::lock_guard lock(s.pending_mu);
-    for (const auto& name : s.pending_drops) lines += name + "\n";
+    for (const auto& [name, mark] : s.pending_drops) lines += name + "\n";
   }
   try {
     if (lines.empty()) {
@@ -237,39 +239,41 @@ void save_pending(Service::State& s) {
   }
 }
 
-// `marks` deletes' marks are done with (a drop removes every row of the
+// These marks of the name are done with (a drop removes every row of the
 // name, so it satisfies every mark there was when it began; one made since
 // waits for the next retry).
-void forget_pending(Service::State& s, const std::string& name, std::size_t marks = 1) {
+void forget_pending(Service::State& s, const std::string& name, std::span<const std::uint64_t> marks) {
   {
     std::lock_guard lock(s.pending_mu);
-    for (; marks > 0; --marks) {
-      auto it = s.pending_drops.find(name);
-      if (it == s.pending_drops.end()) break;
-      s.pending_drops.erase(it);
-    }
+    auto [it, end] = s.pending_drops.equal_range(name);
+    while (it != end) it = std::find(marks.begin(), marks.end(), it->second) != marks.end() ? s.pending_drops.erase(it) : std::next(it);
   }
   save_pending(s);
+}
+
+// A mark for the name, not yet saved.
+std::uint64_t add_mark(Service::State& s, const std::string& name) {
+  std::lock_guard lock(s.pending_mu);
+  s.pending_drops.emplace(name, ++s.last_drop_mark);
+  return s.last_drop_mark;
 }
 
 }  // namespace
 
-void mark_history_pending(Service::State& s, const std::string& name) {
-  {
-    std::lock_guard lock(s.pending_mu);
-    s.pending_drops.insert(name);
-  }
+std::uint64_t mark_history_pending(Service::State& s, const std::string& name) {
+  const auto mark = add_mark(s, name);
   save_pending(s);
+  return mark;
 }
 
-void unmark_history_pending(Service::State& s, const std::string& name) { forget_pending(s, name); }
+void unmark_history_pending(Service::State& s, const std::string& name, std::uint64_t mark) { forget_pending(s, name, {&mark, 1}); }
 
 namespace {
 
-// Drops the name's history and `marks` of its pending marks (true), or
-// logs why the database refused and leaves them for the history thread's
-// next pass; the caller holds history_mu.
-bool try_drop(Service::State& s, const std::string& name, std::size_t marks = 1) {
+// Drops the name's history and forgets `marks` (true), or logs why the
+// database refused and leaves them for the history thread's next pass;
+// the caller holds history_mu.
+bool try_drop(Service::State& s, const std::string& name, std::span<const std::uint64_t> marks) {
   try {
     s.history->drop_namespace(name);
   } catch (const std::exception& e) {
@@ -282,25 +286,33 @@ bool try_drop(Service::State& s, const std::string& name, std::size_t marks = 1)
 
 }  // namespace
 
-bool drop_history(Service::State& s, const std::string& name) {
+bool drop_history(Service::State& s, const std::string& name, std::uint64_t mark) {
   std::lock_guard pass(s.history_mu);
-  return try_drop(s, name);
+  {
+    // Dropped by a pass since it was made (retry_history_drops): while it
+    // was pending no pass wrote the name, so what the name has now is a
+    // namespace made again since, whose history stays.
+    std::lock_guard lock(s.pending_mu);
+    auto [it, end] = s.pending_drops.equal_range(name);
+    if (std::none_of(it, end, [mark](const auto& kv) { return kv.second == mark; })) return true;
+  }
+  return try_drop(s, name, {&mark, 1});
 }
 
-namespace {
-
-// Retries the drops the database refused, each on its own (one refused
-// name holds up neither the others nor the pass); under history_mu.
-void retry_drops(Service::State& s) {
-  std::map<std::string, std::size_t, std::less<>> pending;  // name: its marks now (each drop satisfies them all)
+// Each name's drop on its own (one refused name holds up neither the
+// others nor the pass).
+void retry_history_drops(Service::State& s) {
+  std::map<std::string, std::vector<std::uint64_t>, std::less<>> pending;  // name: its marks now (each drop satisfies them all)
   {
     std::lock_guard lock(s.pending_mu);
-    for (const auto& name : s.pending_drops) ++pending[name];
+    for (const auto& [name, mark] : s.pending_drops) pending[name].push_back(mark);
   }
   for (const auto& [name, marks] : pending) {
     if (try_drop(s, name, marks)) s.log->info("history of deleted namespace '{}' removed", name);
   }
 }
+
+namespace {
 
 // Whether the data directory's filesystem has room for history; else
 // history_error says why it pauses (logged once per pause).
@@ -325,7 +337,7 @@ std::size_t Service::snapshot_history() {
   if (!s.history) return 0;
   std::lock_guard pass(s.history_mu);
   try {
-    retry_drops(s);
+    retry_history_drops(s);
     if (!room_for_history(s)) return 0;
     const std::vector<EntryPtr> entries = s.all_entries();
     std::vector<storage::HistorySnapshot> snapshots;
@@ -382,14 +394,14 @@ void Service::sweep_history() {
       std::istringstream lines(storage::read_whole_file(pending_file(s)));
       std::lock_guard lock(s.pending_mu);
       for (std::string name; std::getline(lines, name);) {
-        if (!name.empty()) s.pending_drops.insert(name);
+        if (!name.empty()) s.pending_drops.emplace(name, ++s.last_drop_mark);
       }
     } catch (const std::exception& e) {
       s.log->error("history: cannot read {}: {}", pending_file(s).string(), e.what());
     }
     try {
       std::lock_guard pass(s.history_mu);
-      retry_drops(s);
+      retry_history_drops(s);
     } catch (const std::exception& e) {
       s.log->warn("history of deleted namespaces not removed yet ({}); the history thread retries", e.what());
     }
@@ -403,12 +415,10 @@ void Service::sweep_history() {
     for (const auto& name : s.history->namespaces()) {
       if (s.find(name)) continue;
       if (refused) {
-        std::lock_guard lock(s.pending_mu);
-        s.pending_drops.insert(name);
+        add_mark(s, name);
         continue;
       }
-      mark_history_pending(s, name);
-      refused = !drop_history(s, name);
+      refused = !drop_history(s, name, mark_history_pending(s, name));
     }
     if (refused) save_pending(s);
   } catch (const std::exception& e) {
