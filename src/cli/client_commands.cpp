@@ -24,6 +24,7 @@
 #include "ebb/core/percent_encoding.hpp"
 #include "ebb/io/http_client.hpp"
 #include "ebb/service/access_tokens.hpp"
+#include "byte_size_transform.hpp"
 #include "duration_validator.hpp"
 #include "input_pipeline.hpp"
 #include "top_output.hpp"
@@ -155,8 +156,8 @@ CLI::App* add_send_command(CLI::App& app, SendOptions& o) {
       ->check(CLI::Range(0u, 100u));
   cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed lines (match the server's --max-item-bytes)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->capture_default_str()->check(CLI::Range(16, 64 << 20));
+      ->transform(byte_size_transform())->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->capture_default_str()->transform(byte_size_transform())->check(CLI::Range(16, 64 << 20));
   cmd->add_flag("--strict", o.strict, "Stop at the first malformed line (exit 1)");
   cmd->add_flag("--no-progress", o.no_progress, "No progress bar on stderr");
   return cmd;

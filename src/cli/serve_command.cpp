@@ -32,6 +32,7 @@
 #include "ebb/server/metrics.hpp"
 #include "ebb/server/router.hpp"
 #include "ebb/service/service.hpp"
+#include "byte_size_transform.hpp"
 #include "duration_validator.hpp"
 #include "version.hpp"
 
@@ -61,7 +62,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->check(CLI::Range(std::size_t{2}, std::size_t{1} << 24));
   cmd->add_option("--resp-max-bulk-bytes", o.resp.limits.max_bulk_bytes, "Longest argument of a RESP command, bytes")
       ->capture_default_str()
-      ->check(CLI::Range(std::size_t{16}, std::size_t{512} << 20));
+      ->transform(byte_size_transform())->check(CLI::Range(std::size_t{16}, std::size_t{512} << 20));
   cmd->add_option("--data-dir", o.data_dir, "Directory for the write-ahead log and checkpoints")->capture_default_str();
   cmd->add_flag("--repair-log", o.repair_log,
                 "Start even when a log segment before the last is damaged, dropping the records from the damage on (set aside as .corrupt files)");
@@ -78,7 +79,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       ->check(duration_validator());
   cmd->add_option("--log-segment-bytes", o.segment_bytes, "Write-ahead log segment size (a new file past it)")
       ->capture_default_str()
-      ->check(CLI::Range(1ul << 16, 1ul << 34));
+      ->transform(byte_size_transform())->check(CLI::Range(1ul << 16, 1ul << 34));
   cmd->add_option("--max-memory", o.max_memory, "Budget for all namespaces' memory, e.g. 8GiB (507 on a create past it; default: half the machine's memory)");
   cmd->add_option("--max-inflight-batches", o.limits.max_inflight_batches, "Batches waiting for their fsync at most (429 with Retry-After beyond)")
       ->capture_default_str()
@@ -146,18 +147,18 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off (debug logs every request)")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  cmd->add_option("--max-body-bytes", o.limits.max_body_bytes, "Largest request body (413 beyond)")->capture_default_str()->check(CLI::Range(1024ul, 1ul << 29));  // a log record must stay under 1 GiB
+  cmd->add_option("--max-body-bytes", o.limits.max_body_bytes, "Largest request body (413 beyond)")->capture_default_str()->transform(byte_size_transform())->check(CLI::Range(1024ul, 1ul << 29));  // a log record must stay under 1 GiB
   cmd->add_option("--max-batch-events", o.limits.max_batch_events, "Most events in one POST /events, ids in one POST /counts (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1ul, 100'000'000ul));
   cmd->add_option("--max-user-items", o.limits.max_user_items, "Most user items in one POST /top-k/personalised (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
-  cmd->add_option("--max-item-bytes", o.limits.max_item_bytes, "Longest item_id (400 beyond)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-item-bytes", o.limits.max_item_bytes, "Longest item_id (400 beyond)")->capture_default_str()->transform(byte_size_transform())->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-namespaces", o.limits.max_namespaces, "Most namespaces on the server")->capture_default_str()->check(CLI::Range(1ul, 1'000'000ul));
   cmd->add_option("--max-namespace-bytes", o.limits.max_namespace_bytes, "Most sketch memory one namespace may ask for (all views)")
       ->capture_default_str()
-      ->check(CLI::Range(1ul << 10, 1ul << 40));
+      ->transform(byte_size_transform())->check(CLI::Range(1ul << 10, 1ul << 40));
   cmd->add_option("--max-future-skew", o.max_future_skew, "Default for wall-clock namespaces: how far ahead of the clock an event may be")
       ->capture_default_str()
       ->check(duration_validator());

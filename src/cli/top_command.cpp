@@ -12,6 +12,7 @@
 #include "ebb/core/error.hpp"
 #include "ebb/engine/decayed_view.hpp"
 #include "ebb/engine/namespace.hpp"
+#include "byte_size_transform.hpp"
 #include "duration_validator.hpp"
 #include "input_pipeline.hpp"
 #include "top_options.hpp"
@@ -222,8 +223,8 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
                       ->default_val("candidate_heap")
                       ->check(CLI::IsMember({"candidate_heap", "space_saving"})));
   cmd->add_option("--exclude", o.exclude, "An item never counted (repeatable)")->allow_extra_args(false);
-  cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed records")->default_val(1024)->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->default_val(1 << 20)->check(CLI::Range(16, 64 << 20));
+  cmd->add_option("--max-key-bytes", o.max_key_bytes, "Longer keys are malformed records")->default_val(1024)->transform(byte_size_transform())->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-line-bytes", o.max_line_bytes, "Longer lines are malformed")->default_val(1 << 20)->transform(byte_size_transform())->check(CLI::Range(16, 64 << 20));
   cmd->add_flag("--json", o.json,
                 "Print each view as a JSON document in the /top-k response shape (in keys, bytes that are not UTF-8 read \\ufffd)");
   cmd->add_option("--every", o.every, "Live mode: print the lists every DUR of stream time")->check(duration_validator());

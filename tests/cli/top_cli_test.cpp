@@ -279,6 +279,12 @@ TEST(EbbTop, OverlongKeysAreMalformed) {
   auto r = run_process(top({"--max-key-bytes", "5"}), "short\nmuch-too-long\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("stdin:2: item_id is 13 bytes"), std::string::npos) << r.err;
+  // A size as --max-memory takes it: 1KiB is 1024 bytes.
+  r = run_process(top({"--max-key-bytes", "1KiB"}), std::string(1024, 'a') + "\n" + std::string(1025, 'b') + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("stdin:1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 malformed line skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stdin:2: item_id is 1025 bytes"), std::string::npos) << r.err;
 }
 
 TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
@@ -301,6 +307,8 @@ TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
       {{"--window", "1.5s"}, 2, "windows: entry 0 must be a whole number of seconds in [1s, 366d]"},
       {{"--time", "1"}, 2, "plain input has no fields"},
       {{"--format", "clf", "--key", "colour"}, 2, "unknown clf field 'colour'"},
+      {{"--max-line-bytes", "1Mb"}, 2, "--max-line-bytes: bad size '1Mb' (expected a number of bytes or a unit: KiB, MiB, GiB, TiB)"},
+      {{"--max-line-bytes", "1GiB"}, 2, "--max-line-bytes: Value 1073741824 not in range"},
       {{"/no/such/file"}, 1, "cannot open '/no/such/file'"},
       {{kData}, 1, "is a directory"},
   };

@@ -38,7 +38,7 @@ class ServerApi : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::make_temp_dir("ebb-api");
-    server_ = std::make_unique<EbbServer>(dir_, std::vector<std::string>{"--max-body-bytes", "65536", "--max-batch-events", "1000",
+    server_ = std::make_unique<EbbServer>(dir_, std::vector<std::string>{"--max-body-bytes", "64KiB", "--max-batch-events", "1000",
                                                                           "--max-namespaces", "5"});
     client_ = std::make_unique<HttpClient>(server_->port());
   }
@@ -348,8 +348,18 @@ TEST_F(ServerApi, LimitsGive413) {
   r = call("POST", "/events", R"({"namespace":"a","events":[]})" + big);
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(error_code(r), "body_too_large");
+  // --max-body-bytes 64KiB is 65536 bytes: a body of exactly that is taken,
+  // one byte more is not.
+  const std::string edge = R"({"namespace":"a","events":[{"item_id":"edge"}]})";
+  r = call("POST", "/events", edge + std::string(65536 - edge.size() + 1, ' '));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(error_code(r), "body_too_large");
   // The server is still healthy and counted nothing.
   EXPECT_EQ(call("GET", "/healthz").status, 200);
+  EXPECT_EQ(call("GET", "/count?namespace=a&item_id=edge").body.find(R"("lower_bound":1)"), std::string::npos);
+  r = call("POST", "/events", edge + std::string(65536 - edge.size(), ' '));
+  EXPECT_EQ(r.status, 204) << r.body;
+  EXPECT_NE(call("GET", "/count?namespace=a&item_id=edge").body.find(R"("lower_bound":1,)"), std::string::npos);
 }
 
 TEST_F(ServerApi, QueriesAnswerWithBoundsAndRejectWhatIsNotThereYet) {
