@@ -340,13 +340,13 @@ int run_serve(ServeOptions o) {
   // Admin operations allocate and wait for fsyncs: off the event loops.
   // (Cluster mode also runs queries there: they wait on the network.)
   boost::asio::thread_pool blocking(node ? 16 : 2);
-  // Reads of the namespaces' stats (list, describe, metrics) wait out a
-  // merge into a namespace they read: off the loops, and apart from the
-  // admin operations.
-  boost::asio::thread_pool stats_reads(node ? 8 : 2);  // (cluster mode: they ask the partitions, over the network)
+  // What may wait out a merge into a namespace (reads of the namespaces'
+  // stats: list, describe, metrics; the queries and batches of a namespace
+  // a merge holds now): off the loops, and apart from the admin operations.
+  boost::asio::thread_pool lock_waiters(node ? 8 : 2);  // (cluster mode: stats reads ask the partitions, over the network)
   server::Router router;
   server::ApiContext ctx{service, metrics, stopping, [&blocking](std::function<void()> work) { boost::asio::post(blocking, std::move(work)); },
-                         tokens, [&stats_reads](std::function<void()> work) { boost::asio::post(stats_reads, std::move(work)); }};
+                         tokens, [&lock_waiters](std::function<void()> work) { boost::asio::post(lock_waiters, std::move(work)); }};
   server::add_api_routes(router, ctx);
 
   server::HttpServer http(o.http, router, metrics, log);
@@ -474,7 +474,7 @@ int run_serve(ServeOptions o) {
   if (resp_thread.joinable()) resp_thread.join();
   recovery.join();
   blocking.join();
-  stats_reads.join();
+  lock_waiters.join();
   if (node) {
     // The service's threads first (the hot-key streams' poll asks the
     // node), then the node. JetStream holds every acknowledged write; the

@@ -305,8 +305,10 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
   return replying(out, reply, [&]() -> Outcome {
     const CommandSpec& spec = admit(tokens_, service_, client, args);
     if (received_at == 0) received_at = wall_clock_now();  // (events are stamped when the command came, not when a thread took it up)
-    if (clustered() && spec.access != service::Access::open) {
-      // Off the event loop (commands.hpp); the arguments are copied, since
+    const bool keyed = spec.access != service::Access::open && args.size() >= 2;
+    if ((clustered() && spec.access != service::Access::open) || (keyed && held_long(args[1]))) {
+      // Off the event loop (commands.hpp: in cluster mode, or while a merge
+      // holds the key); the arguments are copied, since
       // the connection's buffer moves on. The connection runs nothing else
       // meanwhile (the transport's rule for deferred work), so its state
       // is this command's alone.
@@ -347,9 +349,18 @@ std::function<void(std::string&)> Commands::deferred_batch(ClientState& client, 
     try {
       execute_batch(client, views, replies, received_at);
       // (In cluster mode a reply is final when it comes back: the batch's
-      // handler waited for the log before it read the list after it.)
+      // handler waited for the log before it read the list after it. A
+      // single node's waits here for its record, as the loop would have.)
+      std::uint64_t waited = 0;
+      std::string error;
       for (auto& r : replies) {
-        if (r.commit.lsn != 0) throw std::logic_error("a cluster reply still waiting for its write");
+        if (r.commit.lsn == 0) continue;
+        if (clustered()) throw std::logic_error("a cluster reply still waiting for its write");
+        if (r.commit.lsn != waited) error = wait_published(r.commit), waited = r.commit.lsn;
+        if (!error.empty()) {
+          r.text.clear();
+          ReplyWriter(r.text, client.protocol).error("ERR " + error);
+        }
       }
     } catch (const std::exception& e) {
       // Out of memory writing the replies, once counted (execute_batch

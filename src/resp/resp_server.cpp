@@ -167,7 +167,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     if (run.size() == 1) return false;
     in_.consume(at);
-    if (server_.commands.clustered()) {
+    if (server_.commands.clustered() || server_.commands.held_long(first.key)) {
       defer(server_.commands.deferred_batch(client_, run));  // its replies in one slot: they leave together anyway
       return true;
     }

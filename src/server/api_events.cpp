@@ -16,9 +16,22 @@ namespace {
 // 300 bytes): a larger one is parsed in space allocated for it.
 constexpr std::size_t kKeptParserBytes = 4u << 20;
 
-// Parses and counts one body; the answer waits for the batch's log.
-Response ingest_body(ApiContext& ctx, std::string_view body, std::size_t padding, bool ndjson, const std::string& default_ns, double received_at,
-                     const std::optional<std::string>& key) {
+// Whether a merge holds a namespace of the batch now (Service::held_long).
+bool waits_for_a_merge(const ApiContext& ctx, const ParsedBatch& batch) {
+  std::string_view last;
+  for (const auto ns : batch.namespaces) {
+    if (ns == last) continue;  // (a batch is mostly one namespace)
+    if (ctx.service.held_long(ns)) return true;
+    last = ns;
+  }
+  return false;
+}
+
+// Parses and counts one body; the answer waits for the batch's log. On the
+// event loop (`on_loop`), a batch to a namespace a merge holds is not
+// counted: nullopt, and the caller runs it again off the loop.
+std::optional<Response> ingest_body(ApiContext& ctx, std::string_view body, std::size_t padding, bool ndjson, const std::string& default_ns,
+                                    double received_at, const std::optional<std::string>& key, bool on_loop) {
   const auto& limits = ctx.service.limits();
   thread_local simdjson::dom::parser parser;
   // The parser keeps what its largest document needed (about 14 bytes
@@ -34,6 +47,7 @@ Response ingest_body(ApiContext& ctx, std::string_view body, std::size_t padding
   ParsedBatch batch;
   parse_event_body(body, ndjson, default_ns, received_at, limits, parser, batch, padding);
   if (batch.events.empty()) return empty_response(204);
+  if (on_loop && waits_for_a_merge(ctx, batch)) return std::nullopt;
 
   service::IngestRequest in;
   in.events = batch.events;
@@ -78,19 +92,24 @@ void add_event_routes(Router& router, ApiContext& ctx) {
     std::string default_ns = req.param("namespace").value_or("");
     std::optional<std::string> key;
     if (const auto k = req.header("idempotency-key")) key = std::string(*k);
-    if (key && ctx.service.cluster()) {
-      // A keyed batch in a cluster first waits (bounded) for this node's
-      // view of the log to catch up, to tell a retry: off the event loop,
-      // with its own copy of the body (padded for the parser).
+    // Off the event loop with its own copy of the body (padded for the parser).
+    auto off_loop = [&](const std::function<void(std::function<void()>)>& runner) {
       std::string body;
       body.reserve(req.body.size() + simdjson::SIMDJSON_PADDING);
       body.assign(req.body);
-      return run_off_loop(ctx, [&ctx, body = std::move(body), ndjson, default_ns = std::move(default_ns), received_at = req.received_at,
-                                key = std::move(key)] {
-        return ingest_body(ctx, body, body.capacity() - body.size(), ndjson, default_ns, received_at, key);
+      return run_on(runner, [&ctx, body = std::move(body), ndjson, default_ns = std::move(default_ns), received_at = req.received_at, key = std::move(key)] {
+        return *ingest_body(ctx, body, body.capacity() - body.size(), ndjson, default_ns, received_at, key, false);
       });
+    };
+    // A keyed batch in a cluster first waits (bounded) for this node's view
+    // of the log to catch up, to tell a retry.
+    if (key && ctx.service.cluster()) return off_loop(ctx.run_blocking);
+    if (auto answer = ingest_body(ctx, req.body, req.body.capacity() - req.body.size(), ndjson, default_ns, req.received_at, key, true)) {
+      return std::move(*answer);
     }
-    return ingest_body(ctx, req.body, req.body.capacity() - req.body.size(), ndjson, default_ns, req.received_at, key);
+    // A merge holds a namespace of the batch: counted where waiting for it
+    // holds up no other connection (parsed again there).
+    return off_loop(ctx.run_lock_waiters);
   });
 }
 

@@ -96,7 +96,8 @@ Response hot_keys_answer(ApiContext& ctx, const std::string& name) {
 
 void add_hot_key_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/hot-keys", "/hot-keys", Router::Access::read, [&ctx](const Request& req, const std::string&) {
-    return off_loop_in_cluster(ctx, [&ctx, name = required(req, "namespace")] { return hot_keys_answer(ctx, name); });
+    std::string name = required(req, "namespace");
+    return off_loop_if_waiting(ctx, name, [&ctx, name] { return hot_keys_answer(ctx, name); });
   });
 
   router.add("GET", "/hot-keys/stream", "/hot-keys/stream", Router::Access::read, [&ctx](const Request& req, const std::string&) {

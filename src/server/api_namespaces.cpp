@@ -5,7 +5,6 @@
 
 namespace ebb::server {
 
-namespace {
 Response run_on(const std::function<void(std::function<void()>)>& runner, std::function<Response()> work, ErrorFormat format) {
   Response r;
   r.deferred = [&runner, work = std::move(work), format](Response::Send send) mutable {
@@ -18,16 +17,21 @@ Response run_on(const std::function<void(std::function<void()>)>& runner, std::f
   };
   return r;
 }
-}  // namespace
 
 Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) { return run_on(ctx.run_blocking, std::move(work), format); }
 
 Response run_stats_read(ApiContext& ctx, std::function<Response()> work) {
-  return run_on(ctx.run_stats_reads, std::move(work), error_response);
+  return run_on(ctx.run_lock_waiters, std::move(work), error_response);
 }
 
 Response off_loop_in_cluster(ApiContext& ctx, std::function<Response()> work, ErrorFormat format) {
   return ctx.service.cluster() ? run_off_loop(ctx, std::move(work), format) : work();
+}
+
+Response off_loop_if_waiting(ApiContext& ctx, std::string_view name, std::function<Response()> work, ErrorFormat format) {
+  if (ctx.service.cluster()) return run_off_loop(ctx, std::move(work), format);
+  if (ctx.service.held_long(name)) return run_on(ctx.run_lock_waiters, std::move(work), format);
+  return work();
 }
 
 void add_namespace_routes(Router& router, ApiContext& ctx) {

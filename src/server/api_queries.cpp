@@ -24,7 +24,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
   router.add("POST", "/top-k/personalised", "/top-k/personalised", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     auto q = parse_personalised_body(req.body, ctx.service.limits().max_user_items);
     const auto view = view_from(q.window, q.half_life);
-    return off_loop_in_cluster(ctx, [&ctx, q = std::move(q), view] {
+    return off_loop_if_waiting(ctx, q.name, [&ctx, q = std::move(q), view] {
       const auto answer = ctx.service.personalised(q.name, view, q.k, q.alpha, q.user_items);
       io::JsonWriter w;
       service::write_personalised(w, q.name, answer);
@@ -52,13 +52,13 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const auto k = k_from(req.param("k"));
     const auto view = view_from(req.param("window"), req.param("half_life"));
     if (const auto as_of = as_of_from(req.param("timestamp"))) {
-      return off_loop_in_cluster(ctx, [&ctx, name, view, k, as_of] {
+      return off_loop_if_waiting(ctx, name, [&ctx, name, view, k, as_of] {
         io::JsonWriter w;
         service::write_top_k(w, name, ctx.service.top_at(name, view, k, *as_of));
         return json_response(200, w.take());
       });
     }
-    return off_loop_in_cluster(ctx, [&ctx, name, view, k] {
+    return off_loop_if_waiting(ctx, name, [&ctx, name, view, k] {
       const auto body = ctx.service.top_rendered(name, view, k, "json", [&name](const engine::TopKAnswer& top) {
         io::JsonWriter w;
         service::write_top_k(w, name, top);
@@ -74,7 +74,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const double min_count = non_negative_from(req.param("min_count"), "min_count", "a number >= 0").value_or(engine::kDefaultTrendingMinCount);
     const auto short_half_life = duration_from(req.param("short"), "short");
     const auto long_half_life = duration_from(req.param("long"), "long");
-    return off_loop_in_cluster(ctx, [&ctx, name, k, min_count, short_half_life, long_half_life] {
+    return off_loop_if_waiting(ctx, name, [&ctx, name, k, min_count, short_half_life, long_half_life] {
       const auto answer = ctx.service.trending(name, short_half_life, long_half_life, k, min_count);
       io::JsonWriter w;
       service::write_trending(w, name, answer);
@@ -85,7 +85,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/anomalies", "/anomalies", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     const std::string name = required(req, "namespace");
     const auto request = anomaly_request_from(req);
-    return off_loop_in_cluster(ctx, [&ctx, name, request] {
+    return off_loop_if_waiting(ctx, name, [&ctx, name, request] {
       const auto answer = ctx.service.anomalies(name, request);
       io::JsonWriter w;
       service::write_anomalies(w, name, request, answer);
@@ -98,7 +98,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     const std::string item = required(req, "item_id");
     const auto view = view_from(req.param("window"), req.param("half_life"));
     const auto as_of = as_of_from(req.param("timestamp"));
-    return off_loop_in_cluster(ctx, [&ctx, name, item, view, as_of] {
+    return off_loop_if_waiting(ctx, name, [&ctx, name, item, view, as_of] {
       const auto point = as_of ? ctx.service.count_at(name, item, view, *as_of) : ctx.service.count(name, item, view);
       io::JsonWriter w;
       service::write_point(w, name, point);
@@ -146,7 +146,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     if (name.empty()) throw bad_request("invalid_field", "namespace: is required");
     if (!has_ids) throw bad_request("invalid_field", "item_ids: is required");
     const auto view = view_from(window, half_life);
-    return off_loop_in_cluster(ctx, [&ctx, name, ids = std::move(ids), view, as_of] {
+    return off_loop_if_waiting(ctx, name, [&ctx, name, ids = std::move(ids), view, as_of] {
       engine::TopKAnswer view_answer;  // the view and its accuracy block, read under the same lock
       const auto answers = ctx.service.counts(name, ids, view, view_answer, as_of);
       io::JsonWriter w;

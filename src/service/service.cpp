@@ -581,6 +581,11 @@ void Service::remove(const std::string& name) {
   if (history) drop_history(s, name, history_mark);
 }
 
+bool Service::held_long(std::string_view name) const {
+  const auto e = s_->find(name);
+  return e && e->long_holds.load(std::memory_order_relaxed) > 0;
+}
+
 std::optional<RedisKey> Service::redis_key(const std::string& name) const {
   auto e = s_->require_known(name, "name");  // (cluster mode: created on another node a moment ago)
   std::shared_lock lock(e->mu);

@@ -24,6 +24,18 @@ namespace {
 // The namespaces of a merge, each once, locked in name order (the lock
 // order): the destination exclusively when it is written, the rest shared.
 struct MergeLocks {
+  // Each involved namespace's long_holds, from before its lock is taken to
+  // after it is released (declared first: destroyed last).
+  struct LongHold {
+    EntryPtr entry;
+    explicit LongHold(EntryPtr e) : entry(std::move(e)) { entry->long_holds.fetch_add(1, std::memory_order_relaxed); }
+    LongHold(LongHold&& o) noexcept = default;  // (the moved-from one holds nothing)
+    LongHold& operator=(LongHold&&) = delete;
+    ~LongHold() {
+      if (entry) entry->long_holds.fetch_sub(1, std::memory_order_relaxed);
+    }
+  };
+  std::vector<LongHold> holds;
   std::map<std::string_view, EntryPtr> involved;
   std::vector<std::unique_lock<std::shared_mutex>> writing;
   std::vector<std::shared_lock<std::shared_mutex>> reading;
@@ -54,6 +66,7 @@ MergeLocks lock_merge(const std::string& destination, std::span<const std::strin
       m.missing = name;
       return false;
     }
+    m.holds.emplace_back(e);
     m.involved.emplace(name, std::move(e));
     return true;
   };

@@ -45,6 +45,9 @@ struct NamespaceEntry {
   // request that found it before sees 404. Read without `mu` by lookups:
   // until remove() erases it from the map it is there but not found.
   std::atomic<bool> deleted{false};
+  // Merges that involve it now (Service::held_long): counted before they
+  // take its lock, until they have let it go.
+  std::atomic<std::uint32_t> long_holds{0};
   std::uint64_t reserved_bytes;  // of the budget (--max-memory); changes with a patch
   std::atomic<std::uint64_t> ingest_bytes{0};
   // Bumped with every batch counted and every patch, under the exclusive

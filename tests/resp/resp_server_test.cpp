@@ -500,6 +500,37 @@ TEST_F(Resp, PipelinedAddsOnOneKeyCountAsOneBatch) {
   EXPECT_EQ(batches(server_->port(), "two"), before + 5);
 }
 
+// While a merge holds its namespaces (a million columns by eight: seconds
+// here), what comes for them runs off the event loops (Service::held_long)
+// and answers as it would have in place: pipelined adds to a source (one
+// run), a query of the destination, HTTP batches and reads of either.
+// (Whether a request came during the merge is up to the scheduler; every
+// answer below is the same either way.)
+TEST_F(Resp, WhatComesForNamespacesAMergeHoldsAnswersAsInPlace) {
+  HttpClient http(server_->port());
+  for (const char* name : {"a", "b", "d"}) {
+    ASSERT_EQ(http.request("POST", "/namespaces", std::string(R"({"name":")") + name + R"(","k":10,"sketch_width":1048576,"sketch_depth":8})").status,
+              201);
+  }
+  ASSERT_EQ(run({"CMS.INCRBY", "a", "x", "5"}), "1) (integer) 5\n");
+  ASSERT_EQ(run({"CMS.INCRBY", "d", "x", "5"}), "1) (integer) 5\n");  // (d's x is 5 before the merge and after)
+  RawConnection merging(port_);
+  ASSERT_TRUE(merging.send(command({"CMS.MERGE", "d", "2", "a", "b"})));
+  RawConnection c(port_);
+  ASSERT_TRUE(c.send(command({"TOPK.ADD", "a", "p"}) + command({"TOPK.ADD", "a", "p", "q"}) + command({"CMS.QUERY", "d", "x"}) +
+                     command({"TOPK.COUNT", "a", "p", "q"})));
+  EXPECT_EQ(http.request("POST", "/events", R"({"namespace":"b","events":[{"item_id":"r","weight":3}]})").status, 204);
+  EXPECT_EQ(http.request("GET", "/healthz").status, 200);
+  const auto count = http.request("GET", "/count?namespace=d&item_id=x");
+  EXPECT_EQ(count.status, 200) << count.body;
+  EXPECT_NE(count.body.find(R"("upper_bound":5,)"), std::string::npos) << count.body;
+  const std::string want = "*1\r\n$-1\r\n*2\r\n$-1\r\n$-1\r\n*1\r\n:5\r\n*2\r\n:2\r\n:1\r\n";
+  EXPECT_EQ(c.read_bytes(want.size()), want);
+  EXPECT_EQ(merging.read_bytes(5), "+OK\r\n");
+  const auto r = http.request("GET", "/count?namespace=b&item_id=r");
+  EXPECT_NE(r.body.find(R"("lower_bound":3,"upper_bound":3,)"), std::string::npos) << r.body;
+}
+
 TEST(RespLimits, ArgumentsAndBulkLengthAreEnforced) {
   const auto dir = testing::make_temp_dir("ebb-resp");
   EbbServer server(dir, {"--resp-port", "0", "--resp-max-arguments", "5", "--resp-max-bulk-bytes", "16", "--max-batch-events", "2"});

@@ -3,13 +3,12 @@
 // delete's mark is dropped once, and a drop never reaches the rows of a
 // namespace made again under the name.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/null_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <filesystem>
 
 #include "src/service/service_state.hpp"
 #include "support/ebb_server.hpp"
+#include "support/quiet_logger.hpp"
 
 namespace ebb::service {
 namespace {
@@ -33,7 +32,7 @@ struct HistoryState {
                      o.data_dir = dir;
                      return o;
                    }(),
-                   std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>())};
+                   testing::quiet_logger()};
   HistoryState() {
     std::filesystem::create_directories(dir);
     s.history = std::make_unique<storage::HistoryStore>(dir / "history.sqlite3");

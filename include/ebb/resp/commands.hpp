@@ -99,12 +99,17 @@ class Commands {
   // which runs it off the event loop and waits for its write to be in the
   // cluster's log before its reply is final.
   bool clustered() const noexcept { return service_.cluster() != nullptr; }
+  // A merge holds this key's namespace now (Service::held_long): a command
+  // on it (execute(), a run) is deferred the same way on a single node, so
+  // the loop's other connections do not wait the merge out with it.
+  bool held_long(std::string_view key) const { return service_.held_long(key); }
   // A run as execute_batch() takes it, as work off the event loop: every
-  // reply, in order, once every write is in the log (a failed write's
-  // error in its replies' place). The commands are copied.
+  // reply, in order, once every write is durable (in the cluster's log, or
+  // a single node's; a failed write's error in its replies' place). The
+  // commands are copied.
   std::function<void(std::string& replies)> deferred_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands);
-  // Waits until the write `commit` names is durable (in the cluster's log):
-  // "" then, else why not (when_durable's error).
+  // Waits until the write `commit` names is durable (in the cluster's log,
+  // or a single node's): "" then, else why not (when_durable's error).
   std::string wait_published(service::Commit commit);
 
   service::Service& service() noexcept { return service_; }

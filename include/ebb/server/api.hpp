@@ -20,10 +20,12 @@ struct ApiContext {
   std::function<void(std::function<void()>)> run_blocking;
   // Who may write (and read, with --auth-reads); empty = everything open.
   const service::AccessTokens& tokens;
-  // Runs reads of every namespace's stats off the event loop, apart from
-  // the admin operations (a stats read waits out a merge into a namespace
-  // it reads; an admin operation should not wait behind it).
-  std::function<void(std::function<void()>)> run_stats_reads;
+  // Runs off the event loop, apart from the admin operations, what may
+  // wait out a merge (which holds a namespace's lock for as long as it
+  // takes): reads of every namespace's stats, and the queries and batches
+  // of a namespace a merge holds now (an admin operation should not wait
+  // behind them).
+  std::function<void(std::function<void()>)> run_lock_waiters;
 };
 
 // The refusal (401 with WWW-Authenticate) of a request without an accepted
@@ -56,12 +58,19 @@ inline void add_api_routes(Router& router, ApiContext& ctx) {
   add_dashboard_routes(router, ctx);
 }
 
-// Runs `work` with ctx.run_blocking and answers with what it returns (its
-// errors in `format`; an answer deferred in turn is awaited there too).
+// Runs `work` with `runner` (one of ApiContext's) and answers with what it
+// returns (its errors in `format`; an answer deferred in turn is awaited
+// there too).
+Response run_on(const std::function<void(std::function<void()>)>& runner, std::function<Response()> work, ErrorFormat format = error_response);
+// run_on(ctx.run_blocking, ...).
 Response run_off_loop(ApiContext& ctx, std::function<Response()> work, ErrorFormat format = error_response);
-// run_off_loop() on ctx.run_stats_reads: the namespaces' stats (list,
+// run_off_loop() on ctx.run_lock_waiters: the namespaces' stats (list,
 // describe, metrics), read under each namespace's lock.
 Response run_stats_read(ApiContext& ctx, std::function<Response()> work);
+// A question to namespace `name`: off the loop in cluster mode (as
+// off_loop_in_cluster), on ctx.run_lock_waiters while a merge holds the
+// namespace (Service::held_long), else in place.
+Response off_loop_if_waiting(ApiContext& ctx, std::string_view name, std::function<Response()> work, ErrorFormat format = error_response);
 // Cluster mode: a question waits on the network (the partitions' owners,
 // JetStream), which must not hold up the event loop's other connections,
 // so `work` runs off the loop there; on a single node, in place.

@@ -465,6 +465,12 @@ class Service {
   void share_sketches(std::uint32_t parts);
   // Cluster mode: the link (null on a single node).
   ClusterLink* cluster() const noexcept;
+  // Whether a merge holds (or waits for) this namespace's lock now, reading
+  // it or writing it, for as long as the merge takes (a second for a sketch
+  // of a million columns): a front end sends a request to it off its event
+  // loop, whose other connections would wait too. (Racy by nature: a merge
+  // that starts just after the check is waited out in place.)
+  bool held_long(std::string_view name) const;
 
   struct State;
 
