@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ebb/core/error.hpp"
+#include "ebb/io/json_members.hpp"
 #include "ebb/service/answer_json.hpp"
 #include "ebb/server/api.hpp"
 #include "ebb/server/json_body.hpp"
@@ -114,8 +115,10 @@ void add_query_routes(Router& router, ApiContext& ctx) {
     std::optional<double> as_of;
     std::vector<std::string> ids;
     bool has_ids = false;
+    io::JsonMembers named;
     for (auto [key, value] : members) {
       const std::string field(key);
+      if (!named.first(key)) throw bad_request("invalid_field", message_text(field) + ": is given twice");
       if (field == "namespace") {
         name = string_field(value, field);
       } else if (field == "window") {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ebb/core/error.hpp"
 #include "ebb/server/http_types.hpp"
@@ -45,9 +46,16 @@ void read_event(element obj, std::size_t index, std::string_view default_ns, dou
   engine::Event ev{{}, received_at, 1.0};
   std::string_view ns = default_ns;
   bool has_item = false;
+  unsigned seen = 0;  // the known fields read, a bit each (a field named twice is refused)
   const simdjson::dom::object members = obj.get_object().value_unsafe();
   for (auto [key, value] : members) {
-    switch (event_field(key)) {
+    const EventField field = event_field(key);
+    if (field != EventField::other) {
+      const unsigned bit = 1u << static_cast<unsigned>(field);
+      if (seen & bit) bad_event(at(), std::string(key), "is given twice");
+      seen |= bit;
+    }
+    switch (field) {
       case EventField::item_id:
         if (!value.is_string()) bad_event(at(), "item_id", "must be a string");
         ev.item = value.get_string().value_unsafe();
@@ -95,8 +103,12 @@ void parse_json(std::string_view body, std::size_t padding, std::string_view def
   }
   if (!doc.is_object()) throw bad_request("invalid_json", "request body must be an object {\"events\": [...]}");
   std::optional<element> events;
+  bool has_namespace = false;
   const simdjson::dom::object members = doc.get_object().value_unsafe();
   for (auto [key, value] : members) {
+    if ((key == "events" && events) || (key == "namespace" && std::exchange(has_namespace, true))) {
+      throw bad_request("invalid_field", std::string(key) + ": is given twice");
+    }
     if (key == "events") {
       events = value;
     } else if (key == "namespace") {

@@ -5,6 +5,7 @@
 
 #include "ebb/core/error.hpp"
 #include "ebb/engine/namespace_config.hpp"
+#include "ebb/io/json_members.hpp"
 #include "ebb/server/http_types.hpp"
 #include "ebb/server/json_body.hpp"
 
@@ -20,8 +21,10 @@ PersonalisedBody parse_personalised_body(std::string_view body, std::size_t max_
     if (v.get_double().get(d) != simdjson::SUCCESS) throw bad_request("invalid_field", field + ": must be " + what);
     return d;
   };
+  io::JsonMembers named;
   for (auto [key, value] : members) {
     const std::string field(key);
+    if (!named.first(key)) throw bad_request("invalid_field", message_text(field) + ": is given twice");
     if (field == "namespace") {
       out.name = string_field(value, field);
     } else if (field == "window") {
@@ -37,7 +40,6 @@ PersonalisedBody parse_personalised_body(std::string_view body, std::size_t max_
     } else if (field == "alpha") {
       out.alpha = number(value, field, "a number in [0, 1]");
     } else if (field == "user_items") {
-      if (has_items) throw bad_request("invalid_field", "user_items: given twice");
       has_items = true;
       if (!value.is_array()) throw bad_request("invalid_field", "user_items: must be an array of {\"item_id\", \"weight\", \"timestamp\"} objects");
       const simdjson::dom::array entries = value.get_array().value_unsafe();  // (held: ranging over the temporary's would dangle)
@@ -50,8 +52,10 @@ PersonalisedBody parse_personalised_body(std::string_view body, std::size_t max_
         engine::UserItem u;
         bool has_id = false;
         const simdjson::dom::object fields = entry.get_object().value_unsafe();
+        io::JsonMembers entry_named;
         for (auto [ukey, uvalue] : fields) {
           const std::string name = at + "." + std::string(ukey);
+          if (!entry_named.first(ukey)) throw bad_request("invalid_field", message_text(name) + ": is given twice");
           if (ukey == "item_id") {
             u.item = string_field(uvalue, name);
             has_id = true;

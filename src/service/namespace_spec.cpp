@@ -15,6 +15,7 @@
 #include "ebb/engine/decayed_view.hpp"
 #include "ebb/engine/exact_table.hpp"
 #include "ebb/engine/view_factory.hpp"
+#include "ebb/io/json_members.hpp"
 #include "ebb/io/json_writer.hpp"
 #include "ebb/service/service_error.hpp"
 
@@ -103,8 +104,10 @@ RedisKey get_redis_key(element v) {
   std::optional<std::uint64_t> k, width, depth;
   std::optional<double> decay;
   const simdjson::dom::object members = v.get_object().value_unsafe();
+  io::JsonMembers named;
   for (auto [key, value] : members) {
     const std::string field = "redis." + std::string(key);
+    if (!named.first(key)) bad(message_text(field), "is given twice");
     if (key == "type") type = get_string(value, field);
     else if (key == "k") k = get_uint(value, field, 1, RedisKey::kMaxDimension);
     else if (key == "width") width = get_uint(value, field, 1, RedisKey::kMaxDimension);
@@ -246,9 +249,11 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
   std::string sketch_field;  // the first sketch field given
   bool has_max_items = false;
   const simdjson::dom::object members = doc.get_object().value_unsafe();
+  io::JsonMembers named;
   for (auto [key, value] : members) {
     const std::string field(key);
     if (!kFields.contains(key)) bad(message_text(field), "unknown field (see docs/api.md for the namespace fields)");
+    if (!named.first(key)) bad(field, "is given twice");
     if (sketch_field.empty() && kSketchFields.contains(key)) sketch_field = field;
     if (sized_field.empty() && kSizedByMemory.contains(key)) sized_field = field;
     if (field == "name") {
@@ -431,8 +436,10 @@ NamespaceSpec patch_namespace_spec(const NamespaceSpec& current, std::string_vie
   element doc = parse_object(parser, json);
   NamespaceSpec next = current;
   const simdjson::dom::object members = doc.get_object().value_unsafe();
+  io::JsonMembers named;
   for (auto [key, value] : members) {
     const std::string field(key);
+    if (!named.first(key)) bad(message_text(field), "is given twice");
     if (field == "k") {
       next.config.k = static_cast<std::uint32_t>(get_uint(value, field, 1, engine::NamespaceConfig::kMaxK));
       if (next.config.k > next.config.candidates) {

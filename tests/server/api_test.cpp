@@ -337,6 +337,40 @@ TEST_F(ServerApi, AnswersExpectContinue) {
   EXPECT_EQ(second.rfind("HTTP/1.1 204", 0), 0u) << second;
 }
 
+// A member named twice in one object is refused by name (which one a
+// request meant is a guess), and changes nothing.
+TEST_F(ServerApi, AMemberNamedTwiceIsRefusedByName) {
+  create(R"({"name":"a","k":5})");
+  struct Case {
+    std::string method, target, body, code, says;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/events", R"({"namespace":"a","events":[{"item_id":"x","item_id":"y"}]})", "invalid_event", "events[0].item_id: is given twice"},
+      {"POST", "/events", R"({"namespace":"a","events":[{"item_id":"x","weight":1,"weight":5}]})", "invalid_event", "events[0].weight: is given twice"},
+      {"POST", "/events", R"({"namespace":"a","namespace":"b","events":[{"item_id":"x"}]})", "invalid_field", "namespace: is given twice"},
+      {"POST", "/events", R"({"events":[],"namespace":"a","events":[{"item_id":"x"}]})", "invalid_field", "events: is given twice"},
+      {"POST", "/namespaces", R"({"name":"b","k":5,"k":6})", "invalid_field", "k: is given twice"},
+      {"POST", "/namespaces", R"({"name":"b","windows":["1m"],"windows":["1h"]})", "invalid_field", "windows: is given twice"},
+      {"PATCH", "/namespaces/a", R"({"k":6,"k":7})", "invalid_field", "k: is given twice"},
+      {"POST", "/counts", R"({"namespace":"a","item_ids":["x"],"item_ids":["y"]})", "invalid_field", "item_ids: is given twice"},
+      {"POST", "/top-k/personalised", R"({"namespace":"a","k":2,"k":3,"user_items":[]})", "invalid_field", "k: is given twice"},
+      {"POST", "/top-k/personalised", R"({"namespace":"a","user_items":[{"item_id":"x","weight":1,"weight":2}]})", "invalid_field",
+       "user_items[0].weight: is given twice"},
+  };
+  for (const auto& c : cases) {
+    const auto r = call(c.method, c.target, c.body);
+    EXPECT_EQ(r.status, 400) << c.body << ": " << r.body;
+    EXPECT_EQ(error_code(r), c.code) << c.body;
+    EXPECT_NE(r.body.find(c.says), std::string::npos) << c.body << ": " << r.body;
+  }
+  // Nothing was counted, created or changed.
+  EXPECT_EQ(call("GET", "/namespaces/b").status, 404);
+  EXPECT_NE(call("GET", "/namespaces/a").body.find(R"("k":5,)"), std::string::npos);
+  EXPECT_NE(call("GET", "/top-k?namespace=a").body.find(R"("items":[])"), std::string::npos);
+  // A member the API does not read (an event's metadata) may repeat.
+  EXPECT_EQ(call("POST", "/events", R"({"namespace":"a","events":[{"item_id":"x","tag":1,"tag":2}]})").status, 204);
+}
+
 TEST_F(ServerApi, LimitsGive413) {
   create(R"({"name":"a"})");
   std::string events;

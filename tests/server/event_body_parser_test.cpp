@@ -101,12 +101,14 @@ TEST(EventBodyParser, ReadingKeepsJsonMeaning) {
   ASSERT_EQ(e.events.size(), 1u);
   EXPECT_EQ(e.events[0].item, "caf\xC3\xA9");
   EXPECT_EQ(e.events[0].weight, 3.0);
-  // A second "events" array replaces the first, as a JSON object's last member does.
-  ParsedBatch twice;
-  parse_event_body(R"({"namespace":"n","events":[{"item_id":"a"},{"item_id":"b"}],"events":[{"item_id":"c"}]})", false, "", kNow, {}, parser,
-                   twice);
-  ASSERT_EQ(twice.events.size(), 1u);
-  EXPECT_EQ(twice.events[0].item, "c");
+  // A second "events" array (or any member read, named twice) is refused:
+  // which one was meant is a guess.
+  EXPECT_EQ(refusal(R"({"namespace":"n","events":[{"item_id":"a"},{"item_id":"b"}],"events":[{"item_id":"c"}]})", false).message,
+            "events: is given twice");
+  EXPECT_EQ(refusal(R"({"namespace":"n","events":[{"item_id":"a","timestamp":1,"timestamp":2}]})", false).message,
+            "events[0].timestamp: is given twice");
+  EXPECT_EQ(refusal("{\"item_id\":\"a\",\"namespace\":\"n\",\"namespace\":\"m\"}\n", true).message,
+            "events[0] (line 1).namespace: is given twice");
   // Without any namespace, the first event that needed one is named.
   EXPECT_EQ(refusal(R"({"events":[{"item_id":"a","namespace":"x"},{"item_id":"b"}]})", false).message,
             "events[1].namespace: is required (per event, as \"namespace\" at the top level, or ?namespace=)");

@@ -93,7 +93,7 @@ TEST(PersonalisedApi, TheUsersItemsRiseByTheScoresTheirCountsAndWeightsDetermine
       {R"({"user_items":[]})", "namespace: is required"},
       {R"({"namespace":"shop","user_items":[{"item_id":"a"},{"item_id":"b","weight":-1}]})", "user_items[1].weight: must be a number in (0, 1e15]"},
       {R"({"namespace":"shop","user_items":[{"item_id":"a","weight":2e15}]})", "user_items[0].weight: must be a number in (0, 1e15]"},
-      {R"({"namespace":"shop","user_items":[],"user_items":[]})", "user_items: given twice"},
+      {R"({"namespace":"shop","user_items":[],"user_items":[]})", "user_items: is given twice"},
       {R"({"namespace":"shop","user_items":[{"item_id":"a","timestamp":-5}]})", "user_items[0].timestamp: must be a number of seconds since the epoch"},
       {R"({"namespace":"shop","user_items":[{"weight":2}]})", "user_items[0].item_id: is required"},
       {R"({"namespace":"shop","user_items":[{"item_id":""}]})", "user_items[0].item_id: must be 1 to 1024 bytes"},
