@@ -20,7 +20,7 @@ std::uint64_t parse_byte_size(std::string_view text) {
   std::string quoted = "'";
   quoted.append(text).push_back('\'');
   const std::optional<double> scaled = parse_number_with_unit(text, kUnits, 1);
-  if (!scaled) throw InvalidArgument("bad size " + quoted + " (expected a number of bytes or a unit: KiB, MiB, GiB, TiB)");
+  if (!scaled) throw InvalidArgument("bad size " + quoted + " (expected a number of bytes, or one with a unit: B, KiB, MiB, GiB, TiB, or decimal KB, MB, GB, TB)");
   const double bytes = *scaled;
   if (!std::isfinite(bytes) || bytes < 0 || bytes > 1.8e19) throw InvalidArgument("bad size " + quoted + " (out of range)");
   // Not llround: past 2^63 its long long overflows (1.6e19 read 2^63).

@@ -298,21 +298,22 @@ const CommandSpec& admit(const service::AccessTokens& tokens, const service::Ser
 
 }  // namespace
 
-Outcome Commands::execute(ClientState& client, std::span<const std::string_view> args, std::string& out, double received_at) {
+Outcome Commands::execute(ClientState& client, std::span<const std::string_view> args, std::string& out, double received_at, bool defer_if_held) {
   ReplyWriter reply(out, client.protocol);
   if (args.empty()) return {};
   figures_.commands_total.fetch_add(1, std::memory_order_relaxed);
   return replying(out, reply, [&]() -> Outcome {
     const CommandSpec& spec = admit(tokens_, service_, client, args);
     if (received_at == 0) received_at = wall_clock_now();  // (events are stamped when the command came, not when a thread took it up)
-    const bool keyed = spec.access != service::Access::open && args.size() >= 2;
-    if ((clustered() && spec.access != service::Access::open) || (keyed && held_long(args[1]))) {
+    const bool held = !clustered() && defer_if_held && spec.access != service::Access::open && args.size() >= 2 && held_long(args[1]);
+    if ((clustered() && spec.access != service::Access::open) || held) {
       // Off the event loop (commands.hpp: in cluster mode, or while a merge
       // holds the key); the arguments are copied, since
       // the connection's buffer moves on. The connection runs nothing else
       // meanwhile (the transport's rule for deferred work), so its state
       // is this command's alone.
-      return {{}, [this, &client, &spec, received_at, owned = std::vector<std::string>(args.begin(), args.end())](std::string& text) {
+      return {{},
+              [this, &client, &spec, received_at, owned = std::vector<std::string>(args.begin(), args.end())](std::string& text) {
                 const std::vector<std::string_view> views(owned.begin(), owned.end());
                 ReplyWriter deferred(text, client.protocol);
                 replying(text, deferred, [&] {
@@ -322,7 +323,8 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
                   if (outcome.commit.lsn == 0) return;
                   if (const auto error = wait_published(outcome.commit); !error.empty()) refuse("ERR " + error);
                 });
-              }};
+              },
+              held};
     }
     Context ctx{*this, client, args, reply, received_at};
     return spec.run(ctx);
@@ -418,8 +420,11 @@ void Commands::execute_batch(ClientState& client, std::span<const std::vector<st
     replies.assign(commands.size(), {});
   }
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    Outcome outcome = execute(client, commands[i], replies[i].text, received_at);
-    if (outcome.deferred) outcome.deferred(replies[i].text);  // (cluster mode: execute_batch runs off the loop already)
+    // (In place: on a single node execute_batch may run on the event loop,
+    // where a deferred command must not run; in cluster mode it runs off
+    // the loop already.)
+    Outcome outcome = execute(client, commands[i], replies[i].text, received_at, false);
+    if (outcome.deferred) outcome.deferred(replies[i].text);
     replies[i].commit = outcome.commit;
   }
 }

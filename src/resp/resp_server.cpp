@@ -26,7 +26,7 @@ class RespServer::Impl {
  public:
   class Session;
   Impl(RespServerOptions o, Commands& c, std::shared_ptr<spdlog::logger> l)
-      : options(std::move(o)), commands(c), log(std::move(l)), blocking(std::max(1u, options.blocking_threads)) {
+      : options(std::move(o)), commands(c), log(std::move(l)), blocking(std::max(1u, options.blocking_threads)), lock_waiters(2) {
     const unsigned n = std::max(1u, options.threads);
     for (unsigned i = 0; i < n; ++i) {
       contexts.push_back(std::make_unique<net::io_context>(1));
@@ -59,6 +59,10 @@ class RespServer::Impl {
   std::atomic<bool> stopping{false};
   // Work off the event loops (RespServerOptions::blocking_threads).
   net::thread_pool blocking;
+  // Commands on a key a merge holds, which wait the merge out: apart from
+  // the admin commands (a CMS.QUERY of a merged key must not hold up every
+  // client's TOPK.RESERVE).
+  net::thread_pool lock_waiters;
 };
 
 class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
@@ -121,7 +125,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
         std::string reply;
         Outcome outcome = server_.commands.execute(client_, reader_.args(), reply);
         if (outcome.deferred) {
-          defer(std::move(outcome.deferred));
+          defer(std::move(outcome.deferred), outcome.waits_for_a_merge);
           break;
         }
         if (outcome.commit.lsn == 0) {
@@ -167,8 +171,9 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     if (run.size() == 1) return false;
     in_.consume(at);
-    if (server_.commands.clustered() || server_.commands.held_long(first.key)) {
-      defer(server_.commands.deferred_batch(client_, run));  // its replies in one slot: they leave together anyway
+    const bool held = !server_.commands.clustered() && server_.commands.held_long(first.key);
+    if (server_.commands.clustered() || held) {
+      defer(server_.commands.deferred_batch(client_, run), held);  // its replies in one slot: they leave together anyway
       return true;
     }
     std::vector<BatchReply> replies;
@@ -202,10 +207,11 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
   // cluster mode every read and write waits on the network): this
   // connection runs nothing else until it is done (a pipelined ADD after a
   // RESERVE needs the key), the others go on. `work` writes the reply.
-  void defer(std::function<void(std::string&)> work) {
+  // `waits_for_a_merge`: on the pool of its own (Impl::lock_waiters).
+  void defer(std::function<void(std::string&)> work, bool waits_for_a_merge = false) {
     Pending* slot = hold({});
     blocked_ = true;
-    net::post(server_.blocking, [self = shared_from_this(), slot, guard = keep_running(), work = std::move(work)] {
+    net::post(waits_for_a_merge ? server_.lock_waiters : server_.blocking, [self = shared_from_this(), slot, guard = keep_running(), work = std::move(work)] {
       std::string done;
       try {
         work(done);  // (it answers a client's errors itself)
@@ -443,6 +449,7 @@ void RespServer::run() {
   impl_->contexts[0]->run();
   for (auto& t : threads) t.join();
   impl_->blocking.join();
+  impl_->lock_waiters.join();
 }
 
 void RespServer::shutdown() {

@@ -47,7 +47,7 @@ std::optional<Response> ingest_body(ApiContext& ctx, std::string_view body, std:
   ParsedBatch batch;
   parse_event_body(body, ndjson, default_ns, received_at, limits, parser, batch, padding);
   if (batch.events.empty()) return empty_response(204);
-  if (on_loop && waits_for_a_merge(ctx, batch)) return std::nullopt;
+  if (on_loop && !ctx.service.cluster() && waits_for_a_merge(ctx, batch)) return std::nullopt;
 
   service::IngestRequest in;
   in.events = batch.events;

@@ -25,7 +25,8 @@ void add_query_routes(Router& router, ApiContext& ctx) {
   router.add("POST", "/top-k/personalised", "/top-k/personalised", Router::Access::read, [&ctx](const Request& req, const std::string&) {
     auto q = parse_personalised_body(req.body, ctx.service.limits().max_user_items);
     const auto view = view_from(q.window, q.half_life);
-    return off_loop_if_waiting(ctx, q.name, [&ctx, q = std::move(q), view] {
+    const std::string name = q.name;  // (q moves into the work: not read in the same call)
+    return off_loop_if_waiting(ctx, name, [&ctx, q = std::move(q), view] {
       const auto answer = ctx.service.personalised(q.name, view, q.k, q.alpha, q.user_items);
       io::JsonWriter w;
       service::write_personalised(w, q.name, answer);
@@ -65,7 +66,7 @@ void add_query_routes(Router& router, ApiContext& ctx) {
         service::write_top_k(w, name, top);
         return w.take();
       });
-      return json_response(200, *body);
+      return json_response(200, body);  // (shared with the cache, not copied)
     });
   });
 

@@ -542,7 +542,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session>, 
   // Every answer, deferred or not: debug logs each request, a 5xx is a warning.
   void log_request(const std::string& method, const std::string& path, std::size_t bytes_in, const Response& r, bool warn_on_5xx = true) const {
     if (server_.log->should_log(spdlog::level::debug)) {
-      server_.log->debug("request method={} path={} status={} bytes_in={} bytes_out={}", method, path, r.status, bytes_in, r.body.size());
+      server_.log->debug("request method={} path={} status={} bytes_in={} bytes_out={}", method, path, r.status, bytes_in, body_of(r).size());
     }
     if (warn_on_5xx && r.status >= 500) server_.log->warn("request failed method={} path={} status={} error={}", method, path, r.status, r.body);
   }

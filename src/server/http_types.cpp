@@ -98,6 +98,12 @@ Response error_response(int status, const std::string& code, const std::string& 
 
 Response json_response(int status, std::string body) { return text_response(status, "application/json", std::move(body)); }
 
+Response json_response(int status, std::shared_ptr<const std::string> body) {
+  Response r = text_response(status, "application/json", "");
+  r.shared_body = std::move(body);
+  return r;
+}
+
 Response empty_response(int status) { return text_response(status, "", ""); }
 
 Response text_response(int status, std::string content_type, std::string body) {

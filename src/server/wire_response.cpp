@@ -43,8 +43,9 @@ void append_handler_headers(std::string& out, const Response& r) {
 }  // namespace
 
 void append_wire_response(std::string& out, const Response& r, unsigned version, bool keep_alive, bool with_body) {
+  const std::string_view body = body_of(r);
   append_status_line(out, r.status, version);
-  if (!r.body.empty()) append_header(out, "Content-Type", r.content_type);
+  if (!body.empty()) append_header(out, "Content-Type", r.content_type);
   append_handler_headers(out, r);
   // HTTP/1.1 keeps a connection unless told; HTTP/1.0 closes it unless told.
   if (version >= 11 && !keep_alive) out += "Connection: close\r\n";
@@ -53,11 +54,11 @@ void append_wire_response(std::string& out, const Response& r, unsigned version,
   if (!no_content) {
     out += "Content-Length: ";
     char digits[24];
-    out.append(digits, std::to_chars(digits, digits + sizeof digits, r.body.size()).ptr);
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, body.size()).ptr);
     out += "\r\n";
   }
   out += "\r\n";
-  if (!no_content && with_body) out += r.body;
+  if (!no_content && with_body) out += body;
 }
 
 std::string stream_head(const Response& r, unsigned version) {

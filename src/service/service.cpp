@@ -559,6 +559,18 @@ void Service::remove(const std::string& name) {
     if (history) unmark_history_pending(s, name, history_mark);
     throw;
   }
+  // From here the delete stands: its mark is dropped below, or, should
+  // anything below throw, handed over to the history thread (a mark under
+  // way is no pass's to drop, and would mask the name's history for good).
+  struct HandOver {
+    State& s;
+    const std::string& name;
+    std::uint64_t mark;
+    bool armed;
+    ~HandOver() {
+      if (armed) hand_over_history_mark(s, name, mark);
+    }
+  } hand_over{s, name, history_mark, history};
   {
     // Out of the map only now, under its lock. Since the delete was logged
     // and marked, lookups (find, all_entries) pass over it, and a create of
@@ -578,6 +590,7 @@ void Service::remove(const std::string& name) {
   s.wait(lsn);
   // Its history goes too: a new namespace of the same name starts afresh
   // (if the database refuses now, the history thread retries).
+  hand_over.armed = false;
   if (history) drop_history(s, name, history_mark);
 }
 

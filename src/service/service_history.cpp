@@ -222,7 +222,7 @@ void save_pending(Service::State& s) {
   std::string lines;
   {
     std::lock_guard lock(s.pending_mu);
-    for (const auto& [name, mark] : s.pending_drops) lines += name + "\n";
+    for (const auto& [name, pending] : s.pending_drops) lines += name + "\n";  // (read back as handed over)
   }
   try {
     if (lines.empty()) {
@@ -246,27 +246,41 @@ void forget_pending(Service::State& s, const std::string& name, std::span<const 
   {
     std::lock_guard lock(s.pending_mu);
     auto [it, end] = s.pending_drops.equal_range(name);
-    while (it != end) it = std::find(marks.begin(), marks.end(), it->second) != marks.end() ? s.pending_drops.erase(it) : std::next(it);
+    while (it != end) it = std::find(marks.begin(), marks.end(), it->second.mark) != marks.end() ? s.pending_drops.erase(it) : std::next(it);
   }
   save_pending(s);
 }
 
 // A mark for the name, not yet saved.
-std::uint64_t add_mark(Service::State& s, const std::string& name) {
+std::uint64_t add_mark(Service::State& s, const std::string& name, bool handed_over) {
   std::lock_guard lock(s.pending_mu);
-  s.pending_drops.emplace(name, ++s.last_drop_mark);
+  s.pending_drops.emplace(name, Service::State::PendingDrop{++s.last_drop_mark, handed_over});
   return s.last_drop_mark;
+}
+
+// The mark's entry (nullptr: not pending); the caller holds pending_mu.
+Service::State::PendingDrop* find_mark(Service::State& s, const std::string& name, std::uint64_t mark) {
+  auto [it, end] = s.pending_drops.equal_range(name);
+  for (; it != end; ++it) {
+    if (it->second.mark == mark) return &it->second;
+  }
+  return nullptr;
 }
 
 }  // namespace
 
-std::uint64_t mark_history_pending(Service::State& s, const std::string& name) {
-  const auto mark = add_mark(s, name);
+std::uint64_t mark_history_pending(Service::State& s, const std::string& name, bool handed_over) {
+  const auto mark = add_mark(s, name, handed_over);
   save_pending(s);
   return mark;
 }
 
 void unmark_history_pending(Service::State& s, const std::string& name, std::uint64_t mark) { forget_pending(s, name, {&mark, 1}); }
+
+void hand_over_history_mark(Service::State& s, const std::string& name, std::uint64_t mark) {
+  std::lock_guard lock(s.pending_mu);
+  if (auto* pending = find_mark(s, name, mark)) pending->handed_over = true;
+}
 
 namespace {
 
@@ -289,23 +303,26 @@ bool try_drop(Service::State& s, const std::string& name, std::span<const std::u
 bool drop_history(Service::State& s, const std::string& name, std::uint64_t mark) {
   std::lock_guard pass(s.history_mu);
   {
-    // Dropped by a pass since it was made (retry_history_drops): while it
-    // was pending no pass wrote the name, so what the name has now is a
-    // namespace made again since, whose history stays.
+    // (Pending until now: only its delete forgets a mark under way. While
+    // it is, no pass writes the name, so every row of it is the deleted
+    // namespace's.)
     std::lock_guard lock(s.pending_mu);
-    auto [it, end] = s.pending_drops.equal_range(name);
-    if (std::none_of(it, end, [mark](const auto& kv) { return kv.second == mark; })) return true;
+    if (!find_mark(s, name, mark)) return true;
   }
-  return try_drop(s, name, {&mark, 1});
+  if (try_drop(s, name, {&mark, 1})) return true;
+  hand_over_history_mark(s, name, mark);
+  return false;
 }
 
 // Each name's drop on its own (one refused name holds up neither the
 // others nor the pass).
 void retry_history_drops(Service::State& s) {
-  std::map<std::string, std::vector<std::uint64_t>, std::less<>> pending;  // name: its marks now (each drop satisfies them all)
+  std::map<std::string, std::vector<std::uint64_t>, std::less<>> pending;  // name: its marks handed over now (each drop satisfies them all)
   {
     std::lock_guard lock(s.pending_mu);
-    for (const auto& [name, mark] : s.pending_drops) pending[name].push_back(mark);
+    for (const auto& [name, drop] : s.pending_drops) {
+      if (drop.handed_over) pending[name].push_back(drop.mark);
+    }
   }
   for (const auto& [name, marks] : pending) {
     if (try_drop(s, name, marks)) s.log->info("history of deleted namespace '{}' removed", name);
@@ -394,7 +411,7 @@ void Service::sweep_history() {
       std::istringstream lines(storage::read_whole_file(pending_file(s)));
       std::lock_guard lock(s.pending_mu);
       for (std::string name; std::getline(lines, name);) {
-        if (!name.empty()) s.pending_drops.emplace(name, ++s.last_drop_mark);
+        if (!name.empty()) s.pending_drops.emplace(name, State::PendingDrop{++s.last_drop_mark, true});
       }
     } catch (const std::exception& e) {
       s.log->error("history: cannot read {}: {}", pending_file(s).string(), e.what());
@@ -415,7 +432,7 @@ void Service::sweep_history() {
     for (const auto& name : s.history->namespaces()) {
       if (s.find(name)) continue;
       if (refused) {
-        add_mark(s, name);
+        add_mark(s, name, true);
         continue;
       }
       refused = !drop_history(s, name, mark_history_pending(s, name));

@@ -250,7 +250,7 @@ bool Service::apply_record(std::uint64_t lsn, std::string_view payload, const Co
     // pass's SQLite writes, which must not hold up the applying thread.
     ns_lock.unlock();
     map_lock.unlock();
-    mark_history_pending(s, std::string(r.name));
+    mark_history_pending(s, std::string(r.name), true);
   }
   return errors == 0;
 }

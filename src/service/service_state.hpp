@@ -143,11 +143,18 @@ struct Service::State {
   // pending_file_mu), so a crash does not forget them: a namespace of the
   // name may be created again before the restart.
   mutable std::mutex pending_mu;
-  // A name once per delete waiting on it, each mark with its own number:
-  // a drop satisfies the marks there were when it began, and only those
-  // (a delete whose mark a pass's drop satisfied meanwhile has nothing
-  // left to drop: rows of the name written since are a new namespace's).
-  std::multimap<std::string, std::uint64_t, std::less<>> pending_drops;
+  // A name once per delete waiting on it, each mark with its own number.
+  // A delete under way drops its own mark's history itself (or unmarks it
+  // when it fails); the history thread's retries take only the marks
+  // handed over to them: a drop the database refused, a replay's, the
+  // ones a crash left in the file. (A retry that took a mark still under
+  // way could drop before the pass that then wrote the namespace's last
+  // snapshot, or drop a namespace whose delete then failed.)
+  struct PendingDrop {
+    std::uint64_t mark;
+    bool handed_over;
+  };
+  std::multimap<std::string, PendingDrop, std::less<>> pending_drops;
   std::uint64_t last_drop_mark = 0;  // under pending_mu
   std::mutex pending_file_mu;
   bool pending_drop(std::string_view name) const {
@@ -326,18 +333,20 @@ auto on_query(F&& f) {
 // here no pass writes the name and no answer reads it, and the pending drop
 // is on disk, so neither a namespace created again with the name nor a
 // crash can bring the old history back.
-// Returns the mark, which the delete then drops or unmarks.
-std::uint64_t mark_history_pending(Service::State& s, const std::string& name);
-// Removes it now (true), or leaves it to the history thread's next pass
-// when the database refuses (false). A mark a pass has dropped since (the
-// drop came after it, so no row of the name was written in between) is
-// done with: the name's rows now are a new namespace's, and stay.
+// Returns the mark, which the delete then drops or unmarks, or hands over
+// to the history thread; `handed_over`: the history thread's from the start
+// (a replayed delete's).
+std::uint64_t mark_history_pending(Service::State& s, const std::string& name, bool handed_over = false);
+// Removes it now (true), or hands it over to the history thread's next
+// pass when the database refuses (false).
 bool drop_history(Service::State& s, const std::string& name, std::uint64_t mark);
 // Undoes mark_history_pending() for a delete that did not happen.
 void unmark_history_pending(Service::State& s, const std::string& name, std::uint64_t mark);
-// Drops the history of every name with marks pending, each satisfying the
-// marks there were when it began (the history thread, before each pass;
-// the caller holds history_mu).
+// Leaves the mark to the history thread (a delete that cannot drop it).
+void hand_over_history_mark(Service::State& s, const std::string& name, std::uint64_t mark);
+// Drops the history of every name with marks handed over, each drop
+// satisfying the ones there were when it began (the history thread,
+// before each pass; the caller holds history_mu).
 void retry_history_drops(Service::State& s);
 
 engine::TopKAnswer top_as_of(const Service::State& s, const NamespaceEntry& e, const std::optional<engine::ViewSpec>& view,

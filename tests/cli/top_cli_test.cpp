@@ -307,7 +307,7 @@ TEST(EbbTop, ErrorsAreClearWithUsageExitCodes) {
       {{"--window", "1.5s"}, 2, "windows: entry 0 must be a whole number of seconds in [1s, 366d]"},
       {{"--time", "1"}, 2, "plain input has no fields"},
       {{"--format", "clf", "--key", "colour"}, 2, "unknown clf field 'colour'"},
-      {{"--max-line-bytes", "1Mb"}, 2, "--max-line-bytes: bad size '1Mb' (expected a number of bytes or a unit: KiB, MiB, GiB, TiB)"},
+      {{"--max-line-bytes", "1Mb"}, 2, "--max-line-bytes: bad size '1Mb' (expected a number of bytes, or one with a unit: B, KiB, MiB, GiB, TiB, or decimal KB, MB, GB, TB)"},
       {{"--max-line-bytes", "1GiB"}, 2, "--max-line-bytes: Value 1073741824 not in range"},
       {{"/no/such/file"}, 1, "cannot open '/no/such/file'"},
       {{kData}, 1, "is a directory"},

@@ -21,6 +21,19 @@ TEST(WireResponse, Http11KeepsTheConnectionUnlessToldAndAlwaysSaysTheLength) {
             "(before)HTTP/1.1 200 OK\r\nServer: ebb/0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
 }
 
+// A shared body (a cached answer) goes out as a body of its own would,
+// HEAD's length included.
+TEST(WireResponse, ASharedBodyIsSentAsItsOwn) {
+  const auto cached = std::make_shared<const std::string>(R"({"a":1})");
+  Response r = json_response(200, cached);
+  EXPECT_TRUE(r.body.empty());
+  EXPECT_EQ(wire(r, 11, true), "(before)HTTP/1.1 200 OK\r\nServer: ebb/0.1\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
+  std::string head;
+  append_wire_response(head, r, 11, true, false);
+  EXPECT_EQ(head, "HTTP/1.1 200 OK\r\nServer: ebb/0.1\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n");
+  EXPECT_EQ(*cached, R"({"a":1})");
+}
+
 TEST(WireResponse, Http10ClosesUnlessToldToKeepAlive) {
   Response r = text_response(200, "text/plain", "OK");
   EXPECT_EQ(wire(r, 10, true), "(before)HTTP/1.0 200 OK\r\nServer: ebb/0.1\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nOK");

@@ -48,11 +48,11 @@ struct HistoryState {
   }
 };
 
-// A pass's retry drops the old rows while a delete's own drop is still to
-// come (its log write waits for the disk); the name is made again and a
-// pass writes the new namespace's first snapshot; then the delete's drop
-// runs: the new rows stay (before: the drop removed them).
-TEST(HistoryDrop, ADeletesDropThatAPassDidAlreadyLeavesANewNamespacesRows) {
+// A delete's mark under way is its own: a pass's retry leaves it (and the
+// name masked, so no pass writes it meanwhile) for the delete to drop.
+// (Taken by a retry, the pass after could snapshot the namespace before
+// its delete marked it deleted: rows the delete would then not drop.)
+TEST(HistoryDrop, ARetryLeavesAMarkUnderWayToItsDelete) {
   HistoryState h;
   auto& s = h.s;
   s.history->write({snapshot("a", 100, "old")});
@@ -62,9 +62,31 @@ TEST(HistoryDrop, ADeletesDropThatAPassDidAlreadyLeavesANewNamespacesRows) {
     std::lock_guard pass(s.history_mu);
     retry_history_drops(s);
   }
+  EXPECT_TRUE(s.pending_drop("a"));
+  EXPECT_EQ(h.item_at(100), "old");
+  EXPECT_TRUE(drop_history(s, "a", mark));
   EXPECT_FALSE(s.pending_drop("a"));
   EXPECT_EQ(h.item_at(100), std::nullopt);
-  s.history->write({snapshot("a", 200, "new")});  // the namespace made again, snapshotted
+  EXPECT_FALSE(std::filesystem::exists(h.dir / "history-pending-drops"));
+}
+
+// A mark handed over (the delete's drop was refused) is the retry's; the
+// delete's mark is then done with, and a late drop of it touches nothing
+// (rows written since are a namespace made again under the name).
+TEST(HistoryDrop, AMarkHandedOverIsTheRetrysToDrop) {
+  HistoryState h;
+  auto& s = h.s;
+  s.history->write({snapshot("a", 100, "old")});
+  const auto mark = mark_history_pending(s, "a");
+  hand_over_history_mark(s, "a", mark);
+  EXPECT_TRUE(std::filesystem::exists(h.dir / "history-pending-drops"));
+  {
+    std::lock_guard pass(s.history_mu);
+    retry_history_drops(s);
+  }
+  EXPECT_FALSE(s.pending_drop("a"));
+  EXPECT_EQ(h.item_at(100), std::nullopt);
+  s.history->write({snapshot("a", 200, "new")});
   EXPECT_TRUE(drop_history(s, "a", mark));
   EXPECT_EQ(h.item_at(200), "new");
   EXPECT_FALSE(std::filesystem::exists(h.dir / "history-pending-drops"));
@@ -98,7 +120,7 @@ TEST(HistoryDrop, AFailedDeleteUnmarksOnlyItsOwnMark) {
   const auto failed = mark_history_pending(s, "a");
   unmark_history_pending(s, "a", failed);
   ASSERT_EQ(s.pending_drops.size(), 1u);
-  EXPECT_EQ(s.pending_drops.begin()->second, kept);
+  EXPECT_EQ(s.pending_drops.begin()->second.mark, kept);
   unmark_history_pending(s, "a", failed);  // (twice: nothing more)
   EXPECT_EQ(s.pending_drops.size(), 1u);
 }

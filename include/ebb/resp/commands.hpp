@@ -36,6 +36,9 @@ struct ClientState {
 struct Outcome {
   service::Commit commit;
   std::function<void(std::string& reply)> deferred;
+  // `deferred` is a command on a key a merge holds (Commands::held_long):
+  // run apart from the admin commands, which must not queue behind it.
+  bool waits_for_a_merge = false;
 };
 
 // Figures INFO reports that the transport keeps.
@@ -71,7 +74,10 @@ class Commands {
   // Runs one command (args[0] is its name, in any case) and appends its
   // reply to `out`. Never throws for what a client sent.
   // `received_at`: when the command came (0: now), the time of its events.
-  Outcome execute(ClientState& client, std::span<const std::string_view> args, std::string& out, double received_at = 0);
+  // `defer_if_held`: a command on a key a merge holds comes back deferred
+  // (false: it runs in place, as execute_batch's commands do).
+  Outcome execute(ClientState& client, std::span<const std::string_view> args, std::string& out, double received_at = 0,
+                  bool defer_if_held = true);
 
   // Pipelined TOPK.ADD / TOPK.INCRBY commands on one key, already read,
   // are counted as one batch: one log record, one look at the list

@@ -46,6 +46,9 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // A body held elsewhere (a cached answer, shared by every request that
+  // gets it), sent in place of `body` when set: not copied per request.
+  std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string error_code;  // set by error_response(), for metrics and logs
 
@@ -90,6 +93,9 @@ using ErrorFormat = Response (*)(int status, const std::string& code, const std:
 Response respond(const std::function<Response()>& body, ErrorFormat format = error_response);
 
 Response json_response(int status, std::string body);
+Response json_response(int status, std::shared_ptr<const std::string> body);
+// The body as sent: shared_body's when set, else body.
+inline std::string_view body_of(const Response& r) noexcept { return r.shared_body ? std::string_view(*r.shared_body) : std::string_view(r.body); }
 Response empty_response(int status);  // 204s
 Response text_response(int status, std::string content_type, std::string body);
 
