@@ -213,11 +213,11 @@ Outcome info(Context& c) {
 }
 
 constexpr std::array kCommands{
-    CommandSpec{"cms.initbydim", 4, Access::write, initbydim},
-    CommandSpec{"cms.initbyprob", 4, Access::write, initbyprob},
+    CommandSpec{"cms.initbydim", 4, Access::write, initbydim, true},
+    CommandSpec{"cms.initbyprob", 4, Access::write, initbyprob, true},
     CommandSpec{"cms.incrby", -4, Access::write, incrby},
     CommandSpec{"cms.query", -3, Access::read, query},
-    CommandSpec{"cms.merge", -4, Access::write, merge},
+    CommandSpec{"cms.merge", -4, Access::write, merge, true},
     CommandSpec{"cms.info", 2, Access::read, info},
 };
 

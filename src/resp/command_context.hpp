@@ -76,6 +76,9 @@ struct CommandSpec {
   int arity;
   service::Access access;
   Outcome (*run)(Context&);
+  // It runs off the event loop itself, on the admin pool (RESERVE, INITBY*,
+  // MERGE, DEL): never deferred to the pool of commands waiting out a merge.
+  bool admin = false;
 };
 
 std::span<const CommandSpec> connection_commands();

@@ -305,7 +305,8 @@ Outcome Commands::execute(ClientState& client, std::span<const std::string_view>
   return replying(out, reply, [&]() -> Outcome {
     const CommandSpec& spec = admit(tokens_, service_, client, args);
     if (received_at == 0) received_at = wall_clock_now();  // (events are stamped when the command came, not when a thread took it up)
-    const bool held = !clustered() && defer_if_held && spec.access != service::Access::open && args.size() >= 2 && held_long(args[1]);
+    const bool held =
+        !clustered() && defer_if_held && !spec.admin && spec.access != service::Access::open && args.size() >= 2 && held_long(args[1]);
     if ((clustered() && spec.access != service::Access::open) || held) {
       // Off the event loop (commands.hpp: in cluster mode, or while a merge
       // holds the key); the arguments are copied, since

@@ -66,7 +66,7 @@ Outcome dbsize(Context& c) {
 }
 
 constexpr std::array kCommands{
-    CommandSpec{"del", -2, Access::write, del},
+    CommandSpec{"del", -2, Access::write, del, true},
     CommandSpec{"exists", -2, Access::read, exists},
     CommandSpec{"type", 2, Access::read, type},
     CommandSpec{"dbsize", 1, Access::read, dbsize},

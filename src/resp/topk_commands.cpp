@@ -547,7 +547,7 @@ Outcome info(Context& c) {
 }
 
 constexpr std::array kCommands{
-    CommandSpec{"topk.reserve", -3, Access::write, reserve},
+    CommandSpec{"topk.reserve", -3, Access::write, reserve, true},
     CommandSpec{"topk.add", -3, Access::write, ingest},
     CommandSpec{"topk.incrby", -4, Access::write, ingest},
     CommandSpec{"topk.query", -3, Access::read, query},

@@ -590,8 +590,8 @@ void Service::remove(const std::string& name) {
   s.wait(lsn);
   // Its history goes too: a new namespace of the same name starts afresh
   // (if the database refuses now, the history thread retries).
+  if (history) drop_history(s, name, history_mark);  // (refused: it hands the mark over itself)
   hand_over.armed = false;
-  if (history) drop_history(s, name, history_mark);
 }
 
 bool Service::held_long(std::string_view name) const {

@@ -271,7 +271,19 @@ Service::State::PendingDrop* find_mark(Service::State& s, const std::string& nam
 
 std::uint64_t mark_history_pending(Service::State& s, const std::string& name, bool handed_over) {
   const auto mark = add_mark(s, name, handed_over);
-  save_pending(s);
+  try {
+    save_pending(s);  // (its file's failures it reports itself; this is out of memory)
+  } catch (...) {
+    std::lock_guard lock(s.pending_mu);
+    auto [it, end] = s.pending_drops.equal_range(name);
+    for (; it != end; ++it) {
+      if (it->second.mark == mark) {
+        s.pending_drops.erase(it);
+        break;
+      }
+    }
+    throw;
+  }
   return mark;
 }
 

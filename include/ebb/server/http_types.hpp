@@ -47,7 +47,8 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   // A body held elsewhere (a cached answer, shared by every request that
-  // gets it), sent in place of `body` when set: not copied per request.
+  // gets it), sent in place of `body` when set: not copied into each
+  // Response (only into the connection's write buffer).
   std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string error_code;  // set by error_response(), for metrics and logs
