@@ -242,11 +242,16 @@ void save_pending(Service::State& s) {
 // These marks of the name are done with (a drop removes every row of the
 // name, so it satisfies every mark there was when it began; one made since
 // waits for the next retry).
+// Takes these marks of the name out (not saved); the caller holds pending_mu.
+void erase_marks(Service::State& s, const std::string& name, std::span<const std::uint64_t> marks) {
+  auto [it, end] = s.pending_drops.equal_range(name);
+  while (it != end) it = std::find(marks.begin(), marks.end(), it->second.mark) != marks.end() ? s.pending_drops.erase(it) : std::next(it);
+}
+
 void forget_pending(Service::State& s, const std::string& name, std::span<const std::uint64_t> marks) {
   {
     std::lock_guard lock(s.pending_mu);
-    auto [it, end] = s.pending_drops.equal_range(name);
-    while (it != end) it = std::find(marks.begin(), marks.end(), it->second.mark) != marks.end() ? s.pending_drops.erase(it) : std::next(it);
+    erase_marks(s, name, marks);
   }
   save_pending(s);
 }
@@ -275,13 +280,7 @@ std::uint64_t mark_history_pending(Service::State& s, const std::string& name, b
     save_pending(s);  // (its file's failures it reports itself; this is out of memory)
   } catch (...) {
     std::lock_guard lock(s.pending_mu);
-    auto [it, end] = s.pending_drops.equal_range(name);
-    for (; it != end; ++it) {
-      if (it->second.mark == mark) {
-        s.pending_drops.erase(it);
-        break;
-      }
-    }
+    erase_marks(s, name, {&mark, 1});
     throw;
   }
   return mark;
@@ -421,9 +420,8 @@ void Service::sweep_history() {
   if (std::filesystem::exists(pending_file(s), ec)) {
     try {
       std::istringstream lines(storage::read_whole_file(pending_file(s)));
-      std::lock_guard lock(s.pending_mu);
       for (std::string name; std::getline(lines, name);) {
-        if (!name.empty()) s.pending_drops.emplace(name, State::PendingDrop{++s.last_drop_mark, true});
+        if (!name.empty()) add_mark(s, name, true);
       }
     } catch (const std::exception& e) {
       s.log->error("history: cannot read {}: {}", pending_file(s).string(), e.what());
