@@ -1,5 +1,7 @@
 #include "ebb/io/json_writer.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -27,63 +29,101 @@ inline bool plain8(const unsigned char* p) noexcept {
 
 inline bool plain(unsigned char c) noexcept { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
 
-}  // namespace
+// Room for at most n more bytes at the end of out, written through a raw
+// pointer, then trimmed to what `write` wrote (it returns its end): one
+// capacity check per string or number, where appending character by
+// character checked each (an uncached GET /top-k k=100 spent half its JSON
+// time in those appends and their copies).
+template <typename Write>
+void append_at_most(std::string& out, std::size_t n, Write write) {
+  const std::size_t used = out.size();
+  if (out.capacity() - used < n) out.reserve(std::max(out.capacity() * 2, used + n));
+  out.resize(used + n);
+  char* const end = write(out.data() + used);
+  out.resize(static_cast<std::size_t>(end - out.data()));
+}
 
-void append_json_string(std::string& out, std::string_view s) {
+// The most bytes a string literal takes: quotes, and at most 6 bytes an
+// input byte (a control character or an invalid subpart as an escape).
+constexpr std::size_t max_literal_bytes(std::size_t n) noexcept { return 6 * n + 2; }
+
+// s as a JSON string literal at p (room for max_literal_bytes(s.size())); returns its end.
+char* write_json_string(char* p, std::string_view s) noexcept {
   // JSON text must be valid UTF-8 (RFC 8259), and a key read from a file
   // is any bytes: each maximal invalid subpart (utf8_step) becomes one
   // U+FFFD, written as an escape so the output stays ASCII-safe there.
   static constexpr char kHex[] = "0123456789abcdef";
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* in = reinterpret_cast<const unsigned char*>(s.data());
   const std::size_t n = s.size();
-  out += '"';
+  auto put = [&p](std::string_view text) {
+    std::memcpy(p, text.data(), text.size());
+    p += text.size();
+  };
+  *p++ = '"';
   std::size_t i = 0;
   while (i < n) {
     // The common case, printable ASCII, is found 8 bytes at a time and
-    // copied in one append.
+    // copied in one go.
     const std::size_t run = i;
-    while (i + 8 <= n && plain8(p + i)) i += 8;
-    while (i < n && plain(p[i])) ++i;
-    out.append(s.data() + run, i - run);
+    while (i + 8 <= n && plain8(in + i)) i += 8;
+    while (i < n && plain(in[i])) ++i;
+    std::memcpy(p, s.data() + run, i - run);
+    p += i - run;
     if (i == n) break;
-    const unsigned char c = p[i];
+    const unsigned char c = in[i];
     if (c >= 0x80) {
-      const Utf8Step step = utf8_step(p + i, n - i);
+      const Utf8Step step = utf8_step(in + i, n - i);
       if (step.valid) {
-        out.append(s.data() + i, step.length);
+        std::memcpy(p, s.data() + i, step.length);
+        p += step.length;
       } else {
-        out += "\\ufffd";
+        put("\\ufffd");
       }
       i += step.length;
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"': put("\\\""); break;
+      case '\\': put("\\\\"); break;
+      case '\n': put("\\n"); break;
+      case '\r': put("\\r"); break;
+      case '\t': put("\\t"); break;
+      case '\b': put("\\b"); break;
+      case '\f': put("\\f"); break;
       default:  // the other control characters
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 15];
+        put("\\u00");
+        *p++ = kHex[c >> 4];
+        *p++ = kHex[c & 15];
     }
     ++i;
   }
-  out += '"';
+  *p++ = '"';
+  return p;
+}
+
+// The most bytes a number takes (to_chars' longest double, 24, or a
+// 64-bit integer, 20), with a separator before it.
+constexpr std::size_t kMaxNumberBytes = 1 + 32;
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  append_at_most(out, max_literal_bytes(s.size()), [s](char* p) { return write_json_string(p, s); });
+}
+
+bool JsonWriter::needs_comma() noexcept {
+  if (after_key_) {
+    after_key_ = false;
+    return false;
+  }
+  if (first_.empty()) return false;
+  const bool comma = !first_.back();
+  first_.back() = false;
+  return comma;
 }
 
 void JsonWriter::separate() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-  }
+  if (needs_comma()) out_ += ',';
 }
 
 JsonWriter& JsonWriter::begin_object() {
@@ -109,45 +149,74 @@ JsonWriter& JsonWriter::end_array() {
   return *this;
 }
 JsonWriter& JsonWriter::key(std::string_view k) {
-  separate();
-  append_json_string(out_, k);
-  out_ += ':';
+  const bool comma = needs_comma();
+  append_at_most(out_, 2 + max_literal_bytes(k.size()), [k, comma](char* p) {
+    *p = ',';
+    p = write_json_string(p + comma, k);
+    *p++ = ':';
+    return p;
+  });
   after_key_ = true;
   return *this;
 }
 JsonWriter& JsonWriter::value(std::string_view s) {
-  separate();
-  append_json_string(out_, s);
+  const bool comma = needs_comma();
+  append_at_most(out_, 1 + max_literal_bytes(s.size()), [s, comma](char* p) {
+    *p = ',';
+    return write_json_string(p + comma, s);
+  });
   return *this;
 }
 JsonWriter& JsonWriter::value(double d) {
-  separate();
-  if (!std::isfinite(d)) {
-    out_ += "null";
-    return *this;
-  }
-  char buf[32];
-  // Integral values below 2^53 print without a fraction (counts); others
-  // in their shortest form that reads back exactly. From 2^53 on always
-  // with an exponent: the shortest form of 2.18e20 is 21 digits with no
-  // point, an integer past 64 bits that strict parsers (simdjson among
-  // them, so ebb itself) refuse: a namespace stored with such a
-  // hot_key_threshold could not be read back at restart.
-  const double magnitude = std::fabs(d);
-  auto res = magnitude >= 9007199254740992.0 ? std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific)
-             : d == std::floor(d)            ? std::to_chars(buf, buf + sizeof buf, static_cast<std::int64_t>(d))
-                                             : std::to_chars(buf, buf + sizeof buf, d);
-  out_.append(buf, res.ptr);
+  const bool comma = needs_comma();
+  const auto bits = std::bit_cast<std::uint64_t>(d);
+  append_at_most(out_, kMaxNumberBytes, [this, d, bits, comma](char* p) {
+    *p = ',';
+    p += comma;
+    if (memo_size_ != 0 && bits == memo_bits_) {
+      std::memcpy(p, memo_, memo_size_);
+      return p + memo_size_;
+    }
+    char* end;
+    if (!std::isfinite(d)) {
+      std::memcpy(p, "null", 4);
+      end = p + 4;
+    } else {
+      // Integral values below 2^53 print without a fraction (counts); others
+      // in their shortest form that reads back exactly. From 2^53 on always
+      // with an exponent: the shortest form of 2.18e20 is 21 digits with no
+      // point, an integer past 64 bits that strict parsers (simdjson among
+      // them, so ebb itself) refuse: a namespace stored with such a
+      // hot_key_threshold could not be read back at restart.
+      char* const limit = p + sizeof memo_;
+      const double magnitude = std::fabs(d);
+      end = magnitude >= 9007199254740992.0 ? std::to_chars(p, limit, d, std::chars_format::scientific).ptr
+            : d == std::floor(d)            ? std::to_chars(p, limit, static_cast<std::int64_t>(d)).ptr
+                                            : std::to_chars(p, limit, d).ptr;
+    }
+    memo_bits_ = bits;
+    memo_size_ = static_cast<std::uint8_t>(end - p);
+    std::memcpy(memo_, p, memo_size_);
+    return end;
+  });
   return *this;
 }
 JsonWriter& JsonWriter::value(std::uint64_t n) {
-  separate();
-  out_ += std::to_string(n);
+  const bool comma = needs_comma();
+  append_at_most(out_, kMaxNumberBytes, [n, comma](char* p) {
+    *p = ',';
+    p += comma;
+    return std::to_chars(p, p + kMaxNumberBytes - 1, n).ptr;
+  });
   return *this;
 }
 JsonWriter& JsonWriter::value(std::int64_t n) {
-  separate();
-  out_ += std::to_string(n);
+  const bool comma = needs_comma();
+  append_at_most(out_, kMaxNumberBytes, [n, comma](char* p) {
+    *p = ',';
+    p += comma;
+    return std::to_chars(p, p + kMaxNumberBytes - 1, n).ptr;
+  });
   return *this;
 }
 JsonWriter& JsonWriter::value(bool b) {

@@ -221,7 +221,9 @@ TEST(RecordParser, TsvColumnsAreTheSameAtEveryLineLength) {
         ASSERT_EQ(p->parse_lines(block, &parsed, block_error), 1u) << where;
         EXPECT_EQ(parsed.status, r.status) << where;
         EXPECT_EQ(block_error, r.error) << where;
-        if (r.status == ParseStatus::record) EXPECT_EQ(parsed.record.key, r.rec.key) << where;
+        if (r.status == ParseStatus::record) {
+          EXPECT_EQ(parsed.record.key, r.rec.key) << where;
+        }
         if (static_cast<int>(fields.size()) < key_column) {
           ASSERT_EQ(r.status, ParseStatus::malformed) << where;
           EXPECT_EQ(r.error, "has " + std::to_string(fields.size()) + " columns, needs " + std::to_string(key_column)) << where;
@@ -557,6 +559,35 @@ TEST(JsonWriter, LargeNumbersCarryAnExponentAndReadBackExactly) {
     simdjson::dom::element doc;
     ASSERT_EQ(parser.parse(w.str()).get(doc), simdjson::SUCCESS) << w.str();
     EXPECT_EQ(double(doc.at(0)), values[i]) << w.str();
+  }
+}
+
+// A number written again straight after is copied from the last one's text
+// (an item's estimate and bounds are often the same count): the copy must
+// be that number's own text, whatever came between, and a different number
+// (-0 after 0, bit for bit) is formatted afresh.
+TEST(JsonWriter, ARepeatedNumberIsWrittenAsItsOwnText) {
+  JsonWriter w;
+  w.begin_array().value(2.5).value(2.5).begin_object().key("k").value(2.5).end_object().value(-0.0).value(0.0).value(INFINITY).value(INFINITY).value(7.0);
+  w.value(std::uint64_t{7}).value(7.0).value(1e300).value(1e300).value("s").value(0.1).value(0.1).end_array();
+  EXPECT_EQ(w.str(), R"([2.5,2.5,{"k":2.5},0,0,null,null,7,7,7,1e+300,1e+300,"s",0.1,0.1])");
+}
+
+// Strings are written into room made for the worst case (6 bytes an input
+// byte): every byte a control character or an invalid subpart, long enough
+// to cross any growth step, comes out whole.
+TEST(JsonWriter, WorstCaseStringsFitTheRoomMadeForThem) {
+  for (const char fill : {'\x01', '\xFF', '"', 'a'}) {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{4097}}) {
+      const std::string s(n, fill);
+      JsonWriter w;
+      w.begin_object().key(s).value(s).end_object();
+      const std::string one = fill == '\x01' ? "\\u0001" : fill == '\xFF' ? "\\ufffd" : fill == '"' ? "\\\"" : "a";
+      std::string lit = "\"";
+      for (std::size_t i = 0; i < n; ++i) lit += one;
+      lit += '"';
+      EXPECT_EQ(w.str(), "{" + lit + ":" + lit + "}") << int(fill) << " x " << n;
+    }
   }
 }
 
