@@ -280,7 +280,7 @@ std::shared_ptr<const std::string> list_keys(Context& c, const std::string& key)
       out += item.key;
     }
     return out;
-  }); });
+  }, RedisKey::Type::topk); });
 }
 
 // Each key of such a rendering, in list order.
@@ -505,7 +505,7 @@ Outcome list(Context& c) {
       }
     }
     return out;
-  }); });
+  }, RedisKey::Type::topk); });
   c.reply.raw(*rendered);
   return {};
 }
@@ -516,6 +516,7 @@ Outcome info(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
   const auto described = keyed(kTopKNoKey, [&] { return c.commands.service().describe(key); });
+  require_read_type(described.spec, RedisKey::Type::topk);
   require_whole(described.coverage);
   const auto& config = described.spec.config;
   const RedisKey r = requested_shape(described.spec);

@@ -466,6 +466,7 @@ NamespaceSpec Service::create(NamespaceSpec spec) {
 
 NamespaceSpec checked_patch(const NamespaceEntry& e, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit) {
   NamespaceSpec next = edit(e.spec);
+  next.redis = e.spec.redis;  // a patch keeps the Redis type (NamespaceEntry::redis_type is fixed)
   try {
     next.config.validate();
   } catch (const InvalidArgument& err) {
@@ -705,10 +706,15 @@ std::size_t Service::size() const {
 }
 
 Service::Rendered Service::top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
-                                       std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const {
+                                       std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render,
+                                       std::optional<RedisKey::Type> redis_type) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s_->options.cluster) return std::make_shared<const std::string>(render(cluster_mode::top(*s_, name, view, k)));
+  if (s_->options.cluster) {
+    if (const auto known = s_->find(name)) require_redis_type(*known, redis_type);  // (as this node's catalog has it)
+    return std::make_shared<const std::string>(render(cluster_mode::top(*s_, name, view, k)));
+  }
   auto e = s_->require(name, "namespace");
+  require_redis_type(*e, redis_type);
   // The question: the view as asked (none: the namespace's first view, which
   // a patch cannot change without bumping the version), k as asked, format.
   std::string question;

@@ -26,12 +26,17 @@ namespace ebb::service {
 struct NamespaceEntry {
   // `share`: a cluster partition's (engine::partition_share; 1: whole).
   NamespaceEntry(NamespaceSpec s, std::uint64_t lsn, std::uint64_t reserved, double answer_ttl, std::uint32_t share = 1)
-      : name(s.config.name), spec(std::move(s)), ns(engine::partition_share(spec.config, share)), applied_lsn(lsn), config_lsn(lsn), created_lsn(lsn), reserved_bytes(reserved),
+      : name(s.config.name), spec(std::move(s)), redis_type(spec.redis ? std::optional(spec.redis->type) : std::nullopt),
+        ns(engine::partition_share(spec.config, share)), applied_lsn(lsn), config_lsn(lsn), created_lsn(lsn), reserved_bytes(reserved),
         answers(answer_ttl) {}
 
   const std::string name;
   mutable std::shared_mutex mu;  // guards everything below but the atomics
   NamespaceSpec spec;   // as asked (what answers, checkpoints and the log show)
+  // spec.redis's type, fixed for the entry's life (a patch cannot set
+  // `redis`, and keeps it): read without `mu`, so a query's type check
+  // does not wait for a batch being counted.
+  const std::optional<RedisKey::Type> redis_type;
   engine::Namespace ns;  // counting with spec.config, or a cluster partition's share of it
   std::uint64_t applied_lsn;  // the newest log record counted here (checkpoints, replay)
   // The log record that set the configuration (its create or last patch):
@@ -289,7 +294,7 @@ inline ServiceError wrong_type(const std::string& name) {
 // That the entry (its lock held) answers commands for Redis keys of
 // `type` (none: HTTP's, which answer any), else wrong_type.
 inline void require_redis_type(const NamespaceEntry& e, std::optional<RedisKey::Type> type) {
-  if (type && e.spec.redis && e.spec.redis->type != *type) throw wrong_type(e.name);
+  if (type && e.redis_type && *e.redis_type != *type) throw wrong_type(e.name);
 }
 
 // A patch's new configuration (`edit` of the entry's spec, the caller

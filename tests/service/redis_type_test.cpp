@@ -94,6 +94,34 @@ TEST_F(ServiceRedisType, AReadOfTheOtherTypeOfKeyIsRefused) {
   EXPECT_EQ(answers[0].item.upper, 3);
 }
 
+// TOPK.LIST and TOPK.QUERY read the rendered list: it is not the list of a
+// key made again as a CMS, cached answer or not; a namespace made over HTTP
+// answers either. A patch keeps the type it was made with.
+TEST_F(ServiceRedisType, ARenderedListOfTheOtherTypeOfKeyIsRefused) {
+  make("c", RedisKey::Type::cms);
+  make("http", std::nullopt);
+  (void)count("c", {{"a", now_, 3}}, std::nullopt);
+  (void)count("http", {{"a", now_, 2}}, std::nullopt);
+  auto keys = [](const engine::TopKAnswer& a) {
+    std::string out;
+    for (const auto& item : a.items) out += item.key + ";";
+    return out;
+  };
+  EXPECT_EQ(*service().top_rendered("c", std::nullopt, std::nullopt, "keys", keys), "a;");  // cached now
+  expect_wrong_type([&] { (void)service().top_rendered("c", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::topk); }, "c");
+  EXPECT_EQ(*service().top_rendered("c", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::cms), "a;");
+  EXPECT_EQ(*service().top_rendered("http", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::topk), "a;");
+  (void)service().patch("c", [](const NamespaceSpec& current) {
+    NamespaceSpec next = current;
+    next.config.k = 5;
+    next.redis.reset();  // (an edit cannot drop it)
+    return next;
+  });
+  ASSERT_TRUE(service().describe("c").spec.redis.has_value());
+  EXPECT_EQ(service().describe("c").spec.redis->type, RedisKey::Type::cms);
+  expect_wrong_type([&] { (void)service().top_rendered("c", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::topk); }, "c");
+}
+
 // A key deleted after the command found it: not_found, as ingest says.
 TEST_F(ServiceRedisType, TheItemCheckOfADeletedKeyIsNotFound) {
   make("c", RedisKey::Type::cms);

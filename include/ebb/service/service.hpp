@@ -274,10 +274,14 @@ class Service {
   // outside the namespace's lock) and reused by later requests for the
   // same view, k and format until the namespace changes (a batch counted,
   // a patch) or answer_cache_ttl passes. The answer states its as_of, so a
-  // reused one stays honest.
+  // reused one stays honest. With `redis_type`, a Redis key of another type
+  // is refused ("wrong_type"), checked on the very namespace read (a key
+  // deleted and made again as the other type between a front end's own
+  // check and this read is refused, not read).
   using Rendered = std::shared_ptr<const std::string>;
   Rendered top_rendered(const std::string& name, const std::optional<engine::ViewSpec>& view, std::optional<std::size_t> k,
-                        std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render) const;
+                        std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render,
+                        std::optional<RedisKey::Type> redis_type = std::nullopt) const;
   engine::PointAnswer count(const std::string& name, std::string_view item, const std::optional<engine::ViewSpec>& view) const;
   // The view's top K re-ranked for one user (engine/personalised.hpp): the
   // global top kPersonalisedDepth x k and the user's own items, scored
