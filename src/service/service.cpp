@@ -709,10 +709,7 @@ Service::Rendered Service::top_rendered(const std::string& name, const std::opti
                                        std::string_view format, const std::function<std::string(const engine::TopKAnswer&)>& render,
                                        std::optional<RedisKey::Type> redis_type) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s_->options.cluster) {
-    if (const auto known = s_->find(name)) require_redis_type(*known, redis_type);  // (as this node's catalog has it)
-    return std::make_shared<const std::string>(render(cluster_mode::top(*s_, name, view, k)));
-  }
+  if (s_->options.cluster) return std::make_shared<const std::string>(render(cluster_mode::top(*s_, name, view, k, std::nullopt, redis_type)));
   auto e = s_->require(name, "namespace");
   require_redis_type(*e, redis_type);
   // The question: the view as asked (none: the namespace's first view, which

@@ -126,8 +126,9 @@ void remove(Service::State& s, const std::string& name) {
 }
 
 engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
-                       std::optional<std::size_t> k, std::optional<double> as_of) {
+                       std::optional<std::size_t> k, std::optional<double> as_of, std::optional<RedisKey::Type> redis_type) {
   auto e = s.require_known(name, "namespace");
+  require_redis_type(*e, redis_type);
   engine::TopKAnswer frame;
   std::size_t namespace_k = 0;
   {

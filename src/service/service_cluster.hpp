@@ -10,9 +10,10 @@ NamespaceSpec create(Service::State& s, NamespaceSpec spec);
 NamespaceSpec patch(Service::State& s, const std::string& name, const std::function<NamespaceSpec(const NamespaceSpec&)>& edit);
 void remove(Service::State& s, const std::string& name);
 // `as_of`: as the partitions held it then (their rings, else their
-// history's snapshots).
+// history's snapshots). `redis_type`: checked on the catalog's entry asked.
 engine::TopKAnswer top(const Service::State& s, const std::string& name, const std::optional<engine::ViewSpec>& view,
-                       std::optional<std::size_t> k, std::optional<double> as_of = std::nullopt);
+                       std::optional<std::size_t> k, std::optional<double> as_of = std::nullopt,
+                       std::optional<RedisKey::Type> redis_type = std::nullopt);
 std::vector<engine::PointAnswer> counts(const Service::State& s, const std::string& name, std::span<const std::string> items,
                                         const std::optional<engine::ViewSpec>& view, engine::TopKAnswer& view_answer,
                                         std::optional<double> as_of = std::nullopt,

@@ -72,6 +72,11 @@ void replay_record(Service::State& s, Entries& entries, std::uint64_t lsn, std::
         throw std::runtime_error("the namespace configuration in log record " + std::to_string(lsn) + " is damaged: " + err.what());
       }
       auto& e = *it->second;
+      // A patch keeps the Redis type (as checked_patch does live): a cluster's
+      // patch of a key's earlier life, published while another node deleted
+      // it and made it again as the other type (or over HTTP), must not make
+      // the new one claim the old type.
+      next.redis = e.spec.redis;
       e.ns.reconfigure(engine::partition_share(next.config, s.options.sketch_share));
       e.reserved_bytes = Service::State::planned_bytes(next.config);
       e.spec = next;

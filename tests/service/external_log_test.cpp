@@ -47,6 +47,19 @@ std::string remove_record(const std::string& name) {
   return encode_admin(r);
 }
 
+// A create or patch record of a Redis key of `type` (as TOPK.RESERVE and
+// CMS.INITBYDIM store them), or of a namespace made over HTTP (no type).
+std::string redis_record(RecordType type, const std::string& request_json, std::optional<RedisKey::Type> redis) {
+  auto spec = parse_namespace_spec(request_json, ServiceLimits{});
+  if (redis) spec.redis = RedisKey{.type = *redis, .k = *redis == RedisKey::Type::topk ? 10u : 0u, .width = 64, .depth = 3, .decay = 0.9};
+  const std::string stored = write_namespace_spec(spec, true);  // (the record views it)
+  AdminRecord r;
+  r.type = type;
+  if (type == RecordType::patch) r.name = spec.config.name;
+  r.config_json = stored;
+  return encode_admin(r);
+}
+
 using Items = std::initializer_list<std::pair<const char*, double>>;
 
 // One batch over several namespaces (a cluster part holds each one's events).
@@ -242,6 +255,48 @@ TEST(ExternalLog, TwoServicesCannotShareADirectory) {
     ADD_FAILURE() << "a second service recovered from a directory in use";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("is in use by another ebb server"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A cluster's patch of a key's earlier life can reach the log after another
+// node deleted the key and made it again as the other type (or over HTTP):
+// applied, it keeps the new key's type, which every node's replay reads the
+// same (before, the record's `redis` replaced it, and the key answered
+// neither type's commands consistently).
+TEST(ExternalLog, APatchKeepsTheRedisTypeOfTheNamespaceItLandsOn) {
+  const auto dir = testing::make_temp_dir("ebb-external-redis-patch");
+  auto keys = [](const engine::TopKAnswer& a) { return std::to_string(a.items.size()); };
+  auto expect_type = [&](const Service& s, const std::string& name, std::optional<RedisKey::Type> type) {
+    const auto spec = s.describe(name).spec;
+    ASSERT_EQ(spec.redis.has_value(), type.has_value()) << name;
+    const auto other = type == RedisKey::Type::cms ? RedisKey::Type::topk : RedisKey::Type::cms;
+    if (type) {
+      EXPECT_EQ(spec.redis->type, *type) << name;
+      EXPECT_THROW((void)s.top_rendered(name, std::nullopt, std::nullopt, "n", keys, other), ServiceError) << name;
+    } else {
+      EXPECT_EQ(*s.top_rendered(name, std::nullopt, std::nullopt, "n", keys, other), "0") << name;
+    }
+  };
+  {
+    Service s(external(dir), testing::quiet_logger());
+    (void)s.recover();
+    ASSERT_TRUE(s.apply_record(1, redis_record(RecordType::create, R"({"name":"x","k":10})", RedisKey::Type::topk)));
+    ASSERT_TRUE(s.apply_record(2, remove_record("x")));
+    ASSERT_TRUE(s.apply_record(3, redis_record(RecordType::create, R"({"name":"x","k":10})", RedisKey::Type::cms)));
+    ASSERT_TRUE(s.apply_record(4, redis_record(RecordType::patch, R"({"name":"x","k":5})", RedisKey::Type::topk)));
+    ASSERT_TRUE(s.apply_record(5, redis_record(RecordType::create, R"({"name":"h","k":10})", std::nullopt)));
+    ASSERT_TRUE(s.apply_record(6, redis_record(RecordType::patch, R"({"name":"h","k":5})", RedisKey::Type::topk)));
+    EXPECT_EQ(s.describe("x").spec.config.k, 5u);  // the patch's configuration is taken...
+    expect_type(s, "x", RedisKey::Type::cms);       // ...not its type
+    expect_type(s, "h", std::nullopt);
+    EXPECT_EQ(s.checkpoint_at(6), 2u);
+  }
+  {
+    Service s(external(dir), testing::quiet_logger());
+    EXPECT_EQ(s.recover().log_position, 6u);
+    expect_type(s, "x", RedisKey::Type::cms);
+    expect_type(s, "h", std::nullopt);
   }
   std::filesystem::remove_all(dir);
 }
