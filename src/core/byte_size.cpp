@@ -18,7 +18,7 @@ constexpr UnitScale kUnits[] = {{"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 107
 std::uint64_t parse_byte_size(std::string_view text) {
   // Appended, not "'" + std::string(...): g++ 12 -O3 warns (-Wrestrict) on that chain.
   std::string quoted = "'";
-  quoted.append(text).push_back('\'');
+  quoted.append(message_text(text)).push_back('\'');
   const std::optional<double> scaled = parse_number_with_unit(text, kUnits, 1);
   if (!scaled) throw InvalidArgument("bad size " + quoted + " (expected a number of bytes, or one with a unit: B, KiB, MiB, GiB, TiB, or decimal KB, MB, GB, TB)");
   const double bytes = *scaled;

@@ -23,7 +23,7 @@ constexpr double kMaxMs = 1e15;
 double parse_duration(std::string_view text) {
   // Built by append: GCC 12 warns falsely (-Wrestrict, PR 105329) on "'" + std::string + "'".
   std::string quoted(1, '\'');
-  quoted.append(text).push_back('\'');
+  quoted.append(message_text(text)).push_back('\'');
   if (text.empty()) throw InvalidArgument("empty duration (expected e.g. 90s, 5m, 1h, 1d)");
   const std::optional<double> scaled = parse_number_with_unit(text, kUnits, 1e3);  // a bare number is seconds
   if (!scaled) throw InvalidArgument("bad duration " + quoted + " (expected a number and a unit: ms, s, m, h, d, w)");

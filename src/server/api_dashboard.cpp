@@ -2,6 +2,7 @@
 // sheet and icon): files compiled into the binary. The page holds no data:
 // it reads the public JSON API like any client (with the token it is given,
 // when reads need one), so serving it needs no token.
+#include "ebb/core/error.hpp"
 #include "ebb/server/api.hpp"
 #include "ebb/server/dashboard_assets.hpp"
 
@@ -70,7 +71,7 @@ void add_dashboard_routes(Router& router, ApiContext&) {
     }, false);
     router.add(method, "/dashboard/{file}", "/dashboard/{file}", Router::Access::open, [](const Request& request, const std::string& file) {
       const DashboardAsset* asset = find_asset(file);
-      if (asset == nullptr) throw ApiError(404, "not_found", "the dashboard has no file '" + file + "' (GET / is the page)");
+      if (asset == nullptr) throw ApiError(404, "not_found", "the dashboard has no file '" + message_text(file) + "' (GET / is the page)");
       return serve(request, *asset);
     }, false);
   }

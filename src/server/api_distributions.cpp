@@ -16,8 +16,9 @@
 #include <charconv>
 #include <cmath>
 
-#include "ebb/io/json_writer.hpp"
+#include "ebb/core/error.hpp"
 #include "ebb/core/utf8.hpp"
+#include "ebb/io/json_writer.hpp"
 #include "ebb/server/api.hpp"
 
 namespace ebb::server {
@@ -90,7 +91,7 @@ double number_param(const std::string& text, const std::string& name, const std:
   double v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
-    throw bad_request(code, name + ": must be " + expected + " (got '" + text + "')");
+    throw bad_request(code, name + ": must be " + expected + " (got '" + message_text(text) + "')");
   }
   return v;
 }
@@ -99,7 +100,7 @@ std::optional<double> rate_param(const Request& req) {
   auto r = req.param("rate");
   if (!r) return std::nullopt;
   const double rate = number_param(*r, "rate", "cannot_parse_rate", "a decay rate in 1/s, a number >= 0");
-  if (rate < 0) throw bad_request("cannot_parse_rate", "rate: must be a decay rate in 1/s, a number >= 0 (got '" + *r + "')");
+  if (rate < 0) throw bad_request("cannot_parse_rate", "rate: must be a decay rate in 1/s, a number >= 0 (got '" + message_text(*r) + "')");
   return rate;
 }
 
@@ -189,7 +190,7 @@ void add_distribution_routes(Router& router, ApiContext& ctx) {
       if (auto text = req.param("N")) {
         auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
         if (ec != std::errc() || end != text->data() + text->size() || n < 1) {
-          throw bad_request("invalid_arg_n", "N: must be a whole number >= 1 (got '" + *text + "')");
+          throw bad_request("invalid_arg_n", "N: must be a whole number >= 1 (got '" + message_text(*text) + "')");
         }
       }
       const auto rate = rate_param(req);

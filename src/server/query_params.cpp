@@ -17,9 +17,9 @@ std::optional<engine::ViewSpec> view_from(const std::optional<std::string>& wind
     try {
       seconds = parse_duration(*window);
     } catch (const InvalidArgument&) {
-      throw bad_request("bad_parameter", "window: must be \"all\" or a duration like 1h (got '" + *window + "')");
+      throw bad_request("bad_parameter", "window: must be \"all\" or a duration like 1h (got '" + message_text(*window) + "')");
     }
-    if (seconds != std::floor(seconds)) throw bad_request("bad_parameter", "window: windows are whole seconds (got '" + *window + "')");
+    if (seconds != std::floor(seconds)) throw bad_request("bad_parameter", "window: windows are whole seconds (got '" + message_text(*window) + "')");
     return engine::ViewSpec::sliding(seconds);
   }
   if (half_life) return engine::ViewSpec::decayed(*duration_from(half_life, "half_life"));
@@ -40,7 +40,7 @@ std::optional<double> non_negative_from(const std::optional<std::string>& text, 
   double v = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
   if (ec != std::errc() || end != text->data() + text->size() || !std::isfinite(v) || v < 0) {
-    throw bad_request("bad_parameter", name + ": must be " + expected + " (got '" + *text + "')");
+    throw bad_request("bad_parameter", name + ": must be " + expected + " (got '" + message_text(*text) + "')");
   }
   return v;
 }
@@ -54,7 +54,7 @@ std::optional<std::size_t> k_from(const std::optional<std::string>& text) {
   std::size_t k = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), k);
   if (ec != std::errc() || end != text->data() + text->size() || k < 1 || k > engine::NamespaceConfig::kMaxK) {
-    throw bad_request("bad_parameter", "k: must be a whole number in [1, " + std::to_string(engine::NamespaceConfig::kMaxK) + "] (got '" + *text + "')");
+    throw bad_request("bad_parameter", "k: must be a whole number in [1, " + std::to_string(engine::NamespaceConfig::kMaxK) + "] (got '" + message_text(*text) + "')");
   }
   return k;
 }

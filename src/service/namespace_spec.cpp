@@ -189,7 +189,7 @@ double get_hot_key_half_life(element v) {
   if (!v.is_string()) bad(field, "must be a duration string such as \"10s\"");
   const double h = get_duration(std::string(v.get_string().value_unsafe()), field);
   if (!(h >= engine::NamespaceConfig::kMinHotKeyHalfLife && h <= engine::NamespaceConfig::kMaxHotKeyHalfLife)) {
-    bad(field, "must be in [1s, 1d] (got '" + std::string(v.get_string().value_unsafe()) + "')");
+    bad(field, "must be in [1s, 1d] (got '" + message_text(v.get_string().value_unsafe()) + "')");
   }
   return h;
 }
@@ -275,9 +275,9 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
         }
         const double window = get_duration(w, field);
         if (!(window >= 1 && window <= engine::NamespaceConfig::kMaxWindow) || window != std::floor(window)) {
-          bad(field, "'" + w + "' must be a whole number of seconds in [1s, 366d]");
+          bad(field, "'" + message_text(w) + "' must be a whole number of seconds in [1s, 366d]");
         }
-        if (std::find(c.windows.begin(), c.windows.end(), window) != c.windows.end()) bad(field, "'" + w + "' is given twice");
+        if (std::find(c.windows.begin(), c.windows.end(), window) != c.windows.end()) bad(field, "'" + message_text(w) + "' is given twice");
         c.windows.push_back(window);
       }
     } else if (field == "half_lives") {
@@ -286,7 +286,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
         // Shorter than a second forgets within milliseconds (and 1e-300s
         // reads 0 forever); longer than a century is the all-time view.
         if (!stored && (half_life < kMinHalfLife || half_life > kMaxHalfLife)) {
-          bad(field, "'" + h + "' is outside [1s, 36500d]; use windows: [\"all\"] for no decay");
+          bad(field, "'" + message_text(h) + "' is outside [1s, 36500d]; use windows: [\"all\"] for no decay");
         }
         c.half_lives.push_back(half_life);
       }
@@ -339,7 +339,7 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       const auto counting = get_string(value, field);
       if (counting == "exact") c.counting = engine::Counting::exact;
       else if (counting == "sketch") c.counting = engine::Counting::sketch;
-      else bad(field, "must be \"sketch\" or \"exact\" (got '" + counting + "')");
+      else bad(field, "must be \"sketch\" or \"exact\" (got '" + message_text(counting) + "')");
     } else if (field == "max_items") {
       c.max_items = get_uint(value, field, 1, engine::NamespaceConfig::kMaxItems);
       has_max_items = true;
@@ -347,14 +347,14 @@ NamespaceSpec parse_namespace_spec(std::string_view json, const ServiceLimits& r
       const auto clock = get_string(value, field);
       if (clock == "wall") c.clock = engine::ClockMode::wall;
       else if (clock == "event") c.clock = engine::ClockMode::event;
-      else bad(field, "must be \"wall\" or \"event\" (got '" + clock + "')");
+      else bad(field, "must be \"wall\" or \"event\" (got '" + message_text(clock) + "')");
     } else if (field == "candidates") {
       c.candidates = static_cast<std::uint32_t>(get_uint(value, field, 1, 1u << 20));
     } else if (field == "summary") {
       const auto s = get_string(value, field);
       if (s == "candidate_heap") c.summary = engine::SummaryKind::candidate_heap;
       else if (s == "space_saving") c.summary = engine::SummaryKind::space_saving;
-      else bad(field, "must be \"candidate_heap\" or \"space_saving\" (got '" + s + "')");
+      else bad(field, "must be \"candidate_heap\" or \"space_saving\" (got '" + message_text(s) + "')");
     } else if (field == "max_item_bytes") {
       c.max_item_bytes = static_cast<std::uint32_t>(get_uint(value, field, 1, limits.max_item_bytes));
       has_max_item_bytes = true;

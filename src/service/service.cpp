@@ -34,7 +34,7 @@ ServiceError unavailable(const std::string& why) {
 namespace {
 
 EntryPtr found(EntryPtr e, std::string_view name, const std::string& field) {
-  if (!e) throw ServiceError(ErrorKind::not_found, "namespace_not_found", field + ": no namespace '" + std::string(name) + "'");
+  if (!e) throw ServiceError(ErrorKind::not_found, "namespace_not_found", field + ": no namespace '" + message_text(name) + "'");
   return e;
 }
 
@@ -50,7 +50,7 @@ EntryPtr Service::State::find_known(std::string_view name) const {
   if (!options.cluster->catch_up()) {
     const std::string why = options.cluster->failure();
     throw ServiceError(ErrorKind::unavailable, "catalog_behind",
-                       "namespace '" + std::string(name) + "': this node cannot tell whether it exists (its view of the cluster's log is behind" +
+                       "namespace '" + message_text(name) + "': this node cannot tell whether it exists (its view of the cluster's log is behind" +
                            (why.empty() ? std::string() : ": " + why) + "); try again, or ask another node");
   }
   return find(name);
@@ -256,7 +256,7 @@ Commit Service::ingest(const IngestRequest& req) {
   auto replay_of = [&](const IdempotencyTable::Seen& seen) {
     if (seen.body_hash != req.body_hash) {
       throw ServiceError(ErrorKind::unprocessable, "idempotency_key_reused",
-                         "Idempotency-Key: '" + std::string(*req.idempotency_key) + "' was used for a different batch");
+                         "Idempotency-Key: '" + message_text(*req.idempotency_key) + "' was used for a different batch");
     }
     ++s.idempotent_replays;
     // Counted once already; the caller waits for that record (in cluster
@@ -499,7 +499,7 @@ NamespaceSpec Service::patch(const std::string& name, const std::function<Namesp
   std::vector<engine::HotKeyEvent> cooled;
   {
     std::unique_lock lock(entry->mu);
-    if (entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'");
+    if (entry->deleted) throw ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + message_text(name) + "'");
     // The engine must accept the whole new configuration before it is
     // logged, so the log and memory cannot disagree. (What can still fail
     // after it: a resize's allocation, which changes nothing in memory; a
@@ -537,7 +537,7 @@ void Service::remove(const std::string& name) {
   // mark_history_pending); a delete that fails unmarks it.
   const bool history = s.history != nullptr;
   const std::uint64_t history_mark = history ? mark_history_pending(s, name) : 0;
-  const auto missing = [&] { return ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + name + "'"); };
+  const auto missing = [&] { return ServiceError(ErrorKind::not_found, "namespace_not_found", "name: no namespace '" + message_text(name) + "'"); };
   EntryPtr gone;
   try {
     gone = s.find(name);

@@ -339,6 +339,35 @@ TEST_F(ServerApi, AnswersExpectContinue) {
 
 // A member named twice in one object is refused by name (which one a
 // request meant is a guess), and changes nothing.
+// A NUL in a value an error message quotes is shown as "\0" and the
+// message goes on: what() ends a message at its first NUL, which cut these
+// off mid-quote ("windows: bad duration 'a", hostile run).
+TEST_F(ServerApi, AQuotedNulDoesNotCutAnErrorMessageShort) {
+  create(R"({"name":"a","k":5})");
+  struct Case {
+    std::string method, target, body;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/namespaces", R"({"name":"b","windows":["x\u0000y"]})", 400, R"(windows: bad duration 'x\\0y' (expected a number)"},
+      {"POST", "/namespaces", R"({"name":"b","half_lives":["x\u0000y"]})", 400, R"(half_lives: bad duration 'x\\0y' (expected)"},
+      {"POST", "/namespaces", R"({"name":"b","clock":"x\u0000y"})", 400, R"((got 'x\\0y'))"},
+      {"POST", "/namespaces", R"({"name":"b","memory":"x\u0000y"})", 400, R"((got 'x\\0y'))"},
+      {"GET", "/top-k?namespace=x%00y", "", 404, R"(no namespace 'x\\0y')"},
+      {"GET", "/top-k?namespace=a&k=x%00y", "", 400, R"((got 'x\\0y'))"},
+      {"GET", "/top-k?namespace=a&half_life=x%00y", "", 400, R"(bad duration 'x\\0y' (expected)"},
+      {"POST", "/events", R"({"namespace":"x\u0000y","events":[{"item_id":"i"}]})", 404, R"(no namespace 'x\\0y')"},
+      {"DELETE", "/namespaces/x%00y", "", 404, R"(no namespace 'x\\0y')"},
+  };
+  for (const auto& c : cases) {
+    const auto r = call(c.method, c.target, c.body);
+    EXPECT_EQ(r.status, c.status) << c.target << " " << c.body << ": " << r.body;
+    EXPECT_NE(r.body.find(c.says), std::string::npos) << c.target << " " << c.body << ": " << r.body;
+  }
+  EXPECT_EQ(call("GET", "/namespaces/b").status, 404);  // nothing made
+}
+
 TEST_F(ServerApi, AMemberNamedTwiceIsRefusedByName) {
   create(R"({"name":"a","k":5})");
   struct Case {
