@@ -130,7 +130,7 @@ void DistributionStore::check_incr(std::string_view distribution, std::span<cons
   const std::size_t have = d ? static_cast<std::size_t>(std::count_if(d->bins.begin(), d->bins.end(), shows)) : 0;
   const std::size_t added = fields_missing(d, fields, shows);
   if (added > 0 && have + added > options_.max_bins) {
-    throw InvalidArgument("field: distribution '" + std::string(distribution) + "' would have " + std::to_string(have + added) +
+    throw InvalidArgument("field: distribution '" + message_text(distribution) + "' would have " + std::to_string(have + added) +
                           " bins, more than the limit of " + std::to_string(options_.max_bins));
   }
 }

@@ -38,7 +38,7 @@ service::AnomalyRequest anomaly_request_from(const Request& req) {
     auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
     if (ec != std::errc() || end != text->data() + text->size() || n > engine::NamespaceConfig::kMaxK) {
       throw bad_request("bad_parameter",
-                        "min_rank_jump: must be a whole number in [0, " + std::to_string(engine::NamespaceConfig::kMaxK) + "] (got '" + *text + "')");
+                        "min_rank_jump: must be a whole number in [0, " + std::to_string(engine::NamespaceConfig::kMaxK) + "] (got '" + message_text(*text) + "')");
     }
     t.min_rank_jump = n;
   }

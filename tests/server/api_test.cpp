@@ -337,8 +337,6 @@ TEST_F(ServerApi, AnswersExpectContinue) {
   EXPECT_EQ(second.rfind("HTTP/1.1 204", 0), 0u) << second;
 }
 
-// A member named twice in one object is refused by name (which one a
-// request meant is a guess), and changes nothing.
 // A NUL in a value an error message quotes is shown as "\0" and the
 // message goes on: what() ends a message at its first NUL, which cut these
 // off mid-quote ("windows: bad duration 'a", hostile run).
@@ -359,6 +357,8 @@ TEST_F(ServerApi, AQuotedNulDoesNotCutAnErrorMessageShort) {
       {"GET", "/top-k?namespace=a&half_life=x%00y", "", 400, R"(bad duration 'x\\0y' (expected)"},
       {"POST", "/events", R"({"namespace":"x\u0000y","events":[{"item_id":"i"}]})", 404, R"(no namespace 'x\\0y')"},
       {"DELETE", "/namespaces/x%00y", "", 404, R"(no namespace 'x\\0y')"},
+      {"GET", "/top-k?namespace=a&window=x%00y", "", 400, R"((got 'x\\0y'))"},
+      {"GET", "/anomalies?namespace=a&window=1m&min_rank_jump=x%00y", "", 400, R"((got 'x\\0y'))"},
   };
   for (const auto& c : cases) {
     const auto r = call(c.method, c.target, c.body);
@@ -368,6 +368,8 @@ TEST_F(ServerApi, AQuotedNulDoesNotCutAnErrorMessageShort) {
   EXPECT_EQ(call("GET", "/namespaces/b").status, 404);  // nothing made
 }
 
+// A member named twice in one object is refused by name (which one a
+// request meant is a guess), and changes nothing.
 TEST_F(ServerApi, AMemberNamedTwiceIsRefusedByName) {
   create(R"({"name":"a","k":5})");
   struct Case {
