@@ -19,9 +19,12 @@ Outcome hot_keys(Context& c) {
   require_topk(c, key);
   service::HotKeysAnswer answer;
   try {
-    answer = c.commands.service().hot_keys(key);
+    answer = c.commands.service().hot_keys(key, {}, service::RedisKey::Type::topk);
   } catch (const service::ServiceError& e) {
-    if (e.code() != "hot_keys_off") throw;
+    if (e.code() != "hot_keys_off") {
+      refuse_key_error(e, kTopKNoKey);  // (deleted, or made again as a CMS, since require_topk)
+      throw;
+    }
     refuse("ERR hot keys: key '" + key + "' has no hot-key threshold (TOPK.RESERVE key k HOTKEYS rate, or PATCH /namespaces/{name})");
   }
   require_whole(answer.coverage);
@@ -62,7 +65,7 @@ Outcome trending(Context& c) {
     }
   }
   require_topk(c, key);
-  const auto answer = c.commands.service().trending(key, short_half_life, long_half_life, k, min_count);
+  const auto answer = keyed(kTopKNoKey, [&] { return c.commands.service().trending(key, short_half_life, long_half_life, k, min_count, std::nullopt, service::RedisKey::Type::topk); });
   require_whole(answer.coverage);
   c.reply.array(answer.items.size());
   for (const auto& item : answer.items) {

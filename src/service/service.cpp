@@ -756,10 +756,12 @@ engine::PointAnswer Service::count(const std::string& name, std::string_view ite
 }
 
 engine::TrendingAnswer Service::trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
-                                         std::optional<std::size_t> k, double min_count, std::optional<double> since) const {
+                                         std::optional<std::size_t> k, double min_count, std::optional<double> since,
+                                         std::optional<RedisKey::Type> redis_type) const {
   if (!s_->recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
-  if (s_->options.cluster) return cluster_mode::trending(*s_, name, short_half_life, long_half_life, k, min_count);
+  if (s_->options.cluster) return cluster_mode::trending(*s_, name, short_half_life, long_half_life, k, min_count, redis_type);
   auto e = s_->require(name, "namespace");
+  require_redis_type(*e, redis_type);
   std::shared_lock lock(e->mu);
   return on_query([&] { return e->ns.trending(short_half_life, long_half_life, k, min_count, since); });
 }

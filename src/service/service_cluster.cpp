@@ -225,8 +225,10 @@ void add_missing(engine::Coverage& into, const engine::Coverage& from) {
 }
 
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
-                                std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count) {
+                                std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count,
+                                std::optional<RedisKey::Type> redis_type) {
   auto e = s.require_known(name, "namespace");
+  require_redis_type(*e, redis_type);
   engine::TrendingAnswer frame;
   std::size_t want = 0;
   {

@@ -36,7 +36,8 @@ std::vector<engine::PointAnswer> top_and_counts(const Service::State& s, const s
                                                 std::size_t depth, const std::vector<std::string>& items, std::optional<double> as_of,
                                                 engine::TopKAnswer& list, engine::Coverage& item_coverage);
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
-                                std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count);
+                                std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count,
+                                std::optional<RedisKey::Type> redis_type = std::nullopt);
 Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at);
 
 }  // namespace ebb::service::cluster_mode

@@ -158,11 +158,12 @@ void deliver_hot_keys(Service::State& s, NamespaceEntry& e, const std::vector<en
 }
 
 
-HotKeysAnswer Service::hot_keys(const std::string& name, std::span<const std::string> watch) const {
+HotKeysAnswer Service::hot_keys(const std::string& name, std::span<const std::string> watch, std::optional<RedisKey::Type> redis_type) const {
   State& s = *s_;
   if (!s.recovered) throw ServiceError(ErrorKind::unavailable, "not_ready", not_ready_reason());
   if (s.options.cluster) {
     auto e = s.require_known(name, "namespace");
+    require_redis_type(*e, redis_type);
     HotKeysAnswer frame;
     {
       // The catalog's detector counts nothing: it says whether detection is
@@ -177,6 +178,7 @@ HotKeysAnswer Service::hot_keys(const std::string& name, std::span<const std::st
     return frame;
   }
   auto e = s.require(name, "namespace");
+  require_redis_type(*e, redis_type);
   bool fresh = false;
   {
     std::shared_lock lock(e->mu);

@@ -122,6 +122,29 @@ TEST_F(ServiceRedisType, ARenderedListOfTheOtherTypeOfKeyIsRefused) {
   expect_wrong_type([&] { (void)service().top_rendered("c", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::topk); }, "c");
 }
 
+// TOPK.HOTKEYS and TOPK.TRENDING name their type too.
+TEST_F(ServiceRedisType, HotKeysAndTrendingOfTheOtherTypeOfKeyAreRefused) {
+  make("c", RedisKey::Type::cms);
+  make("t", RedisKey::Type::topk);
+  (void)count("c", {{"a", now_, 3}}, std::nullopt);
+  expect_wrong_type([&] { (void)service().hot_keys("c", {}, RedisKey::Type::topk); }, "c");
+  expect_wrong_type([&] { (void)service().trending("c", std::nullopt, std::nullopt, std::nullopt, 0, std::nullopt, RedisKey::Type::topk); }, "c");
+  // Of its own type, or none named, they go on to their own checks (these
+  // keys have no hot-key threshold and no half-lives to compare).
+  auto refusal = [](auto&& call) -> std::string {
+    try {
+      call();
+      return "answered";
+    } catch (const ServiceError& e) {
+      return e.code();
+    }
+  };
+  EXPECT_EQ(refusal([&] { (void)service().hot_keys("t", {}, RedisKey::Type::topk); }), "hot_keys_off");
+  EXPECT_EQ(refusal([&] { (void)service().hot_keys("c"); }), "hot_keys_off");
+  EXPECT_EQ(refusal([&] { (void)service().trending("c", std::nullopt, std::nullopt, std::nullopt, 0, std::nullopt, RedisKey::Type::cms); }), "unknown_view");
+  EXPECT_EQ(refusal([&] { (void)service().trending("c", std::nullopt, std::nullopt, std::nullopt, 0); }), "unknown_view");
+}
+
 // A key deleted after the command found it: not_found, as ingest says.
 TEST_F(ServiceRedisType, TheItemCheckOfADeletedKeyIsNotFound) {
   make("c", RedisKey::Type::cms);

@@ -293,9 +293,10 @@ class Service {
   // Items rising fastest from the long half-life's rate to the short one's
   // (engine/trending.hpp); none given: the namespace's shortest and longest.
   // `since` (a cluster partition's question): the stream's start, measured
-  // over every partition (find_trending).
+  // over every partition (find_trending). `redis_type`: as top_rendered's.
   engine::TrendingAnswer trending(const std::string& name, std::optional<double> short_half_life, std::optional<double> long_half_life,
-                                  std::optional<std::size_t> k, double min_count, std::optional<double> since = std::nullopt) const;
+                                  std::optional<std::size_t> k, double min_count, std::optional<double> since = std::nullopt,
+                                  std::optional<RedisKey::Type> redis_type = std::nullopt) const;
   // Throws what ingest() would refuse of these items as its events' item_id
   // (too many, one empty or over the namespace's max_item_bytes: element
   // i; a Redis key of another type than `redis_type`: "wrong_type"),
@@ -343,8 +344,9 @@ class Service {
   // evaluates first when the last evaluation is older than that.
   // ServiceError not_found, or invalid "hot_keys_off" while the namespace
   // has no threshold. `watch`: keys whose rates the answer gives in
-  // `watched` when they are not hot.
-  HotKeysAnswer hot_keys(const std::string& name, std::span<const std::string> watch = {}) const;
+  // `watched` when they are not hot. `redis_type`: as top_rendered's.
+  HotKeysAnswer hot_keys(const std::string& name, std::span<const std::string> watch = {},
+                         std::optional<RedisKey::Type> redis_type = std::nullopt) const;
   // Calls `listener` with the namespace's hot keys now (as `hot` notices),
   // then with every change from the next evaluation on, none missed or
   // repeated, until the returned handle is dropped. The listener runs on
