@@ -105,6 +105,21 @@ char* write_json_string(char* p, std::string_view s) noexcept {
 // 64-bit integer, 20), with a separator before it.
 constexpr std::size_t kMaxNumberBytes = 1 + 32;
 
+// A value's separator at p, when it takes one: the ',' is written either
+// way (its room is made) and overwritten by the value when it takes none.
+inline char* after_separator(char* p, bool comma) noexcept {
+  *p = ',';
+  return p + comma;
+}
+
+template <typename Int>
+void append_integer(std::string& out, bool comma, Int n) {
+  append_at_most(out, kMaxNumberBytes, [n, comma](char* p) {
+    p = after_separator(p, comma);
+    return std::to_chars(p, p + kMaxNumberBytes - 1, n).ptr;
+  });
+}
+
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
@@ -151,8 +166,7 @@ JsonWriter& JsonWriter::end_array() {
 JsonWriter& JsonWriter::key(std::string_view k) {
   const bool comma = needs_comma();
   append_at_most(out_, 2 + max_literal_bytes(k.size()), [k, comma](char* p) {
-    *p = ',';
-    p = write_json_string(p + comma, k);
+    p = write_json_string(after_separator(p, comma), k);
     *p++ = ':';
     return p;
   });
@@ -161,18 +175,14 @@ JsonWriter& JsonWriter::key(std::string_view k) {
 }
 JsonWriter& JsonWriter::value(std::string_view s) {
   const bool comma = needs_comma();
-  append_at_most(out_, 1 + max_literal_bytes(s.size()), [s, comma](char* p) {
-    *p = ',';
-    return write_json_string(p + comma, s);
-  });
+  append_at_most(out_, 1 + max_literal_bytes(s.size()), [s, comma](char* p) { return write_json_string(after_separator(p, comma), s); });
   return *this;
 }
 JsonWriter& JsonWriter::value(double d) {
   const bool comma = needs_comma();
   const auto bits = std::bit_cast<std::uint64_t>(d);
   append_at_most(out_, kMaxNumberBytes, [this, d, bits, comma](char* p) {
-    *p = ',';
-    p += comma;
+    p = after_separator(p, comma);
     if (memo_size_ != 0 && bits == memo_bits_) {
       std::memcpy(p, memo_, memo_size_);
       return p + memo_size_;
@@ -202,21 +212,11 @@ JsonWriter& JsonWriter::value(double d) {
   return *this;
 }
 JsonWriter& JsonWriter::value(std::uint64_t n) {
-  const bool comma = needs_comma();
-  append_at_most(out_, kMaxNumberBytes, [n, comma](char* p) {
-    *p = ',';
-    p += comma;
-    return std::to_chars(p, p + kMaxNumberBytes - 1, n).ptr;
-  });
+  append_integer(out_, needs_comma(), n);
   return *this;
 }
 JsonWriter& JsonWriter::value(std::int64_t n) {
-  const bool comma = needs_comma();
-  append_at_most(out_, kMaxNumberBytes, [n, comma](char* p) {
-    *p = ',';
-    p += comma;
-    return std::to_chars(p, p + kMaxNumberBytes - 1, n).ptr;
-  });
+  append_integer(out_, needs_comma(), n);
   return *this;
 }
 JsonWriter& JsonWriter::value(bool b) {
