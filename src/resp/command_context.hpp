@@ -123,11 +123,6 @@ void require_key(Context& c, const std::string& key, service::RedisKey::Type typ
 // The TOPK commands' (RedisBloom's) text for a missing key, and their check.
 inline constexpr std::string_view kTopKNoKey = "TopK: key does not exist";
 inline void require_topk(Context& c, const std::string& key) { require_key(c, key, service::RedisKey::Type::topk, kTopKNoKey); }
-// The same check on a namespace as read (its description): WRONGTYPE when
-// the key was deleted and made again as the other type since require_key().
-inline void require_read_type(const service::NamespaceSpec& spec, service::RedisKey::Type type) {
-  if (spec.redis && spec.redis->type != type) refuse(std::string(kWrongType));
-}
 // The duration at args[at] (5m, 1h...), for the option named at args[at - 1];
 // CommandError "ERR <option>: bad duration '...'" otherwise.
 double duration_argument(Args args, std::size_t at);

@@ -515,8 +515,7 @@ Outcome list(Context& c) {
 Outcome info(Context& c) {
   const std::string key(c.args[1]);
   require_topk(c, key);
-  const auto described = keyed(kTopKNoKey, [&] { return c.commands.service().describe(key); });
-  require_read_type(described.spec, RedisKey::Type::topk);
+  const auto described = keyed(kTopKNoKey, [&] { return c.commands.service().describe(key, RedisKey::Type::topk); });
   require_whole(described.coverage);
   const auto& config = described.spec.config;
   const RedisKey r = requested_shape(described.spec);

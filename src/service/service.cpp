@@ -639,8 +639,9 @@ engine::Coverage nobody_answered(const ClusterLink& cluster) {
 
 }  // namespace
 
-NamespaceInfo Service::describe(const std::string& name) const {
+NamespaceInfo Service::describe(const std::string& name, std::optional<RedisKey::Type> redis_type) const {
   auto e = s_->require_known(name, "name");  // (cluster mode: created on another node a moment ago)
+  require_redis_type(*e, redis_type);
   const bool partitions = s_->options.cluster && s_->recovered;  // (the catalog counts nothing: what the partitions counted)
   NamespaceInfo out;
   {

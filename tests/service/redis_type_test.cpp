@@ -111,6 +111,10 @@ TEST_F(ServiceRedisType, ARenderedListOfTheOtherTypeOfKeyIsRefused) {
   expect_wrong_type([&] { (void)service().top_rendered("c", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::topk); }, "c");
   EXPECT_EQ(*service().top_rendered("c", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::cms), "a;");
   EXPECT_EQ(*service().top_rendered("http", std::nullopt, std::nullopt, "keys", keys, RedisKey::Type::topk), "a;");
+  // TOPK.INFO and CMS.INFO: the description they answer, likewise.
+  expect_wrong_type([&] { (void)service().describe("c", RedisKey::Type::topk); }, "c");
+  EXPECT_EQ(service().describe("c", RedisKey::Type::cms).stats.events, 1u);
+  EXPECT_EQ(service().describe("http", RedisKey::Type::cms).stats.events, 1u);
   (void)service().patch("c", [](const NamespaceSpec& current) {
     NamespaceSpec next = current;
     next.config.k = 5;

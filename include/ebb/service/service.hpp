@@ -241,7 +241,8 @@ class Service {
   // merged), as IngestRequest::redis_type for writes.
   void merge(const std::string& destination, std::span<const std::string> sources, std::span<const double> weights,
              std::optional<RedisKey::Type> redis_type = std::nullopt);
-  NamespaceInfo describe(const std::string& name) const;
+  // `redis_type`: as top_rendered's, checked on the namespace described.
+  NamespaceInfo describe(const std::string& name, std::optional<RedisKey::Type> redis_type = std::nullopt) const;
   // The namespace's configuration alone (no stats: in cluster mode, no
   // question to the partitions). ServiceError not_found.
   NamespaceSpec spec(const std::string& name) const;
