@@ -340,14 +340,15 @@ std::string Commands::wait_published(service::Commit commit) {
   return result.get();
 }
 
-std::function<void(std::string&)> Commands::deferred_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands) {
+std::function<void(std::string&)> Commands::deferred_batch(ClientState& client, std::span<const Args> commands) {
   std::vector<std::vector<std::string>> owned;
   owned.reserve(commands.size());
   for (const auto& args : commands) owned.emplace_back(args.begin(), args.end());
   return [this, &client, owned = std::move(owned), received_at = wall_clock_now()](std::string& text) {
-    std::vector<std::vector<std::string_view>> views;
-    views.reserve(owned.size());
-    for (const auto& args : owned) views.emplace_back(args.begin(), args.end());
+    std::vector<std::vector<std::string_view>> words;
+    words.reserve(owned.size());
+    for (const auto& args : owned) words.emplace_back(args.begin(), args.end());
+    const std::vector<Args> views(words.begin(), words.end());
     std::vector<BatchReply> replies;
     try {
       execute_batch(client, views, replies, received_at);
@@ -388,8 +389,7 @@ std::optional<BatchEntry> Commands::batch_entry(std::span<const std::string_view
 
 std::size_t Commands::max_batch_items() const noexcept { return service_.limits().max_batch_events; }
 
-void Commands::execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies,
-                             double received_at) {
+void Commands::execute_batch(ClientState& client, std::span<const Args> commands, std::vector<BatchReply>& replies, double received_at) {
   if (received_at == 0) received_at = wall_clock_now();
   replies.assign(commands.size(), {});
   if (commands.empty()) return;
@@ -406,10 +406,9 @@ void Commands::execute_batch(ClientState& client, std::span<const std::vector<st
     std::string unused;
     ReplyWriter reply(unused, client.protocol);
     Context ctx{*this, client, commands.front(), reply, received_at};
-    const std::vector<Args> args(commands.begin(), commands.end());
     bool counted = false;
     try {
-      topk_ingest_run(ctx, args, replies, counted);
+      topk_ingest_run(ctx, commands, replies, counted);
       figures_.commands_total.fetch_add(commands.size(), std::memory_order_relaxed);
       return;
     } catch (...) {

@@ -151,26 +151,45 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     // Looking ahead reads small commands only: one larger than this is
     // read by the main reader alone (never scanned twice at length).
     static constexpr std::size_t kMaxLookAheadBytes = 64u << 10;
+    // What the run's argument table keeps for the next run: the ~11k
+    // arguments of a 256 KiB read of 100-item ADDs fit.
+    static constexpr std::size_t kKeptRunWords = 1u << 15;
     const std::string_view data = in_.unread();
     if (data.empty() || data[0] != '*') return false;  // nothing (framed) follows yet
     const std::size_t max_items = server_.commands.max_batch_items();
     std::size_t items = first.items;
     if (items >= max_items) return false;
-    std::vector<std::vector<std::string_view>> run{reader_.args()};
+    // The run's arguments end to end in one table of the loop's (command
+    // j's up to ends[j]): a table of its own for each command was an
+    // allocation a command. Used only before this returns.
+    thread_local std::vector<std::string_view> words;
+    thread_local std::vector<std::size_t> ends;
+    struct KeepLittle {
+      ~KeepLittle() {
+        clear_keeping_at_most(words, kKeptRunWords);
+        clear_keeping_at_most(ends, kMaxRunCommands);
+      }
+    } const keep_little;
+    words.assign(reader_.args().begin(), reader_.args().end());
+    ends.assign(1, words.size());
     auto limits = reader_limits();
     limits.max_command_bytes = std::min(limits.max_command_bytes, kMaxLookAheadBytes);
     CommandReader ahead(limits);
     std::size_t at = 0;
-    while (run.size() < kMaxRunCommands && at < data.size() && data[at] == '*') {
+    while (ends.size() < kMaxRunCommands && at < data.size() && data[at] == '*') {
       if (ahead.read(data.substr(at)) != CommandReader::Status::complete) break;
       const auto next = Commands::batch_entry(ahead.args());
       if (!next || next->key != first.key || items + next->items > max_items) break;
       items += next->items;
-      run.push_back(ahead.args());
+      words.insert(words.end(), ahead.args().begin(), ahead.args().end());
+      ends.push_back(words.size());
       at += ahead.consumed();
     }
-    if (run.size() == 1) return false;
+    if (ends.size() == 1) return false;
     in_.consume(at);
+    std::vector<std::span<const std::string_view>> run;
+    run.reserve(ends.size());
+    for (std::size_t j = 0, from = 0; j < ends.size(); from = ends[j++]) run.emplace_back(words.data() + from, ends[j] - from);
     const bool held = !server_.commands.clustered() && server_.commands.held_long(first.key);
     if (server_.commands.clustered() || held) {
       defer(server_.commands.deferred_batch(client_, run), held);  // its replies in one slot: they leave together anyway

@@ -96,7 +96,7 @@ class Commands {
   // NOAUTH, LOADING) runs the commands one by one instead, each with its
   // own record.
   // `received_at`: when the commands came (0: now), the events' time.
-  void execute_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands, std::vector<BatchReply>& replies,
+  void execute_batch(ClientState& client, std::span<const std::span<const std::string_view>> commands, std::vector<BatchReply>& replies,
                      double received_at = 0);
 
   // Cluster mode (ebb serve --nats): a command that reads or writes waits
@@ -113,7 +113,7 @@ class Commands {
   // reply, in order, once every write is durable (in the cluster's log, or
   // a single node's; a failed write's error in its replies' place). The
   // commands are copied.
-  std::function<void(std::string& replies)> deferred_batch(ClientState& client, std::span<const std::vector<std::string_view>> commands);
+  std::function<void(std::string& replies)> deferred_batch(ClientState& client, std::span<const std::span<const std::string_view>> commands);
   // Waits until the write `commit` names is durable (in the cluster's log,
   // or a single node's): "" then, else why not (when_durable's error).
   std::string wait_published(service::Commit commit);
