@@ -345,10 +345,10 @@ std::function<void(std::string&)> Commands::deferred_batch(ClientState& client, 
   owned.reserve(commands.size());
   for (const auto& args : commands) owned.emplace_back(args.begin(), args.end());
   return [this, &client, owned = std::move(owned), received_at = wall_clock_now()](std::string& text) {
-    std::vector<std::vector<std::string_view>> words;
-    words.reserve(owned.size());
-    for (const auto& args : owned) words.emplace_back(args.begin(), args.end());
-    const std::vector<Args> views(words.begin(), words.end());
+    std::vector<std::vector<std::string_view>> owned_views;
+    owned_views.reserve(owned.size());
+    for (const auto& args : owned) owned_views.emplace_back(args.begin(), args.end());
+    const std::vector<Args> views(owned_views.begin(), owned_views.end());
     std::vector<BatchReply> replies;
     try {
       execute_batch(client, views, replies, received_at);
