@@ -340,15 +340,25 @@ std::string Commands::wait_published(service::Commit commit) {
   return result.get();
 }
 
+std::vector<Args> commands_of(std::span<const std::string_view> words, std::span<const std::size_t> ends) {
+  std::vector<Args> out;
+  out.reserve(ends.size());
+  for (std::size_t j = 0, from = 0; j < ends.size(); from = ends[j++]) out.push_back(words.subspan(from, ends[j] - from));
+  return out;
+}
+
 std::function<void(std::string&)> Commands::deferred_batch(ClientState& client, std::span<const Args> commands) {
-  std::vector<std::vector<std::string>> owned;
-  owned.reserve(commands.size());
-  for (const auto& args : commands) owned.emplace_back(args.begin(), args.end());
-  return [this, &client, owned = std::move(owned), received_at = wall_clock_now()](std::string& text) {
-    std::vector<std::vector<std::string_view>> owned_views;
-    owned_views.reserve(owned.size());
-    for (const auto& args : owned) owned_views.emplace_back(args.begin(), args.end());
-    const std::vector<Args> views(owned_views.begin(), owned_views.end());
+  // Copied end to end, as the run's own table holds them.
+  std::vector<std::string> owned;
+  std::vector<std::size_t> ends;
+  ends.reserve(commands.size());
+  for (const auto& args : commands) {
+    owned.insert(owned.end(), args.begin(), args.end());
+    ends.push_back(owned.size());
+  }
+  return [this, &client, owned = std::move(owned), ends = std::move(ends), received_at = wall_clock_now()](std::string& text) {
+    const std::vector<std::string_view> words(owned.begin(), owned.end());
+    const std::vector<Args> views = commands_of(words, ends);
     std::vector<BatchReply> replies;
     try {
       execute_batch(client, views, replies, received_at);

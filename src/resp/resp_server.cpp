@@ -187,9 +187,7 @@ class RespServer::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     if (ends.size() == 1) return false;
     in_.consume(at);
-    std::vector<std::span<const std::string_view>> run;
-    run.reserve(ends.size());
-    for (std::size_t j = 0, from = 0; j < ends.size(); from = ends[j++]) run.emplace_back(words.data() + from, ends[j] - from);
+    const auto run = commands_of(words, ends);
     const bool held = !server_.commands.clustered() && server_.commands.held_long(first.key);
     if (server_.commands.clustered() || held) {
       defer(server_.commands.deferred_batch(client_, run), held);  // its replies in one slot: they leave together anyway

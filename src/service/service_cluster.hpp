@@ -37,7 +37,7 @@ std::vector<engine::PointAnswer> top_and_counts(const Service::State& s, const s
                                                 engine::TopKAnswer& list, engine::Coverage& item_coverage);
 engine::TrendingAnswer trending(const Service::State& s, const std::string& name, std::optional<double> short_half_life,
                                 std::optional<double> long_half_life, std::optional<std::size_t> k, double min_count,
-                                std::optional<RedisKey::Type> redis_type = std::nullopt);
+                                std::optional<RedisKey::Type> redis_type);
 Commit incr(Service::State& s, std::string_view distribution, std::span<const std::string_view> fields, double n, double received_at);
 
 }  // namespace ebb::service::cluster_mode

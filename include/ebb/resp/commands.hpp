@@ -64,6 +64,10 @@ struct BatchEntry {
   std::size_t items = 0;
 };
 
+// The commands of a run held end to end in one table of arguments:
+// command j is words[ends[j - 1], ends[j]) (from 0 for the first).
+std::vector<std::span<const std::string_view>> commands_of(std::span<const std::string_view> words, std::span<const std::size_t> ends);
+
 class Commands {
  public:
   Commands(service::Service& service, const service::AccessTokens& tokens, ServerFigures& figures, std::string version);
