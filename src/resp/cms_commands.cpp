@@ -91,11 +91,18 @@ Outcome incrby(Context& c) {
   require_cms(c, key);
   std::vector<double> after;
   bool applied = false;  // (single node: the observer saw the batch counted)
-  service::Commit commit = ingest_items(c, key, RedisKey::Type::cms, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
-    if (!counted) return;
-    applied = true;
-    for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
-  });
+  service::Commit commit;
+  try {
+    commit = ingest_items(c, key, RedisKey::Type::cms, views, weights, kNoKey, [&](const engine::Namespace& ns, bool counted) {
+      if (!counted) return;
+      applied = true;
+      for (const auto& a : ns.counts(items)) after.push_back(a.item.upper);
+    });
+  } catch (const service::ServiceError& e) {
+    // Past 2^53 counts stop being exact: refused whole, in RedisBloom's words for a counter's overflow.
+    if (e.code() == "count_overflow") refuse("CMS: INCRBY overflow");
+    throw;
+  }
   // No counts from the observer (every increment 0, it failed, or cluster
   // mode, where the partitions count once the log has the increment): read
   // them now, in cluster mode once the log has it (read-your-writes).

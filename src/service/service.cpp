@@ -29,6 +29,22 @@ ServiceError unavailable(const std::string& why) {
   return {ErrorKind::unavailable, "persist_failed", "the server cannot persist writes now: " + why};
 }
 
+// A CMS key counts whole increments exactly, in doubles, up to 2^53
+// (docs/resp.md): a batch that would take its total there is refused
+// whole, as a merge that would is. (No item's count exceeds the total, so
+// below it every count and every sum of whole increments on the way is
+// exact.) Single node only: in cluster mode the partitions count, and this
+// node's entry holds no counts.
+void require_exact_total(const NamespaceEntry& e, std::span<const engine::Event> events) {
+  double total = e.ns.counted_weight();
+  for (const auto& ev : events) total += ev.weight;
+  if (!(total < engine::Namespace::kMaxSummedWeight)) {
+    throw ServiceError(ErrorKind::invalid, "count_overflow",
+                       "events: counting them would take the total count of namespace '" + message_text(e.name) +
+                           "' to 2^53 or more, where CMS counts stop being exact; nothing was counted");
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -378,6 +394,10 @@ Commit Service::ingest(const IngestRequest& req) {
     if (req.idempotency_key) {
       key_lock = std::unique_lock(s.keys.mutex());
       if (auto seen = s.keys.find(*req.idempotency_key, req.received_at)) return replay_of(*seen);
+    }
+    // (Checked once every event is found valid, and a retry is known to be one.)
+    for (const auto& t : targets) {
+      if (t.entry->redis_type == RedisKey::Type::cms || req.redis_type == RedisKey::Type::cms) require_exact_total(*t.entry, events_of(t));
     }
     lsn = s.wal ? s.append(record_bytes) : 0;
     if (req.idempotency_key) s.keys.insert(*req.idempotency_key, req.body_hash, lsn, req.received_at);

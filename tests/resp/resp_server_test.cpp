@@ -183,6 +183,25 @@ TEST_F(Resp, CmsCommandsAnswerAsRedisBloomDoes) {
   EXPECT_EQ(run({"CMS.QUERY", "t", "a"}), wrong);
 }
 
+// Counts are exact to 2^53: a CMS.INCRBY (or a POST /events to the key)
+// that would take the key's total there is refused whole, not counted and
+// rounded (each +1 past 2^53 was acknowledged and lost).
+TEST_F(Resp, CmsIncrByPast2To53IsRefusedWhole) {
+  ASSERT_EQ(run({"CMS.INITBYDIM", "big", "16", "2"}), "OK\n");
+  for (int i = 0; i < 9; ++i) ASSERT_EQ(run({"CMS.INCRBY", "big", "x", "1000000000000000"}).substr(0, 12), "1) (integer)");
+  EXPECT_EQ(run({"CMS.INCRBY", "big", "x", "7199254740990", "y", "1"}), "1) (integer) 9007199254740990\n2) (integer) 1\n");  // 2^53 - 1 in all
+  EXPECT_EQ(run({"CMS.INCRBY", "big", "z", "1"}), "(error) CMS: INCRBY overflow\n");          // 2^53
+  EXPECT_EQ(run({"CMS.INCRBY", "big", "y", "0", "x", "1", "y", "1"}), "(error) CMS: INCRBY overflow\n");
+  EXPECT_EQ(run({"CMS.INCRBY", "big", "x", "0"}), "1) (integer) 9007199254740990\n");  // nothing to count: answered
+  HttpClient http(server_->port());
+  const auto r = http.request("POST", "/events", R"({"namespace":"big","events":[{"item_id":"x","weight":1}]})", "application/json");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("\"count_overflow\""), std::string::npos) << r.body;
+  EXPECT_EQ(run({"CMS.QUERY", "big", "x", "y", "z"}), "1) (integer) 9007199254740990\n2) (integer) 1\n3) (integer) 0\n");
+  const auto info = run({"CMS.INFO", "big"});
+  EXPECT_NE(info.find(" 6) (integer) 9007199254740991\n"), std::string::npos) << info;
+}
+
 // CMS.MERGE: the destination becomes the weighted sum (exact here: nothing
 // collides in 128 x 5), a source may be the destination; RedisBloom's
 // error cases (its tests/flow/test_cms.py as a checklist) change nothing.

@@ -234,6 +234,8 @@ class Namespace {
   void check_item(std::string_view item) const;
 
   NamespaceStats stats() const;
+  // The undecayed weight counted so far (stats().weight), without building the stats.
+  double counted_weight() const noexcept { return stats_.weight; }
   // Batches counted so far, and this object's id (unique in the process):
   // together they name a state of the namespace, for caches kept outside
   // it (a namespace deleted and made again is another object).
